@@ -1,0 +1,54 @@
+# ShaleDB build, test and run targets. `make test` is what CI runs.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/shale
+STATICCHECK_VERSION := v0.8.2
+# Core packages that also run under the race detector in `make test`.
+RACE_PKGS := ./internal/hlc/... ./internal/storage/... ./internal/docdb/... ./internal/consensus/... ./internal/tablet/...
+
+.PHONY: all build test test-unit test-race test-long lint bench run deps proto clean
+
+all: build
+
+# deps installs what a fresh machine lacks: Go modules now; Debian packages
+# (postgresql-client, python3-psycopg2, python3-cassandra) as the query layers arrive.
+deps:
+	@$(GO) mod download
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/shale
+
+test: deps build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 25m ./...
+	$(GO) test -race -short -count=1 -timeout 25m $(RACE_PKGS)
+
+test-unit: deps
+	$(GO) test -short -count=1 ./...
+
+test-race: deps
+	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
+
+# test-long: soak and scale runs, not part of CI.
+test-long: deps build
+	SHALE_LONG=1 $(GO) test -count=1 -timeout 120m ./...
+
+lint: deps
+	@test -z "$$(gofmt -l cmd internal)" || (echo "gofmt needed:"; gofmt -l cmd internal; exit 1)
+	$(GO) vet ./...
+	@command -v staticcheck >/dev/null || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck ./...
+
+bench: deps build
+	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./internal/...
+
+# run: builds and starts what exists so far (see README).
+run: build
+	./$(BIN) demo
+
+# proto regenerates the checked-in .pb.go files (needs protoc; not needed to build).
+proto:
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" ./scripts/genproto.sh
+
+clean:
+	rm -rf bin

@@ -24,6 +24,9 @@ type Options struct {
 // WAL gives group commit across tablets and one memory budget.
 type Engine struct {
 	*pebble.DB
+	// FS is the file system the engine lives on (in memory in some tests);
+	// files to ingest must be written through it.
+	FS    vfs.FS
 	dir   string
 	cache *pebble.Cache
 }
@@ -44,6 +47,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		DisableWAL:         opts.DisableWAL,
 		Logger:             quietLogger{},
 	}
+	po.FS = vfs.Default
 	if opts.InMemory {
 		po.FS = vfs.NewMem()
 	}
@@ -52,7 +56,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		cache.Unref()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	return &Engine{DB: db, dir: dir, cache: cache}, nil
+	return &Engine{DB: db, FS: po.FS, dir: dir, cache: cache}, nil
 }
 
 // Dir returns the directory the engine lives in.

@@ -1,0 +1,255 @@
+package consensus
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Role of a replica in its group.
+type Role int
+
+// Roles.
+const (
+	RoleFollower Role = iota
+	RoleCandidate
+	RoleLeader
+	RoleLearner
+)
+
+func (r Role) String() string {
+	return [...]string{"follower", "candidate", "leader", "learner"}[r]
+}
+
+// Status is a point-in-time view of a replica, safe to read from any goroutine.
+type Status struct {
+	Group        uint64
+	Node         uint64
+	Role         Role
+	Leader       uint64
+	Term         uint64
+	Commit       uint64
+	AppliedIndex uint64
+	FirstIndex   uint64
+	LastIndex    uint64
+	Voters       []uint64
+	Learners     []uint64
+	Quiesced     bool
+	LeaseValid   bool
+}
+
+type waiter struct {
+	ch   chan proposalResult
+	term uint64 // term the proposal entered raft in; 0 until then
+}
+
+type proposalResult struct {
+	value any
+	err   error
+}
+
+type pendingProposal struct {
+	id   uint64
+	data []byte // envelope: proposal id + command
+	cc   *raftpb.ConfChangeV2
+}
+
+// Group is one replica of a Raft group on this node.
+type Group struct {
+	id uint64
+	rt *Runtime
+	sm StateMachine
+
+	// Owned by the scheduler goroutine.
+	rn             *raft.RawNode
+	store          *logStore
+	termStartIndex uint64 // index of this leader's first entry of its term
+	pendingSnap    *incomingSnapshot
+
+	mu struct {
+		sync.Mutex
+		inbox        []*raftpb.Message
+		proposals    []pendingProposal
+		ticks        int
+		campaign     bool
+		transferTo   uint64
+		unreachable  []uint64
+		snapStatus   []snapStatus
+		snapIn       *incomingSnapshot
+		waiters      map[uint64]*waiter
+		quiesced     bool
+		removed      bool
+		status       Status
+		followersOK  map[uint64]bool // followers that acked an entry of the current leader term
+		confVoters   [2][]uint64
+		leadTransfer uint64
+	}
+}
+
+type snapStatus struct {
+	to     uint64
+	failed bool
+}
+
+// ID returns the group id.
+func (g *Group) ID() uint64 { return g.id }
+
+// Status returns a snapshot of the replica's state.
+func (g *Group) Status() Status {
+	g.mu.Lock()
+	st := g.mu.status
+	st.Quiesced = g.mu.quiesced
+	g.mu.Unlock()
+	st.LeaseValid = g.HasLease()
+	return st
+}
+
+// Propose replicates cmd and returns the state machine's result once the
+// command is applied on this node. It fails fast with *NotLeaderError on a
+// non-leader (commands are stamped by the leader, so they are never
+// forwarded).
+func (g *Group) Propose(ctx context.Context, cmd []byte) (any, error) {
+	id := rand.Uint64() | 1 // never 0: 0 marks "no proposal"
+	data := make([]byte, 8, 8+len(cmd))
+	binary.BigEndian.PutUint64(data, id)
+	data = append(data, cmd...)
+	return g.submit(ctx, pendingProposal{id: id, data: data})
+}
+
+// ChangeReplicas proposes a membership change and waits until it is applied.
+func (g *Group) ChangeReplicas(ctx context.Context, changes ...*raftpb.ConfChangeSingle) error {
+	id := rand.Uint64() | 1
+	ctxb := binary.BigEndian.AppendUint64(nil, id)
+	cc := &raftpb.ConfChangeV2{Changes: changes, Context: ctxb}
+	_, err := g.submit(ctx, pendingProposal{id: id, cc: cc})
+	return err
+}
+
+// AddLearner adds node as a non-voting replica (it catches up by snapshot).
+func (g *Group) AddLearner(ctx context.Context, node uint64) error {
+	return g.ChangeReplicas(ctx, confChange(raftpb.ConfChangeAddLearnerNode, node))
+}
+
+// PromoteLearner turns a caught-up learner into a voter.
+func (g *Group) PromoteLearner(ctx context.Context, node uint64) error {
+	return g.ChangeReplicas(ctx, confChange(raftpb.ConfChangeAddNode, node))
+}
+
+// RemoveReplica removes node from the group.
+func (g *Group) RemoveReplica(ctx context.Context, node uint64) error {
+	return g.ChangeReplicas(ctx, confChange(raftpb.ConfChangeRemoveNode, node))
+}
+
+func confChange(t raftpb.ConfChangeType, node uint64) *raftpb.ConfChangeSingle {
+	return &raftpb.ConfChangeSingle{Type: t.Enum(), NodeId: proto.Uint64(node)}
+}
+
+func (g *Group) submit(ctx context.Context, p pendingProposal) (any, error) {
+	w := &waiter{ch: make(chan proposalResult, 1)}
+	g.mu.Lock()
+	if g.mu.removed {
+		g.mu.Unlock()
+		return nil, ErrGroupNotFound
+	}
+	if g.mu.status.Role != RoleLeader {
+		leader := g.mu.status.Leader
+		g.mu.Unlock()
+		return nil, &NotLeaderError{Group: g.id, Leader: leader}
+	}
+	g.mu.waiters[p.id] = w
+	g.mu.proposals = append(g.mu.proposals, p)
+	g.mu.quiesced = false
+	g.mu.Unlock()
+	g.rt.markPending(g.id)
+	select {
+	case r := <-w.ch:
+		return r.value, r.err
+	case <-ctx.Done():
+		g.mu.Lock()
+		delete(g.mu.waiters, p.id)
+		g.mu.Unlock()
+		// The command may still be applied later.
+		return nil, ctx.Err()
+	case <-g.rt.stopped:
+		return nil, ErrStopped
+	}
+}
+
+// TransferLeadership asks the leader to hand leadership to node, and waits
+// until this replica observes a leader other than itself or ctx expires.
+func (g *Group) TransferLeadership(ctx context.Context, node uint64) error {
+	g.mu.Lock()
+	if g.mu.status.Role != RoleLeader {
+		leader := g.mu.status.Leader
+		g.mu.Unlock()
+		return &NotLeaderError{Group: g.id, Leader: leader}
+	}
+	g.mu.transferTo = node
+	g.mu.quiesced = false
+	g.mu.Unlock()
+	g.rt.markPending(g.id)
+	return g.rt.waitFor(ctx, func() bool {
+		st := g.Status()
+		return st.Leader == node && st.Role != RoleLeader
+	})
+}
+
+// Campaign makes this replica start an election (tests and operators).
+func (g *Group) Campaign() {
+	g.mu.Lock()
+	g.mu.campaign = true
+	g.mu.quiesced = false
+	g.mu.Unlock()
+	g.rt.markPending(g.id)
+}
+
+// HasLease reports whether this replica is the leader and holds the leader
+// lease, so linearizable reads may be served from local state.
+//
+// The lease needs: leadership in the current term with an entry of that term
+// applied (so every earlier write is visible), no leader transfer under way,
+// and in each majority of the configuration, enough replicas (this one
+// included) that acknowledged an entry of this term and whose node has
+// acknowledged one of our frames sent within LeaseDuration. Those replicas
+// refuse votes for VoteRefusalWindow (> LeaseDuration) after hearing from us.
+func (g *Group) HasLease() bool {
+	now := time.Now()
+	g.mu.Lock()
+	st := g.mu.status
+	ok := st.Role == RoleLeader && g.mu.leadTransfer == 0 && g.mu.followersOK != nil
+	if !ok {
+		g.mu.Unlock()
+		return false
+	}
+	voters := g.mu.confVoters
+	followersOK := g.mu.followersOK
+	g.mu.Unlock()
+	for _, cfg := range voters {
+		if len(cfg) == 0 {
+			continue
+		}
+		acks := make([]time.Time, 0, len(cfg))
+		for _, v := range cfg {
+			switch {
+			case v == g.rt.cfg.NodeID:
+				acks = append(acks, now)
+			case followersOK[v]:
+				acks = append(acks, g.rt.tr.LeaseAck(v))
+			default:
+				acks = append(acks, time.Time{})
+			}
+		}
+		sort.Slice(acks, func(i, j int) bool { return acks[i].After(acks[j]) })
+		if now.Sub(acks[len(cfg)/2]) >= g.rt.cfg.LeaseDuration {
+			return false
+		}
+	}
+	return true
+}

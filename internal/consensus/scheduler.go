@@ -1,0 +1,507 @@
+package consensus
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shaledb/shaledb/internal/consensus/transport"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+// campaignTransfer is the context etcd raft puts on votes of a leader
+// transfer; such votes bypass the vote refusal of leader leases.
+var campaignTransfer = []byte("CampaignTransfer")
+
+// quiesceContext marks the last heartbeat a leader sends before quiescing.
+var quiesceContext = []byte("shale-quiesce")
+
+// groupWork is one group's share of a scheduler cycle.
+type groupWork struct {
+	g       *Group
+	rd      raft.Ready
+	results []appliedResult
+}
+
+type appliedResult struct {
+	id    uint64
+	value any
+	err   error
+}
+
+func (rt *Runtime) runScheduler() {
+	defer rt.wg.Done()
+	for {
+		select {
+		case <-rt.stopper:
+			rt.failAllWaiters()
+			return
+		case <-rt.signal:
+		}
+		for {
+			ids := rt.takePending()
+			if len(ids) == 0 {
+				break
+			}
+			if err := rt.cycle(ids); err != nil {
+				// A storage failure leaves the replica in an unknown state:
+				// stop rather than acknowledge anything more.
+				panic(fmt.Sprintf("consensus: node %d: %v", rt.cfg.NodeID, err))
+			}
+		}
+	}
+}
+
+func (rt *Runtime) failAllWaiters() {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	for _, g := range rt.mu.groups {
+		g.mu.Lock()
+		for id, w := range g.mu.waiters {
+			w.ch <- proposalResult{err: ErrStopped}
+			delete(g.mu.waiters, id)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// cycle runs one scheduler pass over the given groups.
+func (rt *Runtime) cycle(ids []uint64) error {
+	start := time.Now()
+	batch := rt.eng.NewBatch()
+	defer batch.Close()
+	work := make([]*groupWork, 0, len(ids))
+	for _, id := range ids {
+		g, ok := rt.Group(id)
+		if !ok {
+			continue
+		}
+		w, err := g.prepare(batch)
+		if err != nil {
+			return err
+		}
+		if w != nil {
+			work = append(work, w)
+		}
+	}
+	if len(work) == 0 {
+		return nil
+	}
+	// 1. Group commit: every group's entries and hard state, one fsync.
+	if !batch.Empty() {
+		syncStart := time.Now()
+		if err := batch.Commit(storage.Sync); err != nil {
+			return fmt.Errorf("raft log commit: %w", err)
+		}
+		rt.metrics.observeSync(time.Since(syncStart))
+	}
+	// 2. Send: one transport call per destination.
+	out := make(map[uint64][]transport.Message)
+	for _, w := range work {
+		w.g.store.commitAppend(w.rd.HardState, w.rd.Entries)
+		for _, m := range w.rd.Messages {
+			if m.GetType() == raftpb.MsgSnap {
+				rt.sendSnapshot(w.g, m)
+				continue
+			}
+			out[m.GetTo()] = append(out[m.GetTo()], transport.Message{Group: w.g.id, Msg: m})
+		}
+	}
+	for to, msgs := range out {
+		rt.metrics.MessagesSent.Add(uint64(len(msgs)))
+		rt.tr.Send(to, msgs)
+	}
+	// 3. Apply every group's committed entries in one batch.
+	apply := rt.eng.NewBatch()
+	defer apply.Close()
+	applied := false
+	for _, w := range work {
+		if len(w.rd.CommittedEntries) == 0 {
+			continue
+		}
+		applied = true
+		if err := w.g.applyCommitted(apply, w); err != nil {
+			return err
+		}
+	}
+	if applied {
+		if err := apply.Commit(storage.NoSync); err != nil {
+			return fmt.Errorf("apply commit: %w", err)
+		}
+	}
+	// 4. Deliver results, advance, and tidy up.
+	for _, w := range work {
+		if err := w.g.finish(w); err != nil {
+			return err
+		}
+	}
+	rt.metrics.Cycles.Add(1)
+	rt.metrics.observeCycle(time.Since(start))
+	return nil
+}
+
+// prepare feeds the group's queued input into raft and collects its Ready,
+// staging log writes into batch. It returns nil if the group has no Ready.
+func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
+	g.mu.Lock()
+	inbox := g.mu.inbox
+	g.mu.inbox = nil
+	props := g.mu.proposals
+	g.mu.proposals = nil
+	ticks := g.mu.ticks
+	g.mu.ticks = 0
+	campaign := g.mu.campaign
+	g.mu.campaign = false
+	transferTo := g.mu.transferTo
+	g.mu.transferTo = 0
+	unreachable := g.mu.unreachable
+	g.mu.unreachable = nil
+	snaps := g.mu.snapStatus
+	g.mu.snapStatus = nil
+	quiesced := g.mu.quiesced
+	removed := g.mu.removed
+	g.mu.Unlock()
+	if removed {
+		return nil, nil
+	}
+	rt := g.rt
+	wake := false
+	for _, m := range inbox {
+		if g.refuseVote(m) {
+			rt.metrics.VotesRefused.Add(1)
+			continue
+		}
+		if m.GetType() == raftpb.MsgSnap {
+			// Snapshots arrive through HandleSnapshot, never here.
+			continue
+		}
+		quiesceMsg := (m.GetType() == raftpb.MsgHeartbeat || m.GetType() == raftpb.MsgHeartbeatResp) &&
+			bytes.Equal(m.GetContext(), quiesceContext)
+		if err := g.rn.Step(m); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) && !errors.Is(err, raft.ErrStepLocalMsg) {
+			rt.log.Debug("step", "group", g.id, "err", err)
+		}
+		// Messages are in order: the latest decides whether the group sleeps.
+		switch {
+		case !quiesceMsg:
+			quiesced = false
+		case m.GetType() == raftpb.MsgHeartbeat && m.GetFrom() == g.rn.BasicStatus().Lead:
+			quiesced = true
+		}
+	}
+	g.mu.Lock()
+	if in := g.mu.snapIn; in != nil {
+		g.mu.snapIn = nil
+		g.pendingSnap = in
+	}
+	g.mu.Unlock()
+	if g.pendingSnap != nil {
+		// Step the snapshot message; raft decides whether it is still useful.
+		wake = true
+		if err := g.rn.Step(g.pendingSnap.msg); err != nil {
+			rt.log.Debug("step snapshot", "group", g.id, "err", err)
+		}
+	}
+	for _, to := range unreachable {
+		g.rn.ReportUnreachable(to)
+	}
+	for _, s := range snaps {
+		status := raft.SnapshotFinish
+		if s.failed {
+			status = raft.SnapshotFailure
+		}
+		g.rn.ReportSnapshot(s.to, status)
+		wake = true
+	}
+	if campaign {
+		wake = true
+		_ = g.rn.Campaign()
+	}
+	if transferTo != 0 {
+		wake = true
+		g.rn.TransferLeader(transferTo)
+	}
+	for _, p := range props {
+		wake = true
+		var err error
+		if p.cc != nil {
+			err = g.rn.ProposeConfChange(p.cc)
+		} else {
+			err = g.rn.Propose(p.data)
+		}
+		g.mu.Lock()
+		w := g.mu.waiters[p.id]
+		if err != nil && w != nil {
+			delete(g.mu.waiters, p.id)
+			st := g.rn.BasicStatus()
+			if st.RaftState == raft.StateLeader {
+				w.ch <- proposalResult{err: ErrProposalDropped}
+			} else {
+				w.ch <- proposalResult{err: &NotLeaderError{Group: g.id, Leader: st.Lead}}
+			}
+		} else if w != nil {
+			w.term = g.rn.BasicStatus().Term
+		}
+		g.mu.Unlock()
+	}
+	if wake {
+		quiesced = false
+	}
+	if !quiesced {
+		for i := 0; i < ticks; i++ {
+			g.rn.Tick()
+		}
+	}
+	g.mu.Lock()
+	g.mu.quiesced = quiesced
+	g.mu.Unlock()
+	if !g.rn.HasReady() {
+		if g.pendingSnap != nil {
+			g.pendingSnap.finish(nil) // raft found it stale; nothing to ingest
+			g.pendingSnap = nil
+		}
+		return nil, nil
+	}
+	rd := g.rn.Ready()
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		if err := g.ingestSnapshot(rd.Snapshot); err != nil {
+			return nil, err
+		}
+	}
+	if g.pendingSnap != nil {
+		g.pendingSnap.finish(nil)
+		g.pendingSnap = nil
+	}
+	var hs *raftpb.HardState
+	if !raft.IsEmptyHardState(rd.HardState) {
+		hs = rd.HardState
+	}
+	if err := g.store.stageAppend(batch, hs, rd.Entries); err != nil {
+		return nil, err
+	}
+	if rd.SoftState != nil && rd.RaftState == raft.StateLeader {
+		// becomeLeader appends an empty entry; it is the last of this Ready.
+		if n := len(rd.Entries); n > 0 {
+			g.termStartIndex = rd.Entries[n-1].GetIndex()
+		}
+	}
+	rd.HardState = hs
+	return &groupWork{g: g, rd: rd}, nil
+}
+
+// refuseVote implements the follower side of leader leases: no vote for
+// another candidate while the current leader's node is being heard from, or
+// just after this node started (it may have forgotten whom it followed).
+func (g *Group) refuseVote(m *raftpb.Message) bool {
+	t := m.GetType()
+	if t != raftpb.MsgVote && t != raftpb.MsgPreVote {
+		return false
+	}
+	if bytes.Equal(m.GetContext(), campaignTransfer) {
+		return false
+	}
+	rt := g.rt
+	if time.Since(rt.started) < rt.cfg.VoteRefusalWindow {
+		return true
+	}
+	st := g.rn.BasicStatus()
+	lead := st.Lead
+	if lead == 0 || lead == m.GetFrom() || lead == rt.cfg.NodeID {
+		return false
+	}
+	if !g.isVoter(lead) {
+		return false
+	}
+	return time.Since(rt.tr.LastHeard(lead)) < rt.cfg.VoteRefusalWindow
+}
+
+func (g *Group) isVoter(node uint64) bool {
+	cs := g.store.confState
+	for _, v := range cs.GetVoters() {
+		if v == node {
+			return true
+		}
+	}
+	for _, v := range cs.GetVotersOutgoing() {
+		if v == node {
+			return true
+		}
+	}
+	return false
+}
+
+// applyCommitted applies the committed entries of w into b and records the
+// applied state in the same batch.
+func (g *Group) applyCommitted(b *pebble.Batch, w *groupWork) error {
+	st := g.store
+	for _, e := range w.rd.CommittedEntries {
+		idx := e.GetIndex()
+		if idx <= st.appliedIndex {
+			continue // already applied (replayed after a snapshot)
+		}
+		switch e.GetType() {
+		case raftpb.EntryNormal:
+			data := e.GetData()
+			if len(data) >= 8 {
+				id := binary.BigEndian.Uint64(data)
+				g.mu.Lock()
+				_, local := g.mu.waiters[id]
+				g.mu.Unlock()
+				res := g.sm.Apply(b, Entry{Index: idx, Term: e.GetTerm(), Local: local, Data: data[8:]})
+				if local {
+					r := appliedResult{id: id, value: res}
+					if err, ok := res.(error); ok {
+						r.value, r.err = nil, err
+					}
+					w.results = append(w.results, r)
+				}
+			}
+		case raftpb.EntryConfChangeV2, raftpb.EntryConfChange:
+			var cc raftpb.ConfChangeI
+			if e.GetType() == raftpb.EntryConfChangeV2 {
+				v2 := &raftpb.ConfChangeV2{}
+				if err := proto.Unmarshal(e.GetData(), v2); err != nil {
+					return fmt.Errorf("group %d: conf change at %d: %w", g.id, idx, err)
+				}
+				cc = v2
+				if ctx := v2.GetContext(); len(ctx) == 8 {
+					w.results = append(w.results, appliedResult{id: binary.BigEndian.Uint64(ctx)})
+				}
+			} else {
+				v1 := &raftpb.ConfChange{}
+				if err := proto.Unmarshal(e.GetData(), v1); err != nil {
+					return fmt.Errorf("group %d: conf change at %d: %w", g.id, idx, err)
+				}
+				cc = v1
+			}
+			st.confState = g.rn.ApplyConfChange(cc)
+			g.rt.metrics.ConfChanges.Add(1)
+		}
+		st.appliedIndex, st.appliedTerm = idx, e.GetTerm()
+	}
+	return b.Set(storage.AppliedStateKey(g.id), encodeAppliedState(st.appliedIndex, st.appliedTerm, st.confState), nil)
+}
+
+// finish delivers results, advances raft, refreshes the shared status, and
+// decides about log truncation and quiescence.
+func (g *Group) finish(w *groupWork) error {
+	g.rn.Advance(w.rd)
+	bs := g.rn.BasicStatus()
+	g.mu.Lock()
+	for _, r := range w.results {
+		if wt, ok := g.mu.waiters[r.id]; ok {
+			delete(g.mu.waiters, r.id)
+			wt.ch <- proposalResult{value: r.value, err: r.err}
+		}
+	}
+	if bs.RaftState != raft.StateLeader {
+		// Proposals still in flight may or may not commit under a new leader.
+		for id, wt := range g.mu.waiters {
+			if wt.term != 0 {
+				delete(g.mu.waiters, id)
+				wt.ch <- proposalResult{err: ErrAmbiguous}
+			}
+		}
+	}
+	g.refreshStatusLocked(bs)
+	g.mu.Unlock()
+	if bs.RaftState == raft.StateLeader {
+		g.refreshLeaderState()
+	}
+	if err := g.maybeTruncate(bs); err != nil {
+		return err
+	}
+	g.maybeQuiesce(bs)
+	if g.rn.HasReady() {
+		g.rt.markPending(g.id)
+	}
+	return nil
+}
+
+func (g *Group) refreshStatusLocked(bs raft.BasicStatus) {
+	st := &g.mu.status
+	switch bs.RaftState {
+	case raft.StateLeader:
+		st.Role = RoleLeader
+	case raft.StateCandidate, raft.StatePreCandidate:
+		st.Role = RoleCandidate
+	default:
+		st.Role = RoleFollower
+		if bs.IsLearner {
+			st.Role = RoleLearner
+		}
+	}
+	if st.Role != RoleLeader || st.Term != bs.Term {
+		g.mu.followersOK = nil
+	}
+	st.Leader, st.Term, st.Commit = bs.Lead, bs.Term, bs.Commit
+	st.AppliedIndex = g.store.appliedIndex
+	st.FirstIndex, st.LastIndex = g.store.truncIndex+1, g.store.lastIndex
+	cs := g.store.confState
+	st.Voters = append(st.Voters[:0:0], cs.GetVoters()...)
+	st.Learners = append(st.Learners[:0:0], cs.GetLearners()...)
+	g.mu.confVoters = [2][]uint64{st.Voters, append([]uint64(nil), cs.GetVotersOutgoing()...)}
+	g.mu.leadTransfer = bs.LeadTransferee
+}
+
+// refreshLeaderState records which followers have acknowledged an entry of
+// this term, which makes them count towards the lease, once the first entry
+// of the term is applied (so reads see every earlier write).
+func (g *Group) refreshLeaderState() {
+	if g.store.appliedIndex < g.termStartIndex || g.termStartIndex == 0 {
+		return
+	}
+	ok := make(map[uint64]bool)
+	g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
+		if pr.Match >= g.termStartIndex {
+			ok[id] = true
+		}
+	})
+	g.mu.Lock()
+	g.mu.followersOK = ok
+	g.mu.Unlock()
+}
+
+// maybeTruncate drops applied log entries once enough have accumulated,
+// keeping what active followers still need unless they lag too far (they
+// then catch up by snapshot).
+func (g *Group) maybeTruncate(bs raft.BasicStatus) error {
+	st := g.store
+	rt := g.rt
+	target := st.appliedIndex
+	if target <= st.truncIndex+rt.cfg.LogTruncateThreshold {
+		return nil
+	}
+	if bs.RaftState == raft.StateLeader {
+		g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+			if id == rt.cfg.NodeID || !pr.RecentActive {
+				return
+			}
+			if pr.Match < target && st.appliedIndex-pr.Match < rt.cfg.MaxFollowerLag {
+				target = pr.Match
+			}
+		})
+	}
+	if target <= st.truncIndex+rt.cfg.LogTruncateThreshold/2 {
+		return nil
+	}
+	b := rt.eng.NewBatch()
+	defer b.Close()
+	term, err := st.stageTruncate(b, target)
+	if err != nil {
+		return err
+	}
+	if err := b.Commit(storage.NoSync); err != nil {
+		return err
+	}
+	st.commitTruncate(target, term)
+	rt.metrics.LogTruncations.Add(1)
+	return nil
+}

@@ -22,7 +22,7 @@ func (g *Group) maybeQuiesce(bs raft.BasicStatus) {
 		return
 	}
 	st := g.store
-	if st.appliedIndex != st.lastIndex || bs.Commit != st.lastIndex || g.rn.HasReady() {
+	if st.appliedIndex != st.lastIndex || bs.GetCommit() != st.lastIndex || g.rn.HasReady() {
 		return
 	}
 	g.mu.Lock()
@@ -51,7 +51,7 @@ func (g *Group) maybeQuiesce(bs raft.BasicStatus) {
 			Type:    raftpb.MsgHeartbeat.Enum(),
 			To:      proto.Uint64(to),
 			From:    proto.Uint64(rt.cfg.NodeID),
-			Term:    proto.Uint64(bs.Term),
+			Term:    proto.Uint64(bs.GetTerm()),
 			Commit:  proto.Uint64(st.lastIndex),
 			Context: quiesceContext,
 		}}})

@@ -185,6 +185,10 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 		}
 		quiesceMsg := (m.GetType() == raftpb.MsgHeartbeat || m.GetType() == raftpb.MsgHeartbeatResp) &&
 			bytes.Equal(m.GetContext(), quiesceContext)
+		if quiesceMsg && m.GetType() == raftpb.MsgHeartbeatResp {
+			// raft reads a heartbeat response context as a ReadIndex ack.
+			m.Context = nil
+		}
 		if err := g.rn.Step(m); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) && !errors.Is(err, raft.ErrStepLocalMsg) {
 			rt.log.Debug("step", "group", g.id, "err", err)
 		}
@@ -247,7 +251,7 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 				w.ch <- proposalResult{err: &NotLeaderError{Group: g.id, Leader: st.Lead}}
 			}
 		} else if w != nil {
-			w.term = g.rn.BasicStatus().Term
+			w.term = g.rn.BasicStatus().GetTerm()
 		}
 		g.mu.Unlock()
 	}
@@ -434,14 +438,16 @@ func (g *Group) refreshStatusLocked(bs raft.BasicStatus) {
 		st.Role = RoleCandidate
 	default:
 		st.Role = RoleFollower
-		if bs.IsLearner {
-			st.Role = RoleLearner
+		for _, l := range g.store.confState.GetLearners() {
+			if l == g.rt.cfg.NodeID {
+				st.Role = RoleLearner
+			}
 		}
 	}
-	if st.Role != RoleLeader || st.Term != bs.Term {
+	if st.Role != RoleLeader || st.Term != bs.GetTerm() {
 		g.mu.followersOK = nil
 	}
-	st.Leader, st.Term, st.Commit = bs.Lead, bs.Term, bs.Commit
+	st.Leader, st.Term, st.Commit = bs.Lead, bs.GetTerm(), bs.GetCommit()
 	st.AppliedIndex = g.store.appliedIndex
 	st.FirstIndex, st.LastIndex = g.store.truncIndex+1, g.store.lastIndex
 	cs := g.store.confState

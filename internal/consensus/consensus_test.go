@@ -1,0 +1,232 @@
+package consensus_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+// kvSM is a toy state machine: a command "key=value" sets a key in the
+// group's own data span.
+type kvSM struct {
+	group uint64
+}
+
+func (s *kvSM) prefix() []byte {
+	return binary.BigEndian.AppendUint64([]byte{storage.DataPrefix}, s.group)
+}
+
+func (s *kvSM) Apply(b *pebble.Batch, e consensus.Entry) any {
+	k, v, ok := bytes.Cut(e.Data, []byte("="))
+	if !ok {
+		return fmt.Errorf("bad command %q", e.Data)
+	}
+	if err := b.Set(append(s.prefix(), k...), v, nil); err != nil {
+		return err
+	}
+	return e.Index
+}
+
+func (s *kvSM) SnapshotSpans() []storage.Span {
+	p := s.prefix()
+	return []storage.Span{{Start: p, End: storage.PrefixEnd(p)}}
+}
+
+func (s *kvSM) Restored() error { return nil }
+
+func (s *kvSM) get(eng *storage.Engine, key string) (string, bool) {
+	v, closer, err := eng.Get(append(s.prefix(), key...))
+	if err != nil {
+		return "", false
+	}
+	defer closer.Close()
+	return string(v), true
+}
+
+func (s *kvSM) count(eng *storage.Engine) int {
+	sp := s.SnapshotSpans()[0]
+	it, err := eng.NewIter(&pebble.IterOptions{LowerBound: sp.Start, UpperBound: sp.End})
+	if err != nil {
+		return -1
+	}
+	defer it.Close()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	return n
+}
+
+const groupID = 7
+
+func testConfig() consensus.Config {
+	return consensus.Config{
+		TickInterval:         20 * time.Millisecond,
+		ElectionTicks:        10,
+		VoteRefusalWindow:    300 * time.Millisecond,
+		LeaseDuration:        240 * time.Millisecond,
+		LogTruncateThreshold: 50,
+	}
+}
+
+// startCluster runs n nodes; nodes in voters bootstrap the group.
+func startCluster(t *testing.T, n int, voters []uint64) *consensustest.Cluster {
+	return consensustest.NewCluster(t, n, consensustest.Options{
+		Runtime: testConfig(),
+		OnStart: func(nd *consensustest.Node) {
+			var boot []uint64
+			for _, v := range voters {
+				if v == nd.ID {
+					boot = voters
+				}
+			}
+			if _, err := nd.Runtime.CreateGroup(consensus.GroupConfig{ID: groupID, StateMachine: &kvSM{group: groupID}, Bootstrap: boot}); err != nil {
+				t.Fatalf("node %d: create group: %v", nd.ID, err)
+			}
+		},
+	})
+}
+
+func leaderOf(c *consensustest.Cluster) *consensustest.Node {
+	for _, n := range c.Nodes() {
+		if !c.Running(n.ID) {
+			continue
+		}
+		if g, ok := n.Runtime.Group(groupID); ok && g.Status().Role == consensus.RoleLeader && g.HasLease() {
+			return n
+		}
+	}
+	return nil
+}
+
+func waitLeader(t *testing.T, c *consensustest.Cluster) *consensustest.Node {
+	t.Helper()
+	var l *consensustest.Node
+	consensustest.WaitFor(t, 15*time.Second, "a leader with a lease", func() bool {
+		l = leaderOf(c)
+		return l != nil
+	})
+	return l
+}
+
+// propose writes key=value through the current leader, retrying on
+// leadership changes, and returns once it is applied there.
+func propose(t *testing.T, c *consensustest.Cluster, key, value string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		l := leaderOf(c)
+		if l == nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		g, _ := l.Runtime.Group(groupID)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := g.Propose(ctx, []byte(key+"="+value))
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+	t.Fatalf("could not write %s", key)
+}
+
+func TestReplicationFailoverAndRestart(t *testing.T) {
+	c := startCluster(t, 3, []uint64{1, 2, 3})
+	sm := &kvSM{group: groupID}
+	waitLeader(t, c)
+	for i := 0; i < 100; i++ {
+		propose(t, c, fmt.Sprintf("k%03d", i), fmt.Sprintf("v%d", i))
+	}
+	for _, n := range c.Nodes() {
+		consensustest.WaitFor(t, 10*time.Second, fmt.Sprintf("node %d applies 100 keys", n.ID), func() bool {
+			return sm.count(n.Engine) == 100
+		})
+	}
+
+	// Kill the leader: a new one is elected and every acknowledged write is there.
+	old := waitLeader(t, c)
+	c.StopNode(old.ID)
+	nl := waitLeader(t, c)
+	if nl.ID == old.ID {
+		t.Fatal("stopped node still leader")
+	}
+	for i := 0; i < 100; i++ {
+		if v, ok := sm.get(nl.Engine, fmt.Sprintf("k%03d", i)); !ok || v != fmt.Sprintf("v%d", i) {
+			t.Fatalf("new leader %d lost k%03d: %q %v", nl.ID, i, v, ok)
+		}
+	}
+	for i := 100; i < 200; i++ {
+		propose(t, c, fmt.Sprintf("k%03d", i), fmt.Sprintf("v%d", i))
+	}
+
+	// The old leader restarts from disk and catches up.
+	c.StartNode(old.ID)
+	consensustest.WaitFor(t, 15*time.Second, "restarted node catches up", func() bool {
+		return sm.count(c.Node(old.ID).Engine) == 200
+	})
+	for _, n := range c.Nodes() {
+		g, _ := n.Runtime.Group(groupID)
+		st := g.Status()
+		if st.FirstIndex <= 6 {
+			t.Errorf("node %d: log never truncated (first index %d)", n.ID, st.FirstIndex)
+		}
+	}
+}
+
+func TestAddLearnerBySnapshotThenRemovePeer(t *testing.T) {
+	c := startCluster(t, 4, []uint64{1, 2, 3})
+	sm := &kvSM{group: groupID}
+	l := waitLeader(t, c)
+	for i := 0; i < 300; i++ {
+		propose(t, c, fmt.Sprintf("k%04d", i), "x")
+	}
+	l = waitLeader(t, c)
+	g, _ := l.Runtime.Group(groupID)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := g.AddLearner(ctx, 4); err != nil {
+		t.Fatalf("add learner: %v", err)
+	}
+	n4 := c.Node(4)
+	consensustest.WaitFor(t, 20*time.Second, "learner receives the snapshot", func() bool {
+		return n4.Runtime.Metrics().SnapshotsApplied > 0 && sm.count(n4.Engine) == 300
+	})
+	if sent := l.Runtime.Metrics().SnapshotsSent; sent == 0 {
+		t.Fatal("leader never sent a snapshot")
+	}
+	if err := g.PromoteLearner(ctx, 4); err != nil {
+		t.Fatalf("promote: %v", err)
+	}
+	// Remove a follower that is not the leader.
+	var victim uint64
+	for _, id := range []uint64{1, 2, 3} {
+		if id != l.ID {
+			victim = id
+			break
+		}
+	}
+	if err := g.RemoveReplica(ctx, victim); err != nil {
+		t.Fatalf("remove %d: %v", victim, err)
+	}
+	c.StopNode(victim)
+	for i := 300; i < 350; i++ {
+		propose(t, c, fmt.Sprintf("k%04d", i), "y")
+	}
+	consensustest.WaitFor(t, 10*time.Second, "node 4 applies new writes as a voter", func() bool {
+		return sm.count(n4.Engine) == 350
+	})
+	st := g.Status()
+	if len(st.Voters) != 3 {
+		t.Fatalf("voters after add+remove: %v", st.Voters)
+	}
+}

@@ -26,7 +26,7 @@ type Metrics struct {
 // MetricsSnapshot is a plain copy of Metrics.
 type MetricsSnapshot struct {
 	Cycles, MessagesSent, VotesRefused, DroppedUnknownGroup, ConfChanges, LogTruncations, Quiesces uint64
-	SnapshotsSent, SnapshotsFailed, SnapshotsApplied, SnapshotBytesSent                           uint64
+	SnapshotsSent, SnapshotsFailed, SnapshotsApplied, SnapshotBytesSent                            uint64
 	Syncs                                                                                          uint64
 	SyncTime, CycleTime                                                                            time.Duration
 }

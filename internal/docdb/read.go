@@ -1,0 +1,374 @@
+package docdb
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+// ReadOptions configure a read.
+type ReadOptions struct {
+	ReadTime hlc.Timestamp // newest version at or below it is visible
+	Columns  []uint32      // projection; nil = all columns, empty = none (existence only)
+}
+
+// Row is a row as seen at a read time.
+type Row struct {
+	Key       []byte        // row key
+	Columns   []ColumnValue // live columns, ascending id (liveness column not included)
+	WriteTime hlc.Timestamp // newest visible write time among the row's visible pieces
+}
+
+// Visibility, for a read at time T (see doc.go for the full picture):
+//   - of each key (the row level, or one column) the newest version <= T
+//     counts; a tombstone or an expired value there hides the key;
+//   - the newest row tombstone <= T, at version D, also hides every column
+//     version <= D, even when a newer liveness marker revives the row;
+//   - a row exists if its marker or any column is visible.
+//
+// Row.WriteTime is the newest write time of the visible marker and the
+// visible returned columns; when the row exists only through columns outside
+// the projection, it is the newest write time of those.
+
+// GetRow reads one row. A row exists if its liveness marker is visible (not
+// hidden by a newer row tombstone and not expired) or any column is visible
+// (Cassandra semantics).
+func GetRow(r pebble.Reader, rowKey []byte, opts ReadOptions) (Row, bool, error) {
+	if !IsRowKey(rowKey) {
+		return Row{}, false, fmt.Errorf("docdb: GetRow: malformed row key %x", rowKey)
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: rowKey, UpperBound: rowEnd(rowKey)})
+	if err != nil {
+		return Row{}, false, err
+	}
+	rr := newRowReader(it, opts.ReadTime, opts.Columns)
+	row, ok, err := rr.readRow(rowKey)
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Row{}, false, err
+	}
+	return row, ok, nil
+}
+
+// ScanOptions configure a scan.
+type ScanOptions struct {
+	ReadOptions
+	// Span of row keys: a row is scanned if its row key lies in the span.
+	// Bounds are row keys or prefixes of row keys (TableSpan, HashSpan, a
+	// resume span), never keys inside a row.
+	Span    storage.Span
+	Limit   int // max rows, 0 = no limit
+	Reverse bool
+}
+
+// Scan returns the rows of the span in key order (reverse if asked) and a
+// resume row key, nil when the span is exhausted. The resume key is the row
+// key of the next row the scan would have looked at (it may turn out to be
+// invisible); ResumeSpan turns it into the span of the next page.
+//
+// Each row costs a few seeks, in both directions: the scan finds a row's key
+// from any of its engine keys (the row key is a prefix), reads the row with
+// forward seeks to the versions at the read time, then seeks past the row
+// (SeekGE of the row's end, or SeekLT of the row key when reversed). Nothing
+// outside the rows returned, and the row after them, is read.
+func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err error) {
+	span := opts.Span
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	rr := newRowReader(it, opts.ReadTime, opts.Columns)
+	var rowKey []byte
+	var valid bool
+	if opts.Reverse {
+		valid = it.Last()
+	} else {
+		valid = it.First()
+	}
+	for valid {
+		key := it.Key()
+		n, err := rowKeyLen(key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("docdb: scan: %w", err)
+		}
+		rowKey = append(rowKey[:0], key[:n]...)
+		if bytes.Compare(rowKey, span.Start) < 0 {
+			// The span starts inside this row; it is not part of the span.
+			if opts.Reverse {
+				break
+			}
+			valid = it.SeekGE(rowEnd(rowKey))
+			continue
+		}
+		if opts.Limit > 0 && len(rows) >= opts.Limit {
+			return rows, slices.Clone(rowKey), nil
+		}
+		row, ok, err := rr.readRow(rowKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			rows = append(rows, row)
+		}
+		if opts.Reverse {
+			valid = it.SeekLT(rowKey)
+		} else {
+			valid = it.SeekGE(rowEnd(rowKey))
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, nil, err
+	}
+	return rows, nil, nil
+}
+
+// ResumeSpan returns the span that continues a scan of span which returned
+// the resume key resume.
+func ResumeSpan(span storage.Span, resume []byte, reverse bool) storage.Span {
+	if reverse {
+		return storage.Span{Start: span.Start, End: rowEnd(resume)}
+	}
+	return storage.Span{Start: resume, End: span.End}
+}
+
+// rowEnd returns the smallest key above every engine key of the row: the
+// row key ends with GroupEnd, and everything that follows it inside the row
+// ('#' or 'K' sub-keys) sorts below a key ending in GroupEnd+1 instead.
+func rowEnd(rowKey []byte) []byte {
+	end := slices.Clone(rowKey)
+	end[len(end)-1]++
+	return end
+}
+
+// rowReader assembles rows from an iterator whose bounds include the rows.
+type rowReader struct {
+	it       *pebble.Iterator
+	readTime hlc.Timestamp
+	readVer  version
+	cols     []uint32 // sorted, unique projection; nil = all columns
+	seekBuf  []byte
+	colBuf   []byte
+}
+
+func newRowReader(it *pebble.Iterator, readTime hlc.Timestamp, cols []uint32) *rowReader {
+	rr := &rowReader{it: it, readTime: readTime, readVer: readVersion(readTime)}
+	if cols != nil {
+		rr.cols = make([]uint32, 0, len(cols))
+		for _, c := range cols {
+			if c != LivenessColumn {
+				rr.cols = append(rr.cols, c)
+			}
+		}
+		slices.Sort(rr.cols)
+		rr.cols = slices.Compact(rr.cols)
+	}
+	return rr
+}
+
+// rowLevel is what the row-level versions of a row say at the read time.
+type rowLevel struct {
+	markerLive bool
+	markerHT   hlc.Timestamp
+	hasDel     bool
+	del        version // newest visible row tombstone
+}
+
+func (rr *rowReader) readRowLevel(rowKey []byte) (rowLevel, error) {
+	var rl rowLevel
+	rr.seekBuf = rowVersionKey(rr.seekBuf[:0], rowKey, rr.readVer)
+	first := true
+	for valid := rr.it.SeekGE(rr.seekBuf); valid; valid = rr.it.Next() {
+		key := rr.it.Key()
+		if len(key) != len(rowKey)+versionSuffixLen || !bytes.HasPrefix(key, rowKey) {
+			break // a column, or past the row
+		}
+		_, _, v, err := splitKey(key, len(rowKey))
+		if err != nil {
+			return rl, err
+		}
+		sv, err := rr.storedValue()
+		if err != nil {
+			return rl, err
+		}
+		if first {
+			first = false
+			if sv.liveAt(rr.readTime) {
+				rl.markerLive, rl.markerHT = true, v.ht
+			}
+		}
+		if sv.tombstone {
+			rl.hasDel, rl.del = true, v
+			break // older row tombstones hide less
+		}
+	}
+	return rl, rr.it.Error()
+}
+
+func (rr *rowReader) storedValue() (storedValue, error) {
+	raw, err := rr.it.ValueAndErr()
+	if err != nil {
+		return storedValue{}, err
+	}
+	return decodeStoredValue(raw)
+}
+
+// readRow reads the row with the given key. It leaves the iterator
+// somewhere inside or just past the row.
+func (rr *rowReader) readRow(rowKey []byte) (Row, bool, error) {
+	rl, err := rr.readRowLevel(rowKey)
+	if err != nil {
+		return Row{}, false, err
+	}
+	row := Row{}
+	exists := rl.markerLive
+	var hiddenHT hlc.Timestamp // newest write time of live columns outside the projection
+	if rl.markerLive {
+		row.WriteTime = rl.markerHT
+	}
+	emit := func(col uint32, v version, sv storedValue) error {
+		exists = true
+		if rr.cols != nil {
+			if _, found := slices.BinarySearch(rr.cols, col); !found {
+				hiddenHT = max(hiddenHT, v.ht)
+				return nil
+			}
+		}
+		val, err := DecodeValue(sv.payload)
+		if err != nil {
+			return fmt.Errorf("docdb: column %d of row %x: %w", col, rowKey, err)
+		}
+		if val.Bytes != nil {
+			val.Bytes = slices.Clone(val.Bytes) // payload is the iterator's memory
+		}
+		row.Columns = append(row.Columns, ColumnValue{ID: col, Value: val})
+		row.WriteTime = max(row.WriteTime, v.ht)
+		return nil
+	}
+	if rr.cols != nil && rl.markerLive {
+		// The marker proves existence: only the projected columns matter.
+		for _, col := range rr.cols {
+			if err := rr.readColumn(rowKey, col, rl, emit); err != nil {
+				return Row{}, false, err
+			}
+		}
+	} else if err := rr.readAllColumns(rowKey, rl, emit); err != nil {
+		return Row{}, false, err
+	}
+	if !exists {
+		return Row{}, false, nil
+	}
+	if row.WriteTime == 0 {
+		row.WriteTime = hiddenHT
+	}
+	row.Key = slices.Clone(rowKey)
+	return row, true, nil
+}
+
+type emitFunc func(col uint32, v version, sv storedValue) error
+
+// visibleColumn evaluates the version the iterator is on, the newest of
+// its column at the read time, and emits it if visible.
+func (rr *rowReader) visibleColumn(col uint32, v version, rl rowLevel, emit emitFunc) error {
+	if rl.hasDel && !rl.del.less(v) {
+		return nil // hidden by the row tombstone
+	}
+	sv, err := rr.storedValue()
+	if err != nil {
+		return err
+	}
+	if !sv.liveAt(rr.readTime) {
+		return nil
+	}
+	return emit(col, v, sv)
+}
+
+func (rr *rowReader) readColumn(rowKey []byte, col uint32, rl rowLevel, emit emitFunc) error {
+	rr.seekBuf = columnVersionKey(rr.seekBuf[:0], rowKey, col, rr.readVer)
+	prefixLen := len(rowKey) + columnSubKeyLen
+	if !rr.it.SeekGE(rr.seekBuf) {
+		return rr.it.Error()
+	}
+	key := rr.it.Key()
+	if len(key) < prefixLen || !bytes.Equal(key[:prefixLen], rr.seekBuf[:prefixLen]) {
+		return nil // no version of this column at or below the read time
+	}
+	_, _, v, err := splitKey(key, len(rowKey))
+	if err != nil {
+		return err
+	}
+	return rr.visibleColumn(col, v, rl, emit)
+}
+
+// nextTries is how many Next calls readAllColumns spends looking for the
+// next column before it seeks: cheap when columns have few versions, and a
+// bounded cost when they have many.
+const nextTries = 3
+
+func (rr *rowReader) readAllColumns(rowKey []byte, rl rowLevel, emit emitFunc) error {
+	it := rr.it
+	rr.seekBuf = appendColumnSubKey(append(rr.seekBuf[:0], rowKey...), 0)
+	valid := it.SeekGE(rr.seekBuf)
+	prefixLen := len(rowKey) + columnSubKeyLen
+	for valid {
+		key := it.Key()
+		if len(key) <= prefixLen || !bytes.HasPrefix(key, rowKey) || key[len(rowKey)] != columnMarker {
+			break // past the row
+		}
+		col, _, v, err := splitKey(key, len(rowKey))
+		if err != nil {
+			return err
+		}
+		if rr.readVer.less(v) {
+			// Versions newer than the read time: jump to the visible one.
+			rr.seekBuf = columnVersionKey(rr.seekBuf[:0], rowKey, col, rr.readVer)
+			valid = it.SeekGE(rr.seekBuf)
+			if !valid {
+				break
+			}
+			key = it.Key()
+			if len(key) <= prefixLen || !bytes.HasPrefix(key, rowKey) || key[len(rowKey)] != columnMarker ||
+				binary.BigEndian.Uint32(key[len(rowKey)+1:]) != col {
+				continue // nothing of col is visible; key is the next column or past the row
+			}
+			if _, _, v, err = splitKey(key, len(rowKey)); err != nil {
+				return err
+			}
+		}
+		if err := rr.visibleColumn(col, v, rl, emit); err != nil {
+			return err
+		}
+		// Move to the next column: a few Nexts, then a seek.
+		rr.colBuf = append(rr.colBuf[:0], key[:prefixLen]...) // key dies on Next
+		moved := false
+		for i := 0; i < nextTries; i++ {
+			if valid = it.Next(); !valid {
+				break
+			}
+			if !bytes.HasPrefix(it.Key(), rr.colBuf) {
+				moved = true
+				break
+			}
+		}
+		if !valid || moved {
+			continue
+		}
+		if col == ^uint32(0) {
+			break
+		}
+		rr.seekBuf = appendColumnSubKey(append(rr.seekBuf[:0], rowKey...), col+1)
+		valid = it.SeekGE(rr.seekBuf)
+	}
+	return it.Error()
+}

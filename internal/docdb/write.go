@@ -1,0 +1,159 @@
+package docdb
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/shaledb/shaledb/internal/hlc"
+)
+
+// OpKind is the kind of a WriteOp.
+type OpKind uint8
+
+const (
+	// OpPutRow writes the liveness marker and the given columns (INSERT).
+	OpPutRow OpKind = iota + 1
+	// OpPutColumns writes the given columns only (UPDATE): the row then
+	// exists only as long as one of its columns or an older marker does.
+	OpPutColumns
+	// OpDeleteRow writes a row tombstone, hiding the marker and every column
+	// version written at or before it.
+	OpDeleteRow
+	// OpDeleteColumns writes a tombstone for each given column id.
+	OpDeleteColumns
+
+	maxOpKind = OpDeleteColumns
+)
+
+var opKindNames = [...]string{"invalid", "put_row", "put_cols", "delete_row", "delete_cols"}
+
+func (k OpKind) String() string {
+	if k <= maxOpKind {
+		return opKindNames[k]
+	}
+	return fmt.Sprintf("op(%d)", uint8(k))
+}
+
+// ColumnValue is one column of a row.
+type ColumnValue struct {
+	ID    uint32
+	Value Value
+}
+
+// WriteOp is one write to one row.
+type WriteOp struct {
+	Kind    OpKind
+	RowKey  []byte        // DocKey.Encode()
+	Columns []ColumnValue // for puts; for OpDeleteColumns only IDs matter
+	TTL     time.Duration // 0 = no expiry; applies to every value this op writes
+}
+
+// WriteBatch is the unit of replication: every op of a batch is applied at
+// the same hybrid time. See batch_codec.go for its wire format.
+type WriteBatch struct {
+	Ops []WriteOp
+}
+
+// validate checks an op before anything of it is written, so that a bad op
+// fails the batch instead of leaving half a row behind.
+func (op *WriteOp) validate() error {
+	if op.Kind == 0 || op.Kind > maxOpKind {
+		return fmt.Errorf("docdb: invalid op kind %d", op.Kind)
+	}
+	if !IsRowKey(op.RowKey) {
+		return fmt.Errorf("docdb: %s: malformed row key %x", op.Kind, op.RowKey)
+	}
+	if op.TTL < 0 {
+		return fmt.Errorf("docdb: %s: negative TTL %v", op.Kind, op.TTL)
+	}
+	for _, c := range op.Columns {
+		if c.ID == LivenessColumn {
+			return fmt.Errorf("docdb: %s: column id %d is reserved for the liveness marker", op.Kind, LivenessColumn)
+		}
+		if c.Value.Type >= numValueTypes {
+			return fmt.Errorf("docdb: %s: column %d has invalid type %d", op.Kind, c.ID, c.Value.Type)
+		}
+	}
+	return nil
+}
+
+// batchSetter is the part of a pebble.Batch that ApplyWriteBatch needs;
+// writing into a batch is atomic and needs no write options.
+type batchSetter interface {
+	Set(key, value []byte, o *pebble.WriteOptions) error
+}
+
+// batchMaker is implemented by *pebble.DB (and storage.Engine).
+type batchMaker interface {
+	NewBatch(opts ...pebble.BatchOption) *pebble.Batch
+}
+
+// ApplyWriteBatch writes every op of b at hybrid time ht into w. Op i gets
+// write id i so later ops of one batch win over earlier ones at the same ht.
+//
+// The batch is validated first and nothing is written if any op is
+// malformed. w is normally a *pebble.Batch (committed by the caller together
+// with the applied index); when w is a *pebble.DB the ops are collected in a
+// private batch and applied atomically without sync, because the durability
+// of replicated writes comes from the Raft log.
+func ApplyWriteBatch(w pebble.Writer, ht hlc.Timestamp, b *WriteBatch) error {
+	for i := range b.Ops {
+		if err := b.Ops[i].validate(); err != nil {
+			return fmt.Errorf("op %d: %w", i, err)
+		}
+	}
+	var target batchSetter = w
+	var own *pebble.Batch
+	if _, isBatch := w.(*pebble.Batch); !isBatch {
+		if bm, ok := w.(batchMaker); ok {
+			own = bm.NewBatch()
+			defer own.Close()
+			target = own
+		}
+	}
+	var key, val []byte
+	for i := range b.Ops {
+		op := &b.Ops[i]
+		v := version{ht: ht, wid: uint32(i)}
+		hasExpiry := op.TTL > 0
+		var expiry hlc.Timestamp
+		if hasExpiry {
+			expiry = expiryOf(ht, op.TTL)
+		}
+		switch op.Kind {
+		case OpPutRow, OpDeleteRow:
+			key = rowVersionKey(key[:0], op.RowKey, v)
+			val = appendStoredValue(val[:0], op.Kind == OpDeleteRow, hasExpiry && op.Kind == OpPutRow, expiry, Null())
+			if err := target.Set(key, val, pebble.NoSync); err != nil {
+				return err
+			}
+		}
+		if op.Kind == OpDeleteRow {
+			continue
+		}
+		tomb := op.Kind == OpDeleteColumns
+		for _, c := range op.Columns {
+			key = columnVersionKey(key[:0], op.RowKey, c.ID, v)
+			val = appendStoredValue(val[:0], tomb, hasExpiry && !tomb, expiry, c.Value)
+			if err := target.Set(key, val, pebble.NoSync); err != nil {
+				return err
+			}
+		}
+	}
+	if own != nil {
+		return w.Apply(own, pebble.NoSync)
+	}
+	return nil
+}
+
+// expiryOf returns the hybrid time at which a value written at ht with a
+// positive ttl expires: sub-microsecond TTLs expire at once, and TTLs past
+// the end of the clock's range saturate instead of wrapping into the past.
+func expiryOf(ht hlc.Timestamp, ttl time.Duration) hlc.Timestamp {
+	us := ttl.Microseconds()
+	if us > hlc.MaxTimestamp.Physical()-ht.Physical() {
+		return hlc.MaxTimestamp
+	}
+	return ht.Add(ttl)
+}

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -210,14 +209,11 @@ func (rt *Runtime) CreateGroup(cfg GroupConfig) (*Group, error) {
 	return g, nil
 }
 
+// hasLocalState reports whether the group has raft state on this node (its
+// applied state is written at bootstrap and by every snapshot).
 func hasLocalState(eng *storage.Engine, group uint64) (bool, error) {
-	span := storage.LocalGroupSpan(group)
-	it, err := eng.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
-	if err != nil {
-		return false, err
-	}
-	defer it.Close()
-	return it.First(), it.Error()
+	_, ok, err := getValue(eng, storage.AppliedStateKey(group))
+	return ok, err
 }
 
 // Group returns the local replica of a group.

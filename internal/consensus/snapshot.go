@@ -295,6 +295,9 @@ func (rt *Runtime) HandleSnapshot(ctx context.Context, from uint64, s *transport
 			return err
 		}
 	}
+	// Records may straddle chunks (the transport re-splits large chunks):
+	// decode what is complete and carry the rest over.
+	var pending []byte
 	for {
 		chunk, err := s.Recv()
 		if errors.Is(err, io.EOF) {
@@ -303,12 +306,14 @@ func (rt *Runtime) HandleSnapshot(ctx context.Context, from uint64, s *transport
 		if err != nil {
 			return err
 		}
-		r := byteReader{b: chunk}
-		for len(r.b) > 0 && r.err == nil {
+		pending = append(pending, chunk...)
+		consumed := 0
+		for consumed < len(pending) {
+			r := byteReader{b: pending[consumed:]}
 			i := r.uvarint()
 			k, v := r.bytes(), r.bytes()
 			if r.err != nil {
-				break
+				break // incomplete record: wait for the next chunk
 			}
 			if i >= uint64(len(writers)) || !h.spans[i].Contains(k) {
 				return fmt.Errorf("consensus: snapshot record outside its span: %x", k)
@@ -316,10 +321,12 @@ func (rt *Runtime) HandleSnapshot(ctx context.Context, from uint64, s *transport
 			if err := writers[i].w.Set(k, v); err != nil {
 				return err
 			}
+			consumed = len(pending) - len(r.b)
 		}
-		if r.err != nil {
-			return fmt.Errorf("consensus: bad snapshot chunk: %w", r.err)
-		}
+		pending = append(pending[:0], pending[consumed:]...)
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("consensus: snapshot ends inside a record (%d bytes left)", len(pending))
 	}
 	for _, w := range writers {
 		if err := w.close(); err != nil {

@@ -1,0 +1,263 @@
+package tablet
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+// ErrKeyOutOfRange: a row key outside the tablet's span.
+var ErrKeyOutOfRange = errors.New("tablet: key outside the tablet's span")
+
+// Config opens a tablet peer.
+type Config struct {
+	Descriptor Descriptor
+	Runtime    *consensus.Runtime
+	Engine     *storage.Engine
+	Clock      *hlc.Clock
+	// Bootstrap: the initial voters of a new tablet (see
+	// consensus.GroupConfig). Empty to load an existing tablet or to create
+	// an empty replica that a leader will fill by snapshot.
+	Bootstrap []uint64
+}
+
+// Tablet is one tablet peer on this node.
+type Tablet struct {
+	desc    Descriptor
+	eng     *storage.Engine
+	clock   *hlc.Clock
+	group   *consensus.Group
+	latches *latches
+}
+
+// Open creates or reloads a tablet peer. The descriptor is stored locally
+// (and travels with snapshots) so that a restarted node can reopen its
+// tablets with LoadDescriptors.
+func Open(cfg Config) (*Tablet, error) {
+	t := &Tablet{desc: cfg.Descriptor, eng: cfg.Engine, clock: cfg.Clock, latches: newLatches()}
+	if err := cfg.Engine.Set(storage.DescriptorKey(cfg.Descriptor.ID), cfg.Descriptor.marshal(), storage.Sync); err != nil {
+		return nil, err
+	}
+	g, err := cfg.Runtime.CreateGroup(consensus.GroupConfig{ID: cfg.Descriptor.ID, StateMachine: (*stateMachine)(t), Bootstrap: cfg.Bootstrap})
+	if err != nil {
+		return nil, err
+	}
+	t.group = g
+	return t, nil
+}
+
+// LoadDescriptors lists the tablets stored on this node (after a restart).
+func LoadDescriptors(eng *storage.Engine) ([]Descriptor, error) {
+	span := storage.LocalSpan()
+	it, err := eng.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []Descriptor
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		if len(k) < 10 {
+			continue
+		}
+		group := binary.BigEndian.Uint64(k[1:9])
+		if string(k) != string(storage.DescriptorKey(group)) {
+			continue
+		}
+		d, err := unmarshalDescriptor(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, it.Error()
+}
+
+// Descriptor returns the tablet's descriptor.
+func (t *Tablet) Descriptor() Descriptor { return t.desc }
+
+// Group returns the tablet's raft group (membership changes, status).
+func (t *Tablet) Group() *consensus.Group { return t.group }
+
+func (t *Tablet) checkSpan(key []byte) error {
+	if !t.desc.Span.Contains(key) {
+		return fmt.Errorf("%w: %x not in %s", ErrKeyOutOfRange, key, t.desc.Span)
+	}
+	return nil
+}
+
+func (t *Tablet) notLeader() error {
+	return &consensus.NotLeaderError{Group: t.desc.ID, Leader: t.group.Status().Leader}
+}
+
+// Write replicates a write batch and returns its hybrid time once it is
+// applied on this (leader) replica, which implies a majority made it durable.
+func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp, error) {
+	keys := make([]string, 0, len(wb.Ops))
+	for _, op := range wb.Ops {
+		if err := t.checkSpan(op.RowKey); err != nil {
+			return 0, err
+		}
+		keys = append(keys, string(op.RowKey))
+	}
+	sort.Strings(keys)
+	release, err := t.latches.acquireWrite(ctx, keys)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	return t.writeLatched(ctx, wb)
+}
+
+// writeLatched stamps and replicates wb; the caller holds its latches.
+func (t *Tablet) writeLatched(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp, error) {
+	// The lease implies every earlier leader's entries are applied here, so
+	// the clock is already past their hybrid times.
+	if !t.group.HasLease() {
+		return 0, t.notLeader()
+	}
+	ht := t.clock.Now()
+	res, err := t.group.Propose(ctx, encodeWrite(ht, wb))
+	if err != nil {
+		return 0, err
+	}
+	return res.(hlc.Timestamp), nil
+}
+
+// Get reads one row at the current time from the leaseholder.
+func (t *Tablet) Get(ctx context.Context, rowKey []byte, columns []uint32) (docdb.Row, bool, error) {
+	if err := t.checkSpan(rowKey); err != nil {
+		return docdb.Row{}, false, err
+	}
+	release, err := t.latches.acquireRead(ctx, string(rowKey))
+	if err != nil {
+		return docdb.Row{}, false, err
+	}
+	defer release()
+	if !t.group.HasLease() {
+		return docdb.Row{}, false, t.notLeader()
+	}
+	return docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: t.clock.Now(), Columns: columns})
+}
+
+// ScanOptions configure Scan.
+type ScanOptions struct {
+	Span    storage.Span // of row keys; clipped to the tablet's span
+	Columns []uint32
+	Limit   int
+	Reverse bool
+}
+
+// Scan reads rows in a span at the current time from the leaseholder.
+func (t *Tablet) Scan(ctx context.Context, opts ScanOptions) ([]docdb.Row, []byte, error) {
+	span := clip(opts.Span, t.desc.Span)
+	release, err := t.latches.acquireSpan(ctx, span)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	if !t.group.HasLease() {
+		return nil, nil, t.notLeader()
+	}
+	return docdb.Scan(t.eng, docdb.ScanOptions{
+		ReadOptions: docdb.ReadOptions{ReadTime: t.clock.Now(), Columns: opts.Columns},
+		Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
+	})
+}
+
+func clip(s, bound storage.Span) storage.Span {
+	if s.Start == nil || string(s.Start) < string(bound.Start) {
+		s.Start = bound.Start
+	}
+	if s.End == nil || (bound.End != nil && string(s.End) > string(bound.End)) {
+		s.End = bound.End
+	}
+	return s
+}
+
+// CompareAndSet sets column col of the row to newValue if its current value
+// equals expected (nil expected: the column is absent). It returns whether
+// it swapped and the value it found. The row is latched from the read to the
+// apply, so the check and the write are atomic.
+func (t *Tablet) CompareAndSet(ctx context.Context, rowKey []byte, col uint32, expected *docdb.Value, newValue docdb.Value) (bool, *docdb.Value, error) {
+	if err := t.checkSpan(rowKey); err != nil {
+		return false, nil, err
+	}
+	release, err := t.latches.acquireWrite(ctx, []string{string(rowKey)})
+	if err != nil {
+		return false, nil, err
+	}
+	defer release()
+	if !t.group.HasLease() {
+		return false, nil, t.notLeader()
+	}
+	row, found, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: t.clock.Now(), Columns: []uint32{col}})
+	if err != nil {
+		return false, nil, err
+	}
+	var current *docdb.Value
+	if found {
+		for _, c := range row.Columns {
+			if c.ID == col {
+				v := c.Value
+				current = &v
+			}
+		}
+	}
+	match := (expected == nil && current == nil) ||
+		(expected != nil && current != nil && expected.Type == current.Type && expected.Compare(*current) == 0)
+	if !match {
+		return false, current, nil
+	}
+	_, err = t.writeLatched(ctx, &docdb.WriteBatch{Ops: []docdb.WriteOp{{
+		Kind: docdb.OpPutRow, RowKey: rowKey, Columns: []docdb.ColumnValue{{ID: col, Value: newValue}},
+	}}})
+	if err != nil {
+		return false, current, err
+	}
+	return true, current, nil
+}
+
+// Commands replicated through Raft: a kind byte, then the payload.
+const cmdWrite byte = 1
+
+func encodeWrite(ht hlc.Timestamp, wb *docdb.WriteBatch) []byte {
+	b := make([]byte, 9, 9+64*len(wb.Ops))
+	b[0] = cmdWrite
+	binary.BigEndian.PutUint64(b[1:], uint64(ht))
+	return append(b, wb.Marshal()...)
+}
+
+// stateMachine is the tablet seen by consensus.
+type stateMachine Tablet
+
+func (sm *stateMachine) Apply(b *pebble.Batch, e consensus.Entry) any {
+	if len(e.Data) < 9 || e.Data[0] != cmdWrite {
+		return fmt.Errorf("tablet %d: unknown command at index %d", sm.desc.ID, e.Index)
+	}
+	ht := hlc.Timestamp(binary.BigEndian.Uint64(e.Data[1:]))
+	var wb docdb.WriteBatch
+	if err := wb.Unmarshal(e.Data[9:]); err != nil {
+		return fmt.Errorf("tablet %d: index %d: %w", sm.desc.ID, e.Index, err)
+	}
+	sm.clock.ForceUpdate(ht)
+	if err := docdb.ApplyWriteBatch(b, ht, &wb); err != nil {
+		return err
+	}
+	return ht
+}
+
+func (sm *stateMachine) SnapshotSpans() []storage.Span {
+	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span)}
+}
+
+func (sm *stateMachine) Restored() error { return nil }

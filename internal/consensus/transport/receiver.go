@@ -75,6 +75,7 @@ func (t *Transport) receive(stream transportpb.RaftTransport_RaftMessagesServer)
 			return errServiceStopped
 		}
 		if p.isDown() {
+			t.stats.framesDroppedIn.Add(1)
 			continue
 		}
 		msgs, err := decodeFrame(f)

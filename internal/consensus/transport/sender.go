@@ -81,7 +81,9 @@ func (s *sender) cycle(now time.Time) time.Duration {
 		return interval - now.Sub(s.lastSent)
 	}
 	if down {
+		t.stats.framesDroppedOut.Add(1)
 		if len(msgs) > 0 {
+			t.stats.messagesDropped.Add(uint64(len(msgs)))
 			t.cfg.Handler.HandleUnreachable(p.id)
 		}
 		s.lastSent = now
@@ -93,6 +95,7 @@ func (s *sender) cycle(now time.Time) time.Duration {
 		// just before; a failed dial with only a liveness frame lost nothing.
 		broke := s.stream != nil
 		s.closeStream()
+		t.stats.messagesDropped.Add(uint64(len(msgs)))
 		if len(msgs) > 0 || broke {
 			t.cfg.Handler.HandleUnreachable(p.id)
 		}
@@ -117,6 +120,7 @@ func (s *sender) send(msgs []Message) error {
 	}
 	frames, coalesced, dropped := encodeFrames(msgs)
 	if dropped > 0 {
+		t.stats.messagesDropped.Add(uint64(dropped))
 		t.cfg.Handler.HandleUnreachable(p.id)
 	}
 	// sent_at is read before the frame leaves, so a lease derived from its

@@ -54,7 +54,11 @@ func (t *Transport) runSender(p *peer) {
 		case <-p.wake:
 		case <-timer.C:
 		}
-		timer.Reset(s.cycle(time.Now()))
+		d := s.cycle(time.Now())
+		if t.ctx.Err() != nil {
+			return
+		}
+		timer.Reset(d)
 	}
 }
 
@@ -91,6 +95,9 @@ func (s *sender) cycle(now time.Time) time.Duration {
 	}
 
 	if err := s.send(msgs); err != nil {
+		if t.ctx.Err() != nil {
+			return 0 // stopping: the failure is ours, not the peer's
+		}
 		// A stream that was working and broke may have swallowed frames sent
 		// just before; a failed dial with only a liveness frame lost nothing.
 		broke := s.stream != nil

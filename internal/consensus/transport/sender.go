@@ -125,7 +125,7 @@ func (s *sender) send(msgs []Message) error {
 			return err
 		}
 	}
-	frames, coalesced, dropped := encodeFrames(msgs)
+	frames, _, dropped := encodeFrames(msgs)
 	if dropped > 0 {
 		t.stats.messagesDropped.Add(uint64(dropped))
 		t.cfg.Handler.HandleUnreachable(p.id)
@@ -142,11 +142,14 @@ func (s *sender) send(msgs []Message) error {
 		if err := s.stream.Send(f); err != nil {
 			return fmt.Errorf("transport: send to node %d: %w", p.id, err)
 		}
+		// Counted once sent, so a receiver can see a frame a moment
+		// before its sender's Stats do.
+		tuples := len(f.Heartbeats) + len(f.HeartbeatResps)
 		t.stats.framesSent.Add(1)
-		t.stats.messagesSent.Add(uint64(len(f.Messages) + len(f.Heartbeats) + len(f.HeartbeatResps)))
+		t.stats.messagesSent.Add(uint64(len(f.Messages) + tuples))
+		t.stats.heartbeatsCoalesced.Add(uint64(tuples))
 		t.stats.bytesSent.Add(uint64(proto.Size(f)))
 	}
-	t.stats.heartbeatsCoalesced.Add(uint64(coalesced))
 	return nil
 }
 

@@ -43,6 +43,7 @@ func TestMessagesInOrderPerGroup(t *testing.T) {
 			}
 		}
 	}
+	waitFor(t, "sender stats", func() bool { return c.node(1).t.Stats().MessagesSent >= 2*groups*perGroup })
 	st := c.node(1).t.Stats()
 	if st.MessagesSent != 2*groups*perGroup {
 		t.Errorf("MessagesSent = %d, want %d", st.MessagesSent, 2*groups*perGroup)
@@ -67,6 +68,9 @@ func TestHeartbeatsCoalescedIntoOneFrame(t *testing.T) {
 	in = append(in, Message{Group: groups + 1, Msg: hbResp(1, 2, 9)})
 	a.t.Send(2, in)
 	waitFor(t, "heartbeats delivered", func() bool { return b.h.count(1) == len(in) })
+	// The sender counts a frame after Send returns, which may be after the
+	// receiver has it.
+	waitFor(t, "sender stats", func() bool { return a.t.Stats().MessagesSent-sent0.MessagesSent >= uint64(len(in)) })
 
 	sent, recv := a.t.Stats(), b.t.Stats()
 	if d := sent.FramesSent - sent0.FramesSent; d != 1 {
@@ -107,6 +111,7 @@ func TestHeartbeatWithContextGoesFull(t *testing.T) {
 	before := a.t.Stats().HeartbeatsCoalesced
 	a.t.Send(2, []Message{{Group: 5, Msg: m}, {Group: 5, Msg: hb(1, 2, 3, 4)}, {Group: 5, Msg: resp}})
 	waitFor(t, "delivery", func() bool { return b.h.count(1) == 3 })
+	waitFor(t, "sender stats", func() bool { return a.t.Stats().MessagesSent >= 3 })
 	got := b.h.received(1)
 	if !proto.Equal(got[0].Msg, m) || string(got[0].Msg.GetContext()) != "read-index-request-17" {
 		t.Fatalf("got %v, want %v", got[0].Msg, m)

@@ -45,17 +45,19 @@ func (p *peer) signal() {
 	}
 }
 
-// enqueue appends msgs, dropping what does not fit under limit, and wakes the
-// sender.
-func (p *peer) enqueue(msgs []Message, limit int) {
+// enqueue appends msgs, dropping what does not fit under limit, wakes the
+// sender, and returns how many messages it dropped.
+func (p *peer) enqueue(msgs []Message, limit int) (dropped int) {
 	p.mu.Lock()
 	if room := max(limit-len(p.mu.queue), 0); len(msgs) > room {
+		dropped = len(msgs) - room
 		msgs = msgs[:room]
 		p.mu.overflowed = true
 	}
 	p.mu.queue = append(p.mu.queue, msgs...)
 	p.mu.Unlock()
 	p.signal()
+	return dropped
 }
 
 // take removes and returns everything queued, with the overflow flag (which

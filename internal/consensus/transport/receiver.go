@@ -47,6 +47,7 @@ func (s *service) RaftMessages(stream transportpb.RaftTransport_RaftMessagesServ
 // receive reads frames until the stream ends and delivers their messages.
 func (t *Transport) receive(stream transportpb.RaftTransport_RaftMessagesServer) error {
 	var from uint64
+	var p *peer // the sender's state, looked up once per stream
 	for {
 		f, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -68,13 +69,15 @@ func (t *Transport) receive(stream transportpb.RaftTransport_RaftMessagesServer)
 			return status.Errorf(codes.InvalidArgument,
 				"transport: stream from node %d carried a frame from node %d", from, f.GetFromNode())
 		}
-		// Receiving from a node starts our own stream to it, so our acks
-		// flow back even if no group of ours has anything to say to it.
-		p := t.peer(from, true)
 		if p == nil {
-			return errServiceStopped
+			// Receiving from a node starts our own stream to it, so our acks
+			// flow back even if no group of ours has anything to say to it.
+			if p = t.peer(from, true); p == nil {
+				return errServiceStopped
+			}
 		}
 		if p.isDown() {
+			t.stats.framesDroppedIn.Add(1)
 			continue
 		}
 		msgs, err := decodeFrame(f)

@@ -54,7 +54,11 @@ func (t *Transport) runSender(p *peer) {
 		case <-p.wake:
 		case <-timer.C:
 		}
-		timer.Reset(s.cycle(time.Now()))
+		d := s.cycle(time.Now())
+		if t.ctx.Err() != nil {
+			return
+		}
+		timer.Reset(d)
 	}
 }
 
@@ -81,7 +85,9 @@ func (s *sender) cycle(now time.Time) time.Duration {
 		return interval - now.Sub(s.lastSent)
 	}
 	if down {
+		t.stats.framesDroppedOut.Add(1)
 		if len(msgs) > 0 {
+			t.stats.messagesDropped.Add(uint64(len(msgs)))
 			t.cfg.Handler.HandleUnreachable(p.id)
 		}
 		s.lastSent = now
@@ -89,10 +95,14 @@ func (s *sender) cycle(now time.Time) time.Duration {
 	}
 
 	if err := s.send(msgs); err != nil {
+		if t.ctx.Err() != nil {
+			return 0 // stopping: the failure is ours, not the peer's
+		}
 		// A stream that was working and broke may have swallowed frames sent
 		// just before; a failed dial with only a liveness frame lost nothing.
 		broke := s.stream != nil
 		s.closeStream()
+		t.stats.messagesDropped.Add(uint64(len(msgs)))
 		if len(msgs) > 0 || broke {
 			t.cfg.Handler.HandleUnreachable(p.id)
 		}
@@ -115,8 +125,9 @@ func (s *sender) send(msgs []Message) error {
 			return err
 		}
 	}
-	frames, coalesced, dropped := encodeFrames(msgs)
+	frames, _, dropped := encodeFrames(msgs)
 	if dropped > 0 {
+		t.stats.messagesDropped.Add(uint64(dropped))
 		t.cfg.Handler.HandleUnreachable(p.id)
 	}
 	// sent_at is read before the frame leaves, so a lease derived from its
@@ -131,11 +142,14 @@ func (s *sender) send(msgs []Message) error {
 		if err := s.stream.Send(f); err != nil {
 			return fmt.Errorf("transport: send to node %d: %w", p.id, err)
 		}
+		// Counted once sent, so a receiver can see a frame a moment
+		// before its sender's Stats do.
+		tuples := len(f.Heartbeats) + len(f.HeartbeatResps)
 		t.stats.framesSent.Add(1)
-		t.stats.messagesSent.Add(uint64(len(f.Messages) + len(f.Heartbeats) + len(f.HeartbeatResps)))
+		t.stats.messagesSent.Add(uint64(len(f.Messages) + tuples))
+		t.stats.heartbeatsCoalesced.Add(uint64(tuples))
 		t.stats.bytesSent.Add(uint64(proto.Size(f)))
 	}
-	t.stats.heartbeatsCoalesced.Add(uint64(coalesced))
 	return nil
 }
 

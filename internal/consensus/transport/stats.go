@@ -17,14 +17,23 @@ type Stats struct {
 	// overhead).
 	BytesSent     uint64
 	BytesReceived uint64
+	// MessagesDropped counts raft messages given to Send that were never
+	// sent: queue overflow, down link, failed or broken stream.
+	MessagesDropped uint64
+	// FramesDroppedOut and FramesDroppedIn count frames discarded because
+	// the link was down (SetLinkDown), on the sending and receiving side.
+	FramesDroppedOut uint64
+	FramesDroppedIn  uint64
 }
 
 // counters is the live, atomically updated form of Stats.
 type counters struct {
-	framesSent, framesReceived     atomic.Uint64
-	messagesSent, messagesReceived atomic.Uint64
-	heartbeatsCoalesced            atomic.Uint64
-	bytesSent, bytesReceived       atomic.Uint64
+	framesSent, framesReceived        atomic.Uint64
+	messagesSent, messagesReceived    atomic.Uint64
+	heartbeatsCoalesced               atomic.Uint64
+	bytesSent, bytesReceived          atomic.Uint64
+	messagesDropped                   atomic.Uint64
+	framesDroppedOut, framesDroppedIn atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -36,5 +45,8 @@ func (c *counters) snapshot() Stats {
 		HeartbeatsCoalesced: c.heartbeatsCoalesced.Load(),
 		BytesSent:           c.bytesSent.Load(),
 		BytesReceived:       c.bytesReceived.Load(),
+		MessagesDropped:     c.messagesDropped.Load(),
+		FramesDroppedOut:    c.framesDroppedOut.Load(),
+		FramesDroppedIn:     c.framesDroppedIn.Load(),
 	}
 }

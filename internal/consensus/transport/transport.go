@@ -135,7 +135,9 @@ func (t *Transport) Send(to uint64, msgs []Message) {
 	if p == nil {
 		return
 	}
-	p.enqueue(msgs, t.cfg.MaxQueuedMessages)
+	if dropped := p.enqueue(msgs, t.cfg.MaxQueuedMessages); dropped > 0 {
+		t.stats.messagesDropped.Add(uint64(dropped))
+	}
 }
 
 // LastHeard returns the local time the latest frame from node arrived, or

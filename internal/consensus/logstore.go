@@ -41,6 +41,8 @@ type logStore struct {
 	lastIndex, lastTerm   uint64
 	appliedIndex          uint64
 	appliedTerm           uint64
+	// lastLeader is the newest leader this replica learned of, persisted.
+	lastLeader uint64
 
 	// cache holds a contiguous run of the newest entries.
 	cache []*raftpb.Entry
@@ -71,6 +73,11 @@ func loadLogStore(eng *storage.Engine, group uint64) (*logStore, error) {
 			return nil, fmt.Errorf("consensus: group %d applied state: %w", group, err)
 		}
 		s.appliedIndex, s.appliedTerm, s.confState = idx, term, cs
+	}
+	if v, ok, err := getValue(eng, storage.LastLeaderKey(group)); err != nil {
+		return nil, err
+	} else if ok && len(v) == 8 {
+		s.lastLeader = binary.BigEndian.Uint64(v)
 	}
 	s.lastIndex, s.lastTerm = s.truncIndex, s.truncTerm
 	// The last log entry, if any, is the largest key under the log prefix.

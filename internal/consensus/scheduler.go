@@ -290,6 +290,13 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 	if err := g.store.stageAppend(batch, hs, rd.Entries); err != nil {
 		return nil, err
 	}
+	if rd.SoftState != nil && rd.Lead != 0 && rd.Lead != g.store.lastLeader {
+		// Durable before any acknowledgement to that leader leaves this node.
+		if err := batch.Set(storage.LastLeaderKey(g.id), binary.BigEndian.AppendUint64(nil, rd.Lead), nil); err != nil {
+			return nil, err
+		}
+		g.store.lastLeader = rd.Lead
+	}
 	if rd.SoftState != nil && rd.RaftState == raft.StateLeader {
 		// becomeLeader appends an empty entry; it is the last of this Ready.
 		if n := len(rd.Entries); n > 0 {
@@ -301,8 +308,10 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 }
 
 // refuseVote implements the follower side of leader leases: no vote for
-// another candidate while the current leader's node is being heard from, or
-// just after this node started (it may have forgotten whom it followed).
+// another candidate while the leader this replica follows is being heard
+// from. The leader is the one raft knows, or after a restart the persisted
+// last leader; and for VoteRefusalWindow after start every vote is refused,
+// because liveness has not been observed yet.
 func (g *Group) refuseVote(m *raftpb.Message) bool {
 	t := m.GetType()
 	if t != raftpb.MsgVote && t != raftpb.MsgPreVote {
@@ -315,8 +324,10 @@ func (g *Group) refuseVote(m *raftpb.Message) bool {
 	if time.Since(rt.started) < rt.cfg.VoteRefusalWindow {
 		return true
 	}
-	st := g.rn.BasicStatus()
-	lead := st.Lead
+	lead := g.rn.BasicStatus().Lead
+	if lead == 0 {
+		lead = g.store.lastLeader
+	}
 	if lead == 0 || lead == m.GetFrom() || lead == rt.cfg.NodeID {
 		return false
 	}

@@ -19,6 +19,7 @@ const (
 	localRaftLog        byte = 'l' // followed by the entry index, 8 bytes BE
 	localAppliedState   byte = 'p' // applied index (and whatever the state machine keeps with it)
 	localDescriptor     byte = 'm' // tablet metadata owned by the tablet layer
+	localLastLeader     byte = 'e' // the last leader this replica followed (for vote refusal)
 )
 
 const localGroupPrefixLen = 1 + 8
@@ -53,6 +54,11 @@ func AppliedStateKey(group uint64) []byte { return localKey(group, localAppliedS
 
 // DescriptorKey holds a group's tablet metadata.
 func DescriptorKey(group uint64) []byte { return localKey(group, localDescriptor) }
+
+// LastLeaderKey holds the id of the last leader a replica learned of. It is
+// persisted before the replica acknowledges that leader's entries, so vote
+// refusal (and with it the leader's lease) survives a restart.
+func LastLeaderKey(group uint64) []byte { return localKey(group, localLastLeader) }
 
 // RaftLogPrefix is the prefix of a group's raft log entries.
 func RaftLogPrefix(group uint64) []byte { return localKey(group, localRaftLog) }

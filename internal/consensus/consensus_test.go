@@ -186,11 +186,10 @@ func TestReplicationFailoverAndRestart(t *testing.T) {
 func TestAddLearnerBySnapshotThenRemovePeer(t *testing.T) {
 	c := startCluster(t, 4, []uint64{1, 2, 3})
 	sm := &kvSM{group: groupID}
-	l := waitLeader(t, c)
 	for i := 0; i < 300; i++ {
 		propose(t, c, fmt.Sprintf("k%04d", i), "x")
 	}
-	l = waitLeader(t, c)
+	l := waitLeader(t, c)
 	g, _ := l.Runtime.Group(groupID)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -363,6 +363,9 @@ func (s *logStore) commitTruncate(index, term uint64) {
 	}
 }
 
+// dropCache releases the cached entries (an idle group needs none).
+func (s *logStore) dropCache() { s.cache = nil }
+
 // applySnapshot resets the in-memory view after a snapshot was ingested.
 func (s *logStore) applySnapshot(meta *raftpb.SnapshotMetadata) {
 	s.truncIndex, s.truncTerm = meta.GetIndex(), meta.GetTerm()

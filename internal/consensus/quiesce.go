@@ -59,5 +59,6 @@ func (g *Group) maybeQuiesce(bs raft.BasicStatus) {
 	g.mu.Lock()
 	g.mu.quiesced = true
 	g.mu.Unlock()
+	st.dropCache()
 	rt.metrics.Quiesces.Add(1)
 }

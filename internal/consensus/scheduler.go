@@ -266,6 +266,9 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 	g.mu.Lock()
 	g.mu.quiesced = quiesced
 	g.mu.Unlock()
+	if quiesced {
+		g.store.dropCache() // an idle group keeps no entries in memory
+	}
 	if !g.rn.HasReady() {
 		if g.pendingSnap != nil {
 			g.pendingSnap.finish(nil) // raft found it stale; nothing to ingest

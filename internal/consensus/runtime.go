@@ -38,10 +38,13 @@ type Config struct {
 	HeartbeatTicks int
 	// VoteRefusalWindow: a follower refuses votes for other candidates while
 	// its leader's node was heard from within this window. Default 1.5s.
+	// It must be several transport liveness intervals (250ms by default):
+	// a quiesced follower takes this much silence for a dead leader.
 	VoteRefusalWindow time.Duration
 	// LeaseDuration of a leader lease after a quorum acknowledged our frames;
 	// must be less than VoteRefusalWindow (the gap absorbs clock-rate drift
-	// and scheduling delay). Default 1.2s.
+	// and scheduling delay) and well above two liveness intervals (lease
+	// acks trail real time by up to two). Default 1.2s.
 	LeaseDuration time.Duration
 	// LogTruncateThreshold: applied entries kept in the log before the prefix
 	// is truncated. Default 1000.

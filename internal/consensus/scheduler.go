@@ -193,11 +193,17 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 			rt.log.Debug("step", "group", g.id, "err", err)
 		}
 		// Messages are in order: the latest decides whether the group sleeps.
+		t := m.GetType()
 		switch {
-		case !quiesceMsg:
+		case quiesceMsg:
+			if t == raftpb.MsgHeartbeat && m.GetFrom() == g.rn.BasicStatus().Lead {
+				quiesced = true
+			}
+		case quiesced && (t == raftpb.MsgAppResp || t == raftpb.MsgHeartbeatResp) && !g.rn.HasReady():
+			// A late acknowledgement that gives a quiesced leader nothing
+			// to do (the answer to its last commit update) keeps it asleep.
+		default:
 			quiesced = false
-		case m.GetType() == raftpb.MsgHeartbeat && m.GetFrom() == g.rn.BasicStatus().Lead:
-			quiesced = true
 		}
 	}
 	g.mu.Lock()

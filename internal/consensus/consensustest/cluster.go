@@ -129,8 +129,8 @@ func (c *Cluster) start(n *Node, l net.Listener) {
 		c.t.Fatalf("node %d: %v", n.ID, err)
 	}
 	ref := &handlerRef{}
-	n.Transport = transport.New(transport.Config{NodeID: n.ID, Resolver: c.resolve, Handler: ref})
 	cfg := c.opts.Runtime
+	n.Transport = transport.New(transport.Config{NodeID: n.ID, Resolver: c.resolve, Handler: ref, LivenessInterval: LivenessIntervalFor(cfg)})
 	cfg.NodeID, cfg.Engine, cfg.Transport = n.ID, n.Engine, n.Transport
 	n.Runtime = consensus.NewRuntime(cfg)
 	ref.rt = n.Runtime
@@ -190,6 +190,17 @@ func (c *Cluster) Stop() {
 	for _, n := range c.Nodes() {
 		c.StopNode(n.ID)
 	}
+}
+
+// LivenessIntervalFor picks a transport liveness interval that fits the
+// runtime's timing: lease acks trail by up to two intervals and a quiesced
+// follower treats VoteRefusalWindow of silence as a dead leader, so the
+// interval must be a small fraction of both.
+func LivenessIntervalFor(cfg consensus.Config) time.Duration {
+	if cfg.VoteRefusalWindow == 0 {
+		return 0 // the transport's default suits the runtime's defaults
+	}
+	return cfg.VoteRefusalWindow / 6
 }
 
 // WaitFor polls cond every few milliseconds until it holds, failing the test

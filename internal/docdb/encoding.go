@@ -296,5 +296,14 @@ func skipKey(src []byte) (int, error) {
 	if len(src) < 1+n {
 		return 0, errTruncated
 	}
+	if t == TypeBool {
+		var inv byte
+		if desc {
+			inv = 0xff
+		}
+		if src[1]^inv > 1 {
+			return 0, corruptf("bad bool %#x", src[1])
+		}
+	}
 	return 1 + n, nil
 }

@@ -41,7 +41,6 @@ func newHarness(t testing.TB, nodes int, voters []uint64) *harness {
 	h.Cluster = consensustest.NewCluster(t, nodes, consensustest.Options{
 		Runtime: fastConfig(),
 		OnStart: func(n *consensustest.Node) {
-			clock := hlc.NewClock(nil, 0)
 			descs, err := tablet.LoadDescriptors(n.Engine)
 			if err != nil {
 				t.Fatalf("node %d: %v", n.ID, err)
@@ -57,7 +56,7 @@ func newHarness(t testing.TB, nodes int, voters []uint64) *harness {
 					return // a spare node; gets a replica with addReplica
 				}
 			}
-			tb, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n.Runtime, Engine: n.Engine, Clock: clock, Bootstrap: boot})
+			tb, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock, Bootstrap: boot})
 			if err != nil {
 				t.Fatalf("node %d: open tablet: %v", n.ID, err)
 			}
@@ -191,7 +190,7 @@ func TestAddPeerBySnapshotThenRemoveOldPeer(t *testing.T) {
 	l := h.waitLeader(t)
 	// Node 4 gets an empty replica, then joins as a learner.
 	n4 := h.Node(4)
-	tb4, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n4.Runtime, Engine: n4.Engine, Clock: hlc.NewClock(nil, 0)})
+	tb4, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n4.Runtime, Engine: n4.Engine, Clock: n4.Clock})
 	if err != nil {
 		t.Fatal(err)
 	}

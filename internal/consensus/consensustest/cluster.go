@@ -16,6 +16,7 @@ import (
 
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/transport"
+	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/storage"
 )
@@ -32,10 +33,14 @@ type Options struct {
 
 // Node is one in-process node.
 type Node struct {
-	ID        uint64
-	Addr      string
-	Dir       string
-	Engine    *storage.Engine
+	ID     uint64
+	Addr   string
+	Dir    string
+	Engine *storage.Engine
+	// Clock is the node's hybrid clock, shared by its transport and what
+	// runs on the node; a restart keeps it (a real restart's wall clock
+	// does not go back either).
+	Clock     *hlc.Clock
 	Server    *grpc.Server
 	Transport *transport.Transport
 	Runtime   *consensus.Runtime
@@ -70,7 +75,7 @@ func (c *Cluster) AddNode() *Node {
 		c.mu.Unlock()
 		c.t.Fatalf("listen: %v", err)
 	}
-	n := &Node{ID: id, Addr: l.Addr().String(), Dir: c.t.TempDir()}
+	n := &Node{ID: id, Addr: l.Addr().String(), Dir: c.t.TempDir(), Clock: hlc.NewClock(nil, 0)}
 	c.nodes[id] = n
 	c.mu.Unlock()
 	c.start(n, l)
@@ -130,7 +135,7 @@ func (c *Cluster) start(n *Node, l net.Listener) {
 	}
 	ref := &handlerRef{}
 	cfg := c.opts.Runtime
-	n.Transport = transport.New(transport.Config{NodeID: n.ID, Resolver: c.resolve, Handler: ref, LivenessInterval: LivenessIntervalFor(cfg)})
+	n.Transport = transport.New(transport.Config{NodeID: n.ID, Resolver: c.resolve, Handler: ref, Clock: n.Clock, LivenessInterval: LivenessIntervalFor(cfg)})
 	cfg.NodeID, cfg.Engine, cfg.Transport = n.ID, n.Engine, n.Transport
 	n.Runtime = consensus.NewRuntime(cfg)
 	ref.rt = n.Runtime

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shaledb/shaledb/internal/consensus/transport/transportpb"
+	"github.com/shaledb/shaledb/internal/hlc"
 )
 
 // service is the gRPC face of a Transport.
@@ -80,6 +81,10 @@ func (t *Transport) receive(stream transportpb.RaftTransport_RaftMessagesServer)
 			t.stats.framesDroppedIn.Add(1)
 			continue
 		}
+		if !t.observeClock(from, f.GetHlc()) {
+			t.stats.framesRejectedSkew.Add(1)
+			continue
+		}
 		msgs, err := decodeFrame(f)
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
@@ -92,4 +97,31 @@ func (t *Transport) receive(stream transportpb.RaftTransport_RaftMessagesServer)
 			t.cfg.Handler.HandleMessages(from, msgs)
 		}
 	}
+}
+
+// observeClock folds a frame's hybrid time into the local clock. It reports
+// false if the frame must be refused because the sender's clock is too far
+// ahead.
+func (t *Transport) observeClock(from uint64, ht uint64) bool {
+	if t.cfg.Clock == nil || ht == 0 {
+		return true
+	}
+	if err := t.cfg.Clock.Update(hlc.Timestamp(ht)); err != nil {
+		t.logSkew(from, err)
+		return false
+	}
+	return true
+}
+
+// skewLogInterval bounds clock skew warnings to one per interval per node.
+const skewLogInterval = 10 * time.Second
+
+func (t *Transport) logSkew(from uint64, err error) {
+	now := time.Now().UnixNano()
+	last := t.lastSkewLog.Load()
+	if now-last < int64(skewLogInterval) || !t.lastSkewLog.CompareAndSwap(last, now) {
+		return
+	}
+	t.cfg.Logger.Warn("transport: refusing frames from a node whose clock is too far ahead",
+		"from", from, "err", err)
 }

@@ -133,7 +133,12 @@ func (s *sender) send(msgs []Message) error {
 	// sent_at is read before the frame leaves, so a lease derived from its
 	// ack can only start early, never late.
 	sentAt := t.now()
+	var ht uint64
+	if t.cfg.Clock != nil {
+		ht = uint64(t.cfg.Clock.Now())
+	}
 	for _, f := range frames {
+		f.Hlc = ht
 		f.FromNode = t.cfg.NodeID
 		f.ToNode = p.id
 		f.Incarnation = t.incarnation

@@ -24,6 +24,9 @@ type Stats struct {
 	// the link was down (SetLinkDown), on the sending and receiving side.
 	FramesDroppedOut uint64
 	FramesDroppedIn  uint64
+	// FramesRejectedSkew counts frames refused because their hybrid time was
+	// further ahead of the local clock than the maximum offset allows.
+	FramesRejectedSkew uint64
 }
 
 // counters is the live, atomically updated form of Stats.
@@ -34,6 +37,7 @@ type counters struct {
 	bytesSent, bytesReceived          atomic.Uint64
 	messagesDropped                   atomic.Uint64
 	framesDroppedOut, framesDroppedIn atomic.Uint64
+	framesRejectedSkew                atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -48,5 +52,6 @@ func (c *counters) snapshot() Stats {
 		MessagesDropped:     c.messagesDropped.Load(),
 		FramesDroppedOut:    c.framesDroppedOut.Load(),
 		FramesDroppedIn:     c.framesDroppedIn.Load(),
+		FramesRejectedSkew:  c.framesRejectedSkew.Load(),
 	}
 }

@@ -3,14 +3,17 @@ package transport
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
 
 	"github.com/shaledb/shaledb/internal/consensus/transport/transportpb"
+	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/rpc"
 )
 
@@ -50,6 +53,13 @@ type Config struct {
 	// MaxQueuedMessages per destination before messages are dropped (raft
 	// retransmits) and HandleUnreachable is called. Default 10000.
 	MaxQueuedMessages int
+	// Clock, if set, stamps every outgoing frame with a hybrid time and is
+	// updated from every frame received (hlc.Clock.Update). A frame whose
+	// time is beyond the clock's maximum offset is refused: a node with a
+	// runaway clock is cut off rather than dragging every clock forward.
+	Clock *hlc.Clock
+	// Logger for rare events (refused frames). Default slog.Default().
+	Logger *slog.Logger
 }
 
 const (
@@ -85,6 +95,8 @@ type Transport struct {
 	wg sync.WaitGroup
 
 	stats counters
+	// lastSkewLog (unix nanoseconds) rate-limits clock skew warnings.
+	lastSkewLog atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -104,6 +116,9 @@ func New(cfg Config) *Transport {
 	}
 	if cfg.Handler == nil {
 		cfg.Handler = nopHandler{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	t := &Transport{
 		cfg:         cfg,

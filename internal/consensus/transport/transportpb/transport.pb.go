@@ -46,8 +46,12 @@ type Frame struct {
 	// MsgHeartbeatResp messages (those with an empty context).
 	Heartbeats     []*Heartbeat     `protobuf:"bytes,8,rep,name=heartbeats,proto3" json:"heartbeats,omitempty"`
 	HeartbeatResps []*HeartbeatResp `protobuf:"bytes,9,rep,name=heartbeat_resps,json=heartbeatResps,proto3" json:"heartbeat_resps,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// hlc is the sender's hybrid time when the frame was built (0 if the
+	// sender has no clock). Receivers fold it into their own clock, so causality
+	// carried by raft messages is reflected in hybrid times.
+	Hlc           uint64 `protobuf:"varint,10,opt,name=hlc,proto3" json:"hlc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Frame) Reset() {
@@ -141,6 +145,13 @@ func (x *Frame) GetHeartbeatResps() []*HeartbeatResp {
 		return x.HeartbeatResps
 	}
 	return nil
+}
+
+func (x *Frame) GetHlc() uint64 {
+	if x != nil {
+		return x.Hlc
+	}
+	return 0
 }
 
 type RaftMessage struct {
@@ -505,7 +516,7 @@ var File_internal_consensus_transport_transportpb_transport_proto protoreflect.F
 
 const file_internal_consensus_transport_transportpb_transport_proto_rawDesc = "" +
 	"\n" +
-	"8internal/consensus/transport/transportpb/transport.proto\x12\x11shaledb.transport\"\xf8\x02\n" +
+	"8internal/consensus/transport/transportpb/transport.proto\x12\x11shaledb.transport\"\x8a\x03\n" +
 	"\x05Frame\x12\x1b\n" +
 	"\tfrom_node\x18\x01 \x01(\x04R\bfromNode\x12\x17\n" +
 	"\ato_node\x18\x02 \x01(\x04R\x06toNode\x12 \n" +
@@ -517,7 +528,9 @@ const file_internal_consensus_transport_transportpb_transport_proto_rawDesc = ""
 	"\n" +
 	"heartbeats\x18\b \x03(\v2\x1c.shaledb.transport.HeartbeatR\n" +
 	"heartbeats\x12I\n" +
-	"\x0fheartbeat_resps\x18\t \x03(\v2 .shaledb.transport.HeartbeatRespR\x0eheartbeatResps\"5\n" +
+	"\x0fheartbeat_resps\x18\t \x03(\v2 .shaledb.transport.HeartbeatRespR\x0eheartbeatResps\x12\x10\n" +
+	"\x03hlc\x18\n" +
+	" \x01(\x04R\x03hlc\"5\n" +
 	"\vRaftMessage\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\x04R\x05group\x12\x10\n" +
 	"\x03msg\x18\x02 \x01(\fR\x03msg\"\x83\x01\n" +

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -28,6 +30,9 @@ type Config struct {
 	// consensus.GroupConfig). Empty to load an existing tablet or to create
 	// an empty replica that a leader will fill by snapshot.
 	Bootstrap []uint64
+	// HistoryRetention is how far in the past reads may go; versions older
+	// than that are garbage collected by GC. Default docdb.DefaultRetention.
+	HistoryRetention time.Duration
 }
 
 // Tablet is one tablet peer on this node.
@@ -37,13 +42,21 @@ type Tablet struct {
 	clock   *hlc.Clock
 	group   *consensus.Group
 	latches *latches
+
+	retention time.Duration
+	// maxApplied is the highest hybrid time applied on this replica (0
+	// until the first apply after open); it bounds the GC horizon.
+	maxApplied atomic.Uint64
 }
 
 // Open creates or reloads a tablet peer. The descriptor is stored locally
 // (and travels with snapshots) so that a restarted node can reopen its
 // tablets with LoadDescriptors.
 func Open(cfg Config) (*Tablet, error) {
-	t := &Tablet{desc: cfg.Descriptor, eng: cfg.Engine, clock: cfg.Clock, latches: newLatches()}
+	t := &Tablet{desc: cfg.Descriptor, eng: cfg.Engine, clock: cfg.Clock, latches: newLatches(), retention: cfg.HistoryRetention}
+	if t.retention <= 0 {
+		t.retention = docdb.DefaultRetention
+	}
 	if err := cfg.Engine.Set(storage.DescriptorKey(cfg.Descriptor.ID), cfg.Descriptor.marshal(), storage.Sync); err != nil {
 		return nil, err
 	}
@@ -135,6 +148,14 @@ func (t *Tablet) writeLatched(ctx context.Context, wb *docdb.WriteBatch) (hlc.Ti
 
 // Get reads one row at the current time from the leaseholder.
 func (t *Tablet) Get(ctx context.Context, rowKey []byte, columns []uint32) (docdb.Row, bool, error) {
+	return t.GetAt(ctx, rowKey, columns, 0)
+}
+
+// GetAt reads one row at readTime (0: the current time) from the
+// leaseholder. A read time ahead of the clock moves the clock up first, so
+// no later write can land at or below it; one older than the retention
+// window fails with ErrReadTooOld.
+func (t *Tablet) GetAt(ctx context.Context, rowKey []byte, columns []uint32, readTime hlc.Timestamp) (docdb.Row, bool, error) {
 	if err := t.checkSpan(rowKey); err != nil {
 		return docdb.Row{}, false, err
 	}
@@ -146,7 +167,11 @@ func (t *Tablet) Get(ctx context.Context, rowKey []byte, columns []uint32) (docd
 	if !t.group.HasLease() {
 		return docdb.Row{}, false, t.notLeader()
 	}
-	return docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: t.clock.Now(), Columns: columns})
+	rt, err := t.readTime(readTime)
+	if err != nil {
+		return docdb.Row{}, false, err
+	}
+	return docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: rt, Columns: columns})
 }
 
 // ScanOptions configure Scan.
@@ -155,6 +180,8 @@ type ScanOptions struct {
 	Columns []uint32
 	Limit   int
 	Reverse bool
+	// ReadTime: 0 reads at the current time; see GetAt.
+	ReadTime hlc.Timestamp
 }
 
 // Scan reads rows in a span at the current time from the leaseholder.
@@ -168,8 +195,12 @@ func (t *Tablet) Scan(ctx context.Context, opts ScanOptions) ([]docdb.Row, []byt
 	if !t.group.HasLease() {
 		return nil, nil, t.notLeader()
 	}
+	rt, err := t.readTime(opts.ReadTime)
+	if err != nil {
+		return nil, nil, err
+	}
 	return docdb.Scan(t.eng, docdb.ScanOptions{
-		ReadOptions: docdb.ReadOptions{ReadTime: t.clock.Now(), Columns: opts.Columns},
+		ReadOptions: docdb.ReadOptions{ReadTime: rt, Columns: opts.Columns},
 		Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
 	})
 }
@@ -252,6 +283,8 @@ func (sm *stateMachine) Apply(b *pebble.Batch, e consensus.Entry) any {
 	sm.clock.ForceUpdate(ht)
 	if err := docdb.ApplyWriteBatch(b, ht, &wb); err != nil {
 		return err
+	}
+	for cur := sm.maxApplied.Load(); uint64(ht) > cur && !sm.maxApplied.CompareAndSwap(cur, uint64(ht)); cur = sm.maxApplied.Load() {
 	}
 	return ht
 }

@@ -1,0 +1,111 @@
+package tablet_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+	"github.com/shaledb/shaledb/internal/tablet"
+)
+
+// TestReadsInThePastAndGC: reads at a past hybrid time see the history;
+// after the retention window GC removes the overwritten versions on every
+// replica, the current data stays, and reads that old are refused.
+func TestReadsInThePastAndGC(t *testing.T) {
+	const retention = 300 * time.Millisecond
+	var mu sync.Mutex
+	tablets := make(map[uint64]*tablet.Tablet)
+	consensustest.NewCluster(t, 3, consensustest.Options{
+		Runtime: fastConfig(),
+		OnStart: func(n *consensustest.Node) {
+			tb, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock,
+				Bootstrap: []uint64{1, 2, 3}, HistoryRetention: retention})
+			if err != nil {
+				t.Fatalf("node %d: %v", n.ID, err)
+			}
+			mu.Lock()
+			tablets[n.ID] = tb
+			mu.Unlock()
+		},
+	})
+	var l *tablet.Tablet
+	consensustest.WaitFor(t, 15*time.Second, "a leaseholder", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, tb := range tablets {
+			if tb.Group().HasLease() {
+				l = tb
+				return true
+			}
+		}
+		return false
+	})
+	ctx := context.Background()
+	var times []hlc.Timestamp
+	for _, v := range []string{"v0", "v1", "v2"} {
+		ts, err := l.Write(ctx, putBatch(0, 10, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, ts)
+	}
+	for i, ts := range times {
+		row, ok, err := l.GetAt(ctx, rowKey(3), nil, ts)
+		if err != nil || !ok {
+			t.Fatalf("GetAt(%s): %v %v", ts, ok, err)
+		}
+		if got, want := row.Columns[0].Value.String(), docdb.Text([]string{"v0", "v1", "v2"}[i]+"3").String(); got != want {
+			t.Fatalf("at write %d: got %s, want %s", i, got, want)
+		}
+	}
+	if _, ok, err := l.GetAt(ctx, rowKey(3), nil, times[0].Prev()); err != nil || ok {
+		t.Fatalf("before the first write: found=%v err=%v", ok, err)
+	}
+	// A read time beyond the maximum clock offset is refused.
+	if _, _, err := l.GetAt(ctx, rowKey(3), nil, l.GCHorizon().Add(time.Hour)); !errors.Is(err, hlc.ErrClockSkew) {
+		t.Fatalf("far-future read: %v, want ErrClockSkew", err)
+	}
+
+	// The horizon trails the newest applied write by the retention window,
+	// so once the window has passed, one more write lets it cover v0..v2.
+	consensustest.WaitFor(t, 10*time.Second, "the retention window to pass", func() bool {
+		return hlc.FromTime(time.Now()) > times[2].Add(retention)
+	})
+	if _, err := l.Write(ctx, putBatch(100, 101, "later")); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= 3; id++ {
+		mu.Lock()
+		tb := tablets[id]
+		mu.Unlock()
+		consensustest.WaitFor(t, 10*time.Second, "GC horizon past the last write", func() bool {
+			return tb.GCHorizon() > times[2]
+		})
+		n, err := tb.GC()
+		if err != nil {
+			t.Fatalf("node %d GC: %v", id, err)
+		}
+		// 10 rows: v0 and v1 of the row marker and of column 1 are garbage.
+		if n != 40 {
+			t.Fatalf("node %d GC deleted %d keys, want 40", id, n)
+		}
+	}
+	if _, _, err := l.GetAt(ctx, rowKey(3), nil, times[1]); !errors.Is(err, tablet.ErrReadTooOld) {
+		t.Fatalf("read below the horizon: %v, want ErrReadTooOld", err)
+	}
+	rows, _, err := l.Scan(ctx, tablet.ScanOptions{Span: storage.Span{Start: rowKey(0), End: rowKey(10)}})
+	if err != nil || len(rows) != 10 {
+		t.Fatalf("scan after GC: %d rows, %v", len(rows), err)
+	}
+	for _, r := range rows {
+		if v := r.Columns[0].Value.String(); v[:len(`text:"v2`)] != `text:"v2` {
+			t.Fatalf("row %x after GC: %s", r.Key, v)
+		}
+	}
+}

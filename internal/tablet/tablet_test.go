@@ -99,20 +99,13 @@ func (h *harness) waitLeader(t testing.TB) *tablet.Tablet {
 // retry runs op against the current leaseholder until it succeeds.
 func (h *harness) retry(t testing.TB, what string, op func(ctx context.Context, tb *tablet.Tablet) error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
-		if l := h.leader(); l != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			last = op(ctx, l)
-			cancel()
-			if last == nil {
-				return
-			}
+	consensustest.Retry(t, 20*time.Second, what, func(ctx context.Context) error {
+		l := h.leader()
+		if l == nil {
+			return errors.New("no leaseholder")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, last)
+		return op(ctx, l)
+	})
 }
 
 func rowKey(i int) []byte {

@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/consensus/host"
 	"github.com/shaledb/shaledb/internal/consensus/transport"
 	"github.com/shaledb/shaledb/internal/hlc"
-	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/storage"
 )
 
@@ -44,6 +44,7 @@ type Node struct {
 	Server    *grpc.Server
 	Transport *transport.Transport
 	Runtime   *consensus.Runtime
+	host      *host.Host
 	running   bool
 }
 
@@ -110,17 +111,6 @@ func (c *Cluster) resolve(node uint64) (string, error) {
 	return n.Addr, nil
 }
 
-// handlerRef lets the transport be built before the runtime it delivers to.
-type handlerRef struct{ rt *consensus.Runtime }
-
-func (h *handlerRef) HandleMessages(from uint64, msgs []transport.Message) {
-	h.rt.HandleMessages(from, msgs)
-}
-func (h *handlerRef) HandleUnreachable(to uint64) { h.rt.HandleUnreachable(to) }
-func (h *handlerRef) HandleSnapshot(ctx context.Context, from uint64, s *transport.SnapshotStream) error {
-	return h.rt.HandleSnapshot(ctx, from, s)
-}
-
 func (c *Cluster) start(n *Node, l net.Listener) {
 	var err error
 	if l == nil {
@@ -129,20 +119,20 @@ func (c *Cluster) start(n *Node, l net.Listener) {
 			c.t.Fatalf("node %d: listen %s: %v", n.ID, n.Addr, err)
 		}
 	}
-	n.Engine, err = storage.Open(n.Dir, storage.Options{CacheSize: 16 << 20, MemTableSize: 8 << 20})
+	h, err := host.Start(host.Config{
+		NodeID:   n.ID,
+		Listener: l,
+		Dir:      n.Dir,
+		Engine:   storage.Options{CacheSize: 16 << 20, MemTableSize: 8 << 20},
+		Runtime:  c.opts.Runtime,
+		Resolver: c.resolve,
+		Clock:    n.Clock,
+	})
 	if err != nil {
 		c.t.Fatalf("node %d: %v", n.ID, err)
 	}
-	ref := &handlerRef{}
-	cfg := c.opts.Runtime
-	n.Transport = transport.New(transport.Config{NodeID: n.ID, Resolver: c.resolve, Handler: ref, Clock: n.Clock, LivenessInterval: LivenessIntervalFor(cfg)})
-	cfg.NodeID, cfg.Engine, cfg.Transport = n.ID, n.Engine, n.Transport
-	n.Runtime = consensus.NewRuntime(cfg)
-	ref.rt = n.Runtime
-	n.Server = rpc.NewServer()
-	n.Transport.Register(n.Server)
-	go func() { _ = n.Server.Serve(l) }()
-	n.Runtime.Start()
+	n.host = h
+	n.Engine, n.Server, n.Transport, n.Runtime = h.Engine, h.Server, h.Transport, h.Runtime
 	n.running = true
 	if c.opts.OnStart != nil {
 		c.opts.OnStart(n)
@@ -157,11 +147,8 @@ func (c *Cluster) StopNode(id uint64) {
 		return
 	}
 	n.running = false
-	n.Server.Stop()
-	n.Transport.Stop()
-	n.Runtime.Stop()
-	if err := n.Engine.Close(); err != nil {
-		c.t.Errorf("node %d: close engine: %v", id, err)
+	if err := n.host.Stop(); err != nil {
+		c.t.Errorf("%v", err)
 	}
 }
 
@@ -198,14 +185,9 @@ func (c *Cluster) Stop() {
 }
 
 // LivenessIntervalFor picks a transport liveness interval that fits the
-// runtime's timing: lease acks trail by up to two intervals and a quiesced
-// follower treats VoteRefusalWindow of silence as a dead leader, so the
-// interval must be a small fraction of both.
+// runtime's timing (see host.LivenessIntervalFor).
 func LivenessIntervalFor(cfg consensus.Config) time.Duration {
-	if cfg.VoteRefusalWindow == 0 {
-		return 0 // the transport's default suits the runtime's defaults
-	}
-	return cfg.VoteRefusalWindow / 6
+	return host.LivenessIntervalFor(cfg)
 }
 
 // WaitFor polls cond every few milliseconds until it holds, failing the test
@@ -216,6 +198,26 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Retry runs op, each time with a fresh context of a few seconds, until it
+// returns nil, failing the test with op's last error after timeout. op
+// typically finds the current leader and returns an error if there is none.
+func Retry(t testing.TB, timeout time.Duration, what string, op func(ctx context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := op(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -1,0 +1,221 @@
+package tserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/consensus/host"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+	"github.com/shaledb/shaledb/internal/tablet"
+)
+
+var (
+	// ErrTabletExists is returned by CreateTablet for a tablet this node
+	// already hosts.
+	ErrTabletExists = errors.New("tserver: tablet already exists")
+	// ErrUnknownPeer is returned by the resolver for a node id with no
+	// known address.
+	ErrUnknownPeer = errors.New("tserver: unknown peer")
+	// ErrStopped is returned by Node methods after Stop.
+	ErrStopped = errors.New("tserver: node stopped")
+)
+
+// Config configures a tablet server node.
+type Config struct {
+	// NodeID is this node's id; non-zero and unique in the cluster.
+	NodeID uint64
+	// ListenAddr is the ip:port of the node's gRPC server; port 0 picks a
+	// free port (see Node.Addr).
+	ListenAddr string
+	// DataDir holds the node's Pebble engine; created if missing.
+	DataDir string
+	// Peers maps other nodes' ids to their gRPC addresses. More can be
+	// added later with Node.AddPeer.
+	Peers map[uint64]string
+	// Resolver, if set, is asked for the address of a node neither Peers
+	// nor AddPeer named.
+	Resolver func(node uint64) (string, error)
+	// Raft is the template of the consensus runtime's config (timing);
+	// zero fields take the runtime's defaults.
+	Raft consensus.Config
+	// Engine options; zero fields take the engine's defaults.
+	Engine storage.Options
+	// Clock is the node's hybrid logical clock. Default: a wall clock with
+	// the default maximum offset.
+	Clock *hlc.Clock
+}
+
+// Node is a running tablet server.
+type Node struct {
+	cfg  Config
+	host *host.Host
+
+	mu struct {
+		sync.Mutex
+		stopped bool
+		peers   map[uint64]string
+		tablets map[uint64]*tablet.Tablet
+	}
+}
+
+// Start opens the engine under cfg.DataDir, starts the gRPC server, raft
+// transport and consensus runtime, and reopens every tablet stored on the
+// node.
+func Start(cfg Config) (*Node, error) {
+	if cfg.NodeID == 0 {
+		return nil, errors.New("tserver: NodeID must be non-zero")
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("tserver: no DataDir")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = hlc.NewClock(nil, 0)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("tserver: %w", err)
+	}
+	n := &Node{cfg: cfg}
+	n.mu.peers = make(map[uint64]string, len(cfg.Peers))
+	for id, addr := range cfg.Peers {
+		n.mu.peers[id] = addr
+	}
+	n.mu.tablets = make(map[uint64]*tablet.Tablet)
+
+	lis, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return nil, fmt.Errorf("tserver: node %d: listen: %w", cfg.NodeID, err)
+	}
+	h, err := host.Start(host.Config{
+		NodeID:   cfg.NodeID,
+		Listener: lis,
+		Dir:      cfg.DataDir,
+		Engine:   cfg.Engine,
+		Runtime:  cfg.Raft,
+		Resolver: n.resolve,
+		Clock:    cfg.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tserver: %w", err)
+	}
+	n.host = h
+	descs, err := tablet.LoadDescriptors(h.Engine)
+	if err == nil {
+		for _, d := range descs {
+			if _, err = n.openTablet(d, nil); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		_ = h.Stop()
+		return nil, fmt.Errorf("tserver: node %d: reopen tablets: %w", cfg.NodeID, err)
+	}
+	return n, nil
+}
+
+// ID returns the node's id.
+func (n *Node) ID() uint64 { return n.cfg.NodeID }
+
+// Addr returns the address the node's gRPC server listens on.
+func (n *Node) Addr() string { return n.host.Addr() }
+
+// Clock returns the node's hybrid logical clock.
+func (n *Node) Clock() *hlc.Clock { return n.cfg.Clock }
+
+// Engine returns the node's storage engine.
+func (n *Node) Engine() *storage.Engine { return n.host.Engine }
+
+// Runtime returns the node's consensus runtime.
+func (n *Node) Runtime() *consensus.Runtime { return n.host.Runtime }
+
+// AddPeer sets (or changes) the address of node id.
+func (n *Node) AddPeer(id uint64, addr string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.mu.peers[id] = addr
+}
+
+func (n *Node) resolve(id uint64) (string, error) {
+	n.mu.Lock()
+	addr, ok := n.mu.peers[id]
+	n.mu.Unlock()
+	if ok {
+		return addr, nil
+	}
+	if n.cfg.Resolver != nil {
+		return n.cfg.Resolver(id)
+	}
+	return "", fmt.Errorf("%w: node %d", ErrUnknownPeer, id)
+}
+
+// CreateTablet creates a replica of a tablet on this node. A new tablet's
+// replicas are all created with the same bootstrapPeers (its initial
+// voters); a replica being added to an existing group passes none and is
+// filled by a snapshot from the leader.
+func (n *Node) CreateTablet(desc tablet.Descriptor, bootstrapPeers []uint64) (*tablet.Tablet, error) {
+	return n.openTablet(desc, bootstrapPeers)
+}
+
+func (n *Node) openTablet(desc tablet.Descriptor, bootstrap []uint64) (*tablet.Tablet, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.stopped {
+		return nil, ErrStopped
+	}
+	if _, ok := n.mu.tablets[desc.ID]; ok {
+		return nil, fmt.Errorf("%w: %d on node %d", ErrTabletExists, desc.ID, n.cfg.NodeID)
+	}
+	tb, err := tablet.Open(tablet.Config{
+		Descriptor: desc,
+		Runtime:    n.host.Runtime,
+		Engine:     n.host.Engine,
+		Clock:      n.cfg.Clock,
+		Bootstrap:  bootstrap,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tserver: node %d: tablet %d: %w", n.cfg.NodeID, desc.ID, err)
+	}
+	n.mu.tablets[desc.ID] = tb
+	return tb, nil
+}
+
+// Tablet returns the replica of tablet id hosted here.
+func (n *Node) Tablet(id uint64) (*tablet.Tablet, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	tb, ok := n.mu.tablets[id]
+	return tb, ok
+}
+
+// Tablets returns every tablet replica hosted here, by tablet id.
+func (n *Node) Tablets() []*tablet.Tablet {
+	n.mu.Lock()
+	out := make([]*tablet.Tablet, 0, len(n.mu.tablets))
+	for _, tb := range n.mu.tablets {
+		out = append(out, tb)
+	}
+	n.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Descriptor().ID < out[j].Descriptor().ID })
+	return out
+}
+
+// Stop stops the node: the gRPC server, the transport and the runtime (its
+// pending proposals fail with consensus.ErrStopped), then closes the engine.
+// It returns once every goroutine the node started has exited. Stop is
+// idempotent.
+func (n *Node) Stop() error {
+	n.mu.Lock()
+	if n.mu.stopped {
+		n.mu.Unlock()
+		return nil
+	}
+	n.mu.stopped = true
+	n.mu.Unlock()
+	return n.host.Stop()
+}

@@ -294,3 +294,17 @@ func (sm *stateMachine) SnapshotSpans() []storage.Span {
 }
 
 func (sm *stateMachine) Restored() error { return nil }
+
+// ApproximateSize estimates the bytes the tablet's data takes on disk (SSTs
+// only; the memtable is not counted).
+func (t *Tablet) ApproximateSize() uint64 {
+	end := t.desc.Span.End
+	if end == nil {
+		end = storage.PrefixEnd(t.desc.Span.Start[:1])
+	}
+	n, err := t.eng.EstimateDiskUsage(t.desc.Span.Start, end)
+	if err != nil {
+		return 0
+	}
+	return n
+}

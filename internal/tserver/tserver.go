@@ -8,11 +8,14 @@ import (
 	"sort"
 	"sync"
 
+	"google.golang.org/grpc"
+
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/host"
 	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/storage"
 	"github.com/shaledb/shaledb/internal/tablet"
+	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
 var (
@@ -49,6 +52,9 @@ type Config struct {
 	// Clock is the node's hybrid logical clock. Default: a wall clock with
 	// the default maximum offset.
 	Clock *hlc.Clock
+	// Register, if set, registers more services (the master's) on the
+	// node's gRPC server before it starts serving.
+	Register func(*grpc.Server)
 }
 
 // Node is a running tablet server.
@@ -99,6 +105,12 @@ func Start(cfg Config) (*Node, error) {
 		Runtime:  cfg.Raft,
 		Resolver: n.resolve,
 		Clock:    cfg.Clock,
+		Register: func(s *grpc.Server) {
+			pb.RegisterTabletServerServer(s, &service{n: n})
+			if cfg.Register != nil {
+				cfg.Register(s)
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tserver: %w", err)
@@ -183,6 +195,24 @@ func (n *Node) openTablet(desc tablet.Descriptor, bootstrap []uint64) (*tablet.T
 	}
 	n.mu.tablets[desc.ID] = tb
 	return tb, nil
+}
+
+// DeleteTablet removes the replica of tablet id from this node with all its
+// data (after the master removed it from the tablet's configuration, or
+// dropped the table).
+func (n *Node) DeleteTablet(id uint64) error {
+	n.mu.Lock()
+	if n.mu.stopped {
+		n.mu.Unlock()
+		return ErrStopped
+	}
+	_, ok := n.mu.tablets[id]
+	delete(n.mu.tablets, id)
+	n.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: tablet %d on node %d", errTabletNotFound, id, n.cfg.NodeID)
+	}
+	return n.host.Runtime.DestroyGroup(id)
 }
 
 // Tablet returns the replica of tablet id hosted here.

@@ -1,0 +1,336 @@
+package tserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+	"github.com/shaledb/shaledb/internal/tablet"
+	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+)
+
+// service is the node's TabletServer RPC service: the data path of the
+// client/router and the control path of the master. Failures of the
+// operation travel as TabletError in the response; gRPC errors are left to
+// transport problems.
+type service struct {
+	pb.UnimplementedTabletServerServer
+	n *Node
+}
+
+// tabletErr maps an error of the tablet and consensus layers to the wire.
+func (n *Node) tabletErr(err error) *pb.TabletError {
+	if err == nil {
+		return nil
+	}
+	e := &pb.TabletError{Message: err.Error()}
+	if leader, ok := consensus.IsNotLeader(err); ok {
+		e.Code = pb.TabletError_NOT_LEADER
+		e.LeaderNode = leader
+		if leader != 0 {
+			e.LeaderAddr, _ = n.resolve(leader)
+		}
+		return e
+	}
+	switch {
+	case errors.Is(err, errTabletNotFound), errors.Is(err, consensus.ErrGroupNotFound):
+		e.Code = pb.TabletError_TABLET_NOT_FOUND
+	case errors.Is(err, tablet.ErrKeyOutOfRange):
+		e.Code = pb.TabletError_KEY_OUT_OF_RANGE
+	case errors.Is(err, tablet.ErrReadTooOld):
+		e.Code = pb.TabletError_READ_TOO_OLD
+	case errors.Is(err, hlc.ErrClockSkew):
+		e.Code = pb.TabletError_CLOCK_SKEW
+	case errors.Is(err, consensus.ErrAmbiguous):
+		e.Code = pb.TabletError_AMBIGUOUS
+	case errors.Is(err, consensus.ErrProposalDropped), errors.Is(err, consensus.ErrStopped), errors.Is(err, ErrStopped):
+		// Not applied; another replica (or this one later) can take it.
+		e.Code = pb.TabletError_NOT_LEADER
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		e.Code = pb.TabletError_TIMEOUT
+	case errors.Is(err, errInvalid):
+		e.Code = pb.TabletError_INVALID_ARGUMENT
+	default:
+		e.Code = pb.TabletError_INTERNAL
+	}
+	return e
+}
+
+var (
+	errTabletNotFound = errors.New("tserver: tablet not found on this node")
+	errInvalid        = errors.New("tserver: invalid request")
+)
+
+func (n *Node) lookup(id uint64) (*tablet.Tablet, error) {
+	if tb, ok := n.Tablet(id); ok {
+		return tb, nil
+	}
+	return nil, fmt.Errorf("%w: tablet %d on node %d", errTabletNotFound, id, n.cfg.NodeID)
+}
+
+// observe folds a caller's hybrid time into the node clock.
+func (n *Node) observe(t uint64) error {
+	if t == 0 {
+		return nil
+	}
+	return n.cfg.Clock.Update(hlc.Timestamp(t))
+}
+
+func (s *service) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteResponse, error) {
+	n := s.n
+	resp := &pb.WriteResponse{}
+	err := func() error {
+		if err := n.observe(req.GetClientTime()); err != nil {
+			return err
+		}
+		tb, err := n.lookup(req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		var wb docdb.WriteBatch
+		if err := wb.Unmarshal(req.GetBatch()); err != nil {
+			return fmt.Errorf("%w: %v", errInvalid, err)
+		}
+		ht, err := tb.Write(ctx, &wb)
+		resp.WriteTime = uint64(ht)
+		return err
+	}()
+	resp.Error = n.tabletErr(err)
+	resp.ServerTime = uint64(n.cfg.Clock.Now())
+	return resp, nil
+}
+
+// projection turns the wire projection into DocDB's: nil means every column.
+func projection(p *pb.Projection) []uint32 {
+	if p == nil {
+		return nil
+	}
+	if ids := p.GetColumnIds(); ids != nil {
+		return ids
+	}
+	return []uint32{}
+}
+
+func rowToWire(r docdb.Row) *pb.Row {
+	out := &pb.Row{Key: r.Key, WriteTime: uint64(r.WriteTime), Columns: make([]*pb.Column, len(r.Columns))}
+	for i, c := range r.Columns {
+		out.Columns[i] = &pb.Column{Id: c.ID, Value: docdb.AppendValue(nil, c.Value)}
+	}
+	return out
+}
+
+// checkConsistency refuses what this node cannot serve yet: follower reads
+// need a safe time, which arrives with follower reads (issue 3).
+func checkConsistency(c pb.ReadConsistency) error {
+	if c != pb.ReadConsistency_LEADER {
+		return fmt.Errorf("%w: read consistency %s is not supported", errInvalid, c)
+	}
+	return nil
+}
+
+func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
+	n := s.n
+	resp := &pb.ReadResponse{}
+	err := func() error {
+		if err := n.observe(req.GetClientTime()); err != nil {
+			return err
+		}
+		if err := checkConsistency(req.GetConsistency()); err != nil {
+			return err
+		}
+		tb, err := n.lookup(req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		if !docdb.IsRowKey(req.GetRowKey()) {
+			return fmt.Errorf("%w: malformed row key %x", errInvalid, req.GetRowKey())
+		}
+		row, found, err := tb.GetAt(ctx, req.GetRowKey(), projection(req.GetProjection()), hlc.Timestamp(req.GetReadTime()))
+		if err != nil {
+			return err
+		}
+		resp.Found = found
+		if found {
+			resp.Row = rowToWire(row)
+		}
+		return nil
+	}()
+	resp.Error = n.tabletErr(err)
+	resp.ServerTime = uint64(n.cfg.Clock.Now())
+	return resp, nil
+}
+
+func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanResponse, error) {
+	n := s.n
+	resp := &pb.ScanResponse{}
+	err := func() error {
+		if err := n.observe(req.GetClientTime()); err != nil {
+			return err
+		}
+		if err := checkConsistency(req.GetConsistency()); err != nil {
+			return err
+		}
+		tb, err := n.lookup(req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		span := storage.Span{Start: req.GetSpan().GetStart(), End: req.GetSpan().GetEnd()}
+		rows, resume, err := tb.Scan(ctx, tablet.ScanOptions{
+			Span: span, Columns: projection(req.GetProjection()), Limit: int(req.GetLimit()),
+			Reverse: req.GetReverse(), ReadTime: hlc.Timestamp(req.GetReadTime()),
+		})
+		if err != nil {
+			return err
+		}
+		resp.Rows = make([]*pb.Row, len(rows))
+		for i, r := range rows {
+			resp.Rows[i] = rowToWire(r)
+		}
+		if resume != nil {
+			rs := docdb.ResumeSpan(span, resume, req.GetReverse())
+			resp.ResumeSpan = &pb.Span{Start: rs.Start, End: rs.End}
+		}
+		return nil
+	}()
+	resp.Error = n.tabletErr(err)
+	resp.ServerTime = uint64(n.cfg.Clock.Now())
+	return resp, nil
+}
+
+// DescriptorFromWire converts a wire tablet descriptor.
+func DescriptorFromWire(d *pb.TabletDescriptor) tablet.Descriptor {
+	return tablet.Descriptor{
+		ID: d.GetTabletId(), TableID: d.GetTableId(),
+		Span: storage.Span{Start: d.GetSpan().GetStart(), End: d.GetSpan().GetEnd()},
+	}
+}
+
+// DescriptorToWire converts a tablet descriptor for the wire.
+func DescriptorToWire(d tablet.Descriptor) *pb.TabletDescriptor {
+	return &pb.TabletDescriptor{TabletId: d.ID, TableId: d.TableID, Span: &pb.Span{Start: d.Span.Start, End: d.Span.End}}
+}
+
+func (s *service) CreateTablet(ctx context.Context, req *pb.CreateTabletRequest) (*pb.CreateTabletResponse, error) {
+	n := s.n
+	for id, addr := range req.GetPeerAddrs() {
+		if id != n.cfg.NodeID {
+			n.AddPeer(id, addr)
+		}
+	}
+	desc := DescriptorFromWire(req.GetTablet())
+	var err error
+	if desc.ID == 0 {
+		err = fmt.Errorf("%w: tablet id 0", errInvalid)
+	} else if _, err = n.CreateTablet(desc, req.GetVoters()); errors.Is(err, ErrTabletExists) {
+		// The master retries creations; a replica that exists is success.
+		err = nil
+	}
+	return &pb.CreateTabletResponse{Error: n.tabletErr(err)}, nil
+}
+
+func (s *service) DeleteTablet(ctx context.Context, req *pb.DeleteTabletRequest) (*pb.DeleteTabletResponse, error) {
+	n := s.n
+	err := n.DeleteTablet(req.GetTabletId())
+	if errors.Is(err, errTabletNotFound) {
+		err = nil // already gone: deletions are retried too
+	}
+	return &pb.DeleteTabletResponse{Error: n.tabletErr(err)}, nil
+}
+
+func (s *service) ChangeReplicas(ctx context.Context, req *pb.ChangeReplicasRequest) (*pb.ChangeReplicasResponse, error) {
+	n := s.n
+	err := func() error {
+		tb, err := n.lookup(req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		node := req.GetNodeId()
+		if node == 0 {
+			return fmt.Errorf("%w: node id 0", errInvalid)
+		}
+		if addr := req.GetNodeAddr(); addr != "" && node != n.cfg.NodeID {
+			n.AddPeer(node, addr)
+		}
+		g := tb.Group()
+		if g.Status().Role != consensus.RoleLeader {
+			return &consensus.NotLeaderError{Group: g.ID(), Leader: g.Status().Leader}
+		}
+		switch req.GetOp() {
+		case pb.ChangeReplicasRequest_ADD_LEARNER:
+			return g.AddLearner(ctx, node)
+		case pb.ChangeReplicasRequest_PROMOTE_LEARNER:
+			return g.PromoteLearner(ctx, node)
+		case pb.ChangeReplicasRequest_REMOVE_REPLICA:
+			return g.RemoveReplica(ctx, node)
+		}
+		return fmt.Errorf("%w: op %v", errInvalid, req.GetOp())
+	}()
+	return &pb.ChangeReplicasResponse{Error: n.tabletErr(err)}, nil
+}
+
+func (s *service) TransferLeader(ctx context.Context, req *pb.TransferLeaderRequest) (*pb.TransferLeaderResponse, error) {
+	n := s.n
+	err := func() error {
+		tb, err := n.lookup(req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		g := tb.Group()
+		st := g.Status()
+		if st.Role != consensus.RoleLeader {
+			return &consensus.NotLeaderError{Group: g.ID(), Leader: st.Leader}
+		}
+		to := req.GetToNode()
+		if to == 0 {
+			for _, v := range st.Voters {
+				if v != n.cfg.NodeID {
+					to = v
+					break
+				}
+			}
+			if to == 0 {
+				return fmt.Errorf("%w: tablet %d has no other voter", errInvalid, g.ID())
+			}
+		}
+		return g.TransferLeadership(ctx, to)
+	}()
+	return &pb.TransferLeaderResponse{Error: n.tabletErr(err)}, nil
+}
+
+func (s *service) ListTablets(ctx context.Context, req *pb.ListTabletsRequest) (*pb.ListTabletsResponse, error) {
+	return &pb.ListTabletsResponse{Tablets: s.n.TabletStatuses()}, nil
+}
+
+// TabletStatuses reports every replica on this node (the heartbeat's tablet
+// report and ListTablets).
+func (n *Node) TabletStatuses() []*pb.TabletStatus {
+	tablets := n.Tablets()
+	out := make([]*pb.TabletStatus, 0, len(tablets))
+	for _, tb := range tablets {
+		st := tb.Group().Status()
+		ts := &pb.TabletStatus{
+			Tablet:       DescriptorToWire(tb.Descriptor()),
+			Term:         st.Term,
+			AppliedIndex: st.AppliedIndex,
+			LeaderNode:   st.Leader,
+			Voters:       st.Voters,
+			Learners:     st.Learners,
+			HasLease:     st.LeaseValid,
+			SizeBytes:    tb.ApproximateSize(),
+		}
+		switch st.Role {
+		case consensus.RoleLeader:
+			ts.Role = pb.TabletStatus_LEADER
+		case consensus.RoleLearner:
+			ts.Role = pb.TabletStatus_LEARNER
+		case consensus.RoleCandidate:
+			ts.Role = pb.TabletStatus_CANDIDATE
+		}
+		out = append(out, ts)
+	}
+	return out
+}

@@ -152,6 +152,17 @@ func confChange(t raftpb.ConfChangeType, node uint64) *raftpb.ConfChangeSingle {
 }
 
 func (g *Group) submit(ctx context.Context, p pendingProposal) (any, error) {
+	pd, err := g.enqueue(p)
+	if err != nil {
+		return nil, err
+	}
+	return pd.Wait(ctx)
+}
+
+// enqueue hands a proposal to the scheduler. Its waiter is always resolved
+// eventually: applied, dropped, ambiguous on a leadership change, or
+// ErrStopped / ErrGroupNotFound when the runtime stops or the group goes.
+func (g *Group) enqueue(p pendingProposal) (*Pending, error) {
 	w := &waiter{ch: make(chan proposalResult, 1)}
 	g.mu.Lock()
 	if g.mu.removed {
@@ -168,18 +179,53 @@ func (g *Group) submit(ctx context.Context, p pendingProposal) (any, error) {
 	g.mu.quiesced = false
 	g.mu.Unlock()
 	g.rt.markPending(g.id)
+	return &Pending{ch: w.ch, stopped: g.rt.stopped}, nil
+}
+
+// ProposeAsync is Propose without the wait: the caller waits on the
+// returned Pending. Unlike Propose, giving up waiting does not forget the
+// proposal, so a caller holding resources (latches) for it can keep them
+// until its outcome is known.
+func (g *Group) ProposeAsync(cmd []byte) (*Pending, error) {
+	id := rand.Uint64() | 1
+	data := make([]byte, 8, 8+len(cmd))
+	binary.BigEndian.PutUint64(data, id)
+	data = append(data, cmd...)
+	return g.enqueue(pendingProposal{id: id, data: data})
+}
+
+// Pending is a proposal whose outcome is not known yet. Its methods are
+// for one goroutine at a time.
+type Pending struct {
+	ch      <-chan proposalResult
+	stopped <-chan struct{}
+	done    bool
+	r       proposalResult
+}
+
+// Wait returns the proposal's result, or ctx.Err() if ctx ends first (the
+// command may then still be applied; Wait or Await can be called again).
+func (p *Pending) Wait(ctx context.Context) (any, error) {
+	if p.done {
+		return p.r.value, p.r.err
+	}
 	select {
-	case r := <-w.ch:
-		return r.value, r.err
+	case p.r = <-p.ch:
+		p.done = true
+		return p.r.value, p.r.err
 	case <-ctx.Done():
-		g.mu.Lock()
-		delete(g.mu.waiters, p.id)
-		g.mu.Unlock()
-		// The command may still be applied later.
 		return nil, ctx.Err()
-	case <-g.rt.stopped:
+	case <-p.stopped:
 		return nil, ErrStopped
 	}
+}
+
+// Resolved reports whether the outcome is known (Wait returned it).
+func (p *Pending) Resolved() bool { return p.done }
+
+// Await blocks until the outcome is known, or the runtime stops.
+func (p *Pending) Await() (any, error) {
+	return p.Wait(context.Background())
 }
 
 // TransferLeadership asks the leader to hand leadership to node, and waits

@@ -127,19 +127,36 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 	if err != nil {
 		return 0, err
 	}
-	defer release()
-	return t.writeLatched(ctx, wb)
+	return t.writeLatched(ctx, wb, release)
 }
 
-// writeLatched stamps and replicates wb; the caller holds its latches.
-func (t *Tablet) writeLatched(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp, error) {
+// writeLatched stamps and replicates wb under the latches the caller took;
+// it owns release from here on. If ctx ends while the proposal is in
+// flight, the latches stay held until its outcome is known: the write may
+// still apply at its hybrid time, and a read at or above that time must
+// wait for it rather than miss it.
+func (t *Tablet) writeLatched(ctx context.Context, wb *docdb.WriteBatch, release func()) (hlc.Timestamp, error) {
 	// The lease implies every earlier leader's entries are applied here, so
 	// the clock is already past their hybrid times.
 	if !t.group.HasLease() {
+		release()
 		return 0, t.notLeader()
 	}
 	ht := t.clock.Now()
-	res, err := t.group.Propose(ctx, encodeWrite(ht, wb))
+	pd, err := t.group.ProposeAsync(encodeWrite(ht, wb))
+	if err != nil {
+		release()
+		return 0, err
+	}
+	res, err := pd.Wait(ctx)
+	if !pd.Resolved() {
+		go func() {
+			_, _ = pd.Await()
+			release()
+		}()
+		return 0, err
+	}
+	release()
 	if err != nil {
 		return 0, err
 	}
@@ -227,12 +244,13 @@ func (t *Tablet) CompareAndSet(ctx context.Context, rowKey []byte, col uint32, e
 	if err != nil {
 		return false, nil, err
 	}
-	defer release()
 	if !t.group.HasLease() {
+		release()
 		return false, nil, t.notLeader()
 	}
 	row, found, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: t.clock.Now(), Columns: []uint32{col}})
 	if err != nil {
+		release()
 		return false, nil, err
 	}
 	var current *docdb.Value
@@ -247,11 +265,12 @@ func (t *Tablet) CompareAndSet(ctx context.Context, rowKey []byte, col uint32, e
 	match := (expected == nil && current == nil) ||
 		(expected != nil && current != nil && expected.Type == current.Type && expected.Compare(*current) == 0)
 	if !match {
+		release()
 		return false, current, nil
 	}
 	_, err = t.writeLatched(ctx, &docdb.WriteBatch{Ops: []docdb.WriteOp{{
 		Kind: docdb.OpPutRow, RowKey: rowKey, Columns: []docdb.ColumnValue{{ID: col, Value: newValue}},
-	}}})
+	}}}, release)
 	if err != nil {
 		return false, current, err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ type Node struct {
 	Transport *transport.Transport
 	Runtime   *consensus.Runtime
 	host      *host.Host
-	running   bool
+	running   atomic.Bool
 }
 
 // Cluster is a set of in-process nodes.
@@ -133,7 +134,7 @@ func (c *Cluster) start(n *Node, l net.Listener) {
 	}
 	n.host = h
 	n.Engine, n.Server, n.Transport, n.Runtime = h.Engine, h.Server, h.Transport, h.Runtime
-	n.running = true
+	n.running.Store(true)
 	if c.opts.OnStart != nil {
 		c.opts.OnStart(n)
 	}
@@ -143,10 +144,10 @@ func (c *Cluster) start(n *Node, l net.Listener) {
 // transport and runtime go away; what was synced to disk stays.
 func (c *Cluster) StopNode(id uint64) {
 	n := c.Node(id)
-	if n == nil || !n.running {
+	if n == nil || !n.running.Load() {
 		return
 	}
-	n.running = false
+	n.running.Store(false)
 	if err := n.host.Stop(); err != nil {
 		c.t.Errorf("%v", err)
 	}
@@ -155,7 +156,7 @@ func (c *Cluster) StopNode(id uint64) {
 // StartNode restarts a stopped node on its old address and data directory.
 func (c *Cluster) StartNode(id uint64) {
 	n := c.Node(id)
-	if n == nil || n.running {
+	if n == nil || n.running.Load() {
 		return
 	}
 	c.start(n, nil)
@@ -164,15 +165,15 @@ func (c *Cluster) StartNode(id uint64) {
 // Running reports whether node id is up.
 func (c *Cluster) Running(id uint64) bool {
 	n := c.Node(id)
-	return n != nil && n.running
+	return n != nil && n.running.Load()
 }
 
 // Partition cuts (or heals) the link between two nodes in both directions.
 func (c *Cluster) Partition(a, b uint64, down bool) {
-	if na := c.Node(a); na != nil && na.running {
+	if na := c.Node(a); na != nil && na.running.Load() {
 		na.Transport.SetLinkDown(b, down)
 	}
-	if nb := c.Node(b); nb != nil && nb.running {
+	if nb := c.Node(b); nb != nil && nb.running.Load() {
 		nb.Transport.SetLinkDown(a, down)
 	}
 }

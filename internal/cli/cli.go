@@ -3,6 +3,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 
@@ -13,10 +14,18 @@ import (
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string) int {
+	return run(args, os.Stdout, os.Stderr)
+}
+
+// run runs the command line with the given output streams and returns the
+// exit code.
+func run(args []string, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
 	return 0
@@ -29,7 +38,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd())
+	root.AddCommand(newVersionCmd(), newDemoCmd())
 	return root
 }
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/tablet"
@@ -19,15 +18,6 @@ const tableID = 7
 
 var desc = tablet.Descriptor{ID: 1, TableID: tableID, Span: docdb.TableSpan(tableID)}
 
-func fastRaft() consensus.Config {
-	return consensus.Config{
-		TickInterval:      20 * time.Millisecond,
-		ElectionTicks:     10,
-		VoteRefusalWindow: 300 * time.Millisecond,
-		LeaseDuration:     240 * time.Millisecond,
-	}
-}
-
 // startAll starts one node per entry of addrs (node i+1 on addrs[i], data in
 // dirs[i]), tells every node the others' addresses, and returns the nodes;
 // addrs is updated with the bound addresses.
@@ -35,7 +25,7 @@ func startAll(t *testing.T, dirs, addrs []string) []*tserver.Node {
 	t.Helper()
 	nodes := make([]*tserver.Node, len(addrs))
 	for i := range addrs {
-		n, err := tserver.Start(tserver.Config{NodeID: uint64(i + 1), ListenAddr: addrs[i], DataDir: dirs[i], Raft: fastRaft(),
+		n, err := tserver.Start(tserver.Config{NodeID: uint64(i + 1), ListenAddr: addrs[i], DataDir: dirs[i], Raft: testRaft(),
 			Engine: storageOpts})
 		if err != nil {
 			t.Fatal(err)

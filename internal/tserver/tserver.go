@@ -36,6 +36,9 @@ type Config struct {
 	// ListenAddr is the ip:port of the node's gRPC server; port 0 picks a
 	// free port (see Node.Addr).
 	ListenAddr string
+	// Listener, if set, is used instead of listening on ListenAddr (a node
+	// that must know its address before it has an id binds first).
+	Listener net.Listener
 	// DataDir holds the node's Pebble engine; created if missing.
 	DataDir string
 	// Peers maps other nodes' ids to their gRPC addresses. More can be
@@ -93,7 +96,11 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n.mu.tablets = make(map[uint64]*tablet.Tablet)
 
-	lis, err := net.Listen("tcp", cfg.ListenAddr)
+	lis := cfg.Listener
+	var err error
+	if lis == nil {
+		lis, err = net.Listen("tcp", cfg.ListenAddr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tserver: node %d: listen: %w", cfg.NodeID, err)
 	}
@@ -152,6 +159,9 @@ func (n *Node) AddPeer(id uint64, addr string) {
 	defer n.mu.Unlock()
 	n.mu.peers[id] = addr
 }
+
+// PeerAddr returns the RPC address of node id, as far as this node knows.
+func (n *Node) PeerAddr(id uint64) (string, error) { return n.resolve(id) }
 
 func (n *Node) resolve(id uint64) (string, error) {
 	n.mu.Lock()

@@ -2305,6 +2305,180 @@ func (x *BlacklistResponse) GetError() *MasterError {
 	return nil
 }
 
+// ClusterConfig is the sys catalog's cluster record: identity, defaults and
+// id counters (the next id of each kind to hand out).
+type ClusterConfig struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId         string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ReplicationFactor int32                  `protobuf:"varint,2,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
+	NextNodeId        uint64                 `protobuf:"varint,3,opt,name=next_node_id,json=nextNodeId,proto3" json:"next_node_id,omitempty"`
+	NextTableId       uint32                 `protobuf:"varint,4,opt,name=next_table_id,json=nextTableId,proto3" json:"next_table_id,omitempty"`
+	NextTabletId      uint64                 `protobuf:"varint,5,opt,name=next_tablet_id,json=nextTabletId,proto3" json:"next_tablet_id,omitempty"`
+	Blacklist         []uint64               `protobuf:"varint,6,rep,packed,name=blacklist,proto3" json:"blacklist,omitempty"`
+	// masters are the node ids in the sys catalog's configuration, or being
+	// added to it.
+	Masters       []uint64 `protobuf:"varint,7,rep,packed,name=masters,proto3" json:"masters,omitempty"`
+	CreatedUnixMs int64    `protobuf:"varint,8,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterConfig) Reset() {
+	*x = ClusterConfig{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterConfig) ProtoMessage() {}
+
+func (x *ClusterConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterConfig.ProtoReflect.Descriptor instead.
+func (*ClusterConfig) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ClusterConfig) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *ClusterConfig) GetReplicationFactor() int32 {
+	if x != nil {
+		return x.ReplicationFactor
+	}
+	return 0
+}
+
+func (x *ClusterConfig) GetNextNodeId() uint64 {
+	if x != nil {
+		return x.NextNodeId
+	}
+	return 0
+}
+
+func (x *ClusterConfig) GetNextTableId() uint32 {
+	if x != nil {
+		return x.NextTableId
+	}
+	return 0
+}
+
+func (x *ClusterConfig) GetNextTabletId() uint64 {
+	if x != nil {
+		return x.NextTabletId
+	}
+	return 0
+}
+
+func (x *ClusterConfig) GetBlacklist() []uint64 {
+	if x != nil {
+		return x.Blacklist
+	}
+	return nil
+}
+
+func (x *ClusterConfig) GetMasters() []uint64 {
+	if x != nil {
+		return x.Masters
+	}
+	return nil
+}
+
+func (x *ClusterConfig) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
+// TServerRecord is a tserver's registration in the sys catalog (liveness is
+// kept in memory from heartbeats).
+type TServerRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        uint64                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	RpcAddr       string                 `protobuf:"bytes,2,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"`
+	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	Placement     *Placement             `protobuf:"bytes,4,opt,name=placement,proto3" json:"placement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TServerRecord) Reset() {
+	*x = TServerRecord{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TServerRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TServerRecord) ProtoMessage() {}
+
+func (x *TServerRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TServerRecord.ProtoReflect.Descriptor instead.
+func (*TServerRecord) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *TServerRecord) GetNodeId() uint64 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *TServerRecord) GetRpcAddr() string {
+	if x != nil {
+		return x.RpcAddr
+	}
+	return ""
+}
+
+func (x *TServerRecord) GetHttpAddr() string {
+	if x != nil {
+		return x.HttpAddr
+	}
+	return ""
+}
+
+func (x *TServerRecord) GetPlacement() *Placement {
+	if x != nil {
+		return x.Placement
+	}
+	return nil
+}
+
 var File_internal_master_masterpb_master_proto protoreflect.FileDescriptor
 
 const file_internal_master_masterpb_master_proto_rawDesc = "" +
@@ -2491,7 +2665,23 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x16\n" +
 	"\x06remove\x18\x02 \x01(\bR\x06remove\"F\n" +
 	"\x11BlacklistResponse\x121\n" +
-	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error2\xa9\a\n" +
+	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\"\xa9\x02\n" +
+	"\rClusterConfig\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12-\n" +
+	"\x12replication_factor\x18\x02 \x01(\x05R\x11replicationFactor\x12 \n" +
+	"\fnext_node_id\x18\x03 \x01(\x04R\n" +
+	"nextNodeId\x12\"\n" +
+	"\rnext_table_id\x18\x04 \x01(\rR\vnextTableId\x12$\n" +
+	"\x0enext_tablet_id\x18\x05 \x01(\x04R\fnextTabletId\x12\x1c\n" +
+	"\tblacklist\x18\x06 \x03(\x04R\tblacklist\x12\x18\n" +
+	"\amasters\x18\a \x03(\x04R\amasters\x12&\n" +
+	"\x0fcreated_unix_ms\x18\b \x01(\x03R\rcreatedUnixMs\"\x99\x01\n" +
+	"\rTServerRecord\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
+	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\x12\x1b\n" +
+	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x127\n" +
+	"\tplacement\x18\x04 \x01(\v2\x19.shaledb.master.PlacementR\tplacement2\xa9\a\n" +
 	"\x06Master\x12A\n" +
 	"\x04Join\x12\x1b.shaledb.master.JoinRequest\x1a\x1c.shaledb.master.JoinResponse\x12P\n" +
 	"\tHeartbeat\x12 .shaledb.master.HeartbeatRequest\x1a!.shaledb.master.HeartbeatResponse\x12V\n" +
@@ -2519,7 +2709,7 @@ func file_internal_master_masterpb_master_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_master_masterpb_master_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_internal_master_masterpb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_internal_master_masterpb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_internal_master_masterpb_master_proto_goTypes = []any{
 	(MasterError_Code)(0),              // 0: shaledb.master.MasterError.Code
 	(Partitioning_Kind)(0),             // 1: shaledb.master.Partitioning.Kind
@@ -2559,30 +2749,32 @@ var file_internal_master_masterpb_master_proto_goTypes = []any{
 	(*SplitTabletResponse)(nil),        // 35: shaledb.master.SplitTabletResponse
 	(*BlacklistRequest)(nil),           // 36: shaledb.master.BlacklistRequest
 	(*BlacklistResponse)(nil),          // 37: shaledb.master.BlacklistResponse
-	nil,                                // 38: shaledb.master.JoinResponse.MastersEntry
-	nil,                                // 39: shaledb.master.HeartbeatResponse.MastersEntry
-	nil,                                // 40: shaledb.master.HeartbeatResponse.TserversEntry
-	(*tserverpb.TabletStatus)(nil),     // 41: shaledb.tserver.TabletStatus
-	(*tserverpb.TabletDescriptor)(nil), // 42: shaledb.tserver.TabletDescriptor
+	(*ClusterConfig)(nil),              // 38: shaledb.master.ClusterConfig
+	(*TServerRecord)(nil),              // 39: shaledb.master.TServerRecord
+	nil,                                // 40: shaledb.master.JoinResponse.MastersEntry
+	nil,                                // 41: shaledb.master.HeartbeatResponse.MastersEntry
+	nil,                                // 42: shaledb.master.HeartbeatResponse.TserversEntry
+	(*tserverpb.TabletStatus)(nil),     // 43: shaledb.tserver.TabletStatus
+	(*tserverpb.TabletDescriptor)(nil), // 44: shaledb.tserver.TabletDescriptor
 }
 var file_internal_master_masterpb_master_proto_depIdxs = []int32{
 	0,  // 0: shaledb.master.MasterError.code:type_name -> shaledb.master.MasterError.Code
 	6,  // 1: shaledb.master.JoinRequest.placement:type_name -> shaledb.master.Placement
 	5,  // 2: shaledb.master.JoinResponse.error:type_name -> shaledb.master.MasterError
-	38, // 3: shaledb.master.JoinResponse.masters:type_name -> shaledb.master.JoinResponse.MastersEntry
-	41, // 4: shaledb.master.TabletReport.status:type_name -> shaledb.tserver.TabletStatus
+	40, // 3: shaledb.master.JoinResponse.masters:type_name -> shaledb.master.JoinResponse.MastersEntry
+	43, // 4: shaledb.master.TabletReport.status:type_name -> shaledb.tserver.TabletStatus
 	6,  // 5: shaledb.master.HeartbeatRequest.placement:type_name -> shaledb.master.Placement
 	9,  // 6: shaledb.master.HeartbeatRequest.tablets:type_name -> shaledb.master.TabletReport
 	5,  // 7: shaledb.master.HeartbeatResponse.error:type_name -> shaledb.master.MasterError
-	39, // 8: shaledb.master.HeartbeatResponse.masters:type_name -> shaledb.master.HeartbeatResponse.MastersEntry
-	40, // 9: shaledb.master.HeartbeatResponse.tservers:type_name -> shaledb.master.HeartbeatResponse.TserversEntry
+	41, // 8: shaledb.master.HeartbeatResponse.masters:type_name -> shaledb.master.HeartbeatResponse.MastersEntry
+	42, // 9: shaledb.master.HeartbeatResponse.tservers:type_name -> shaledb.master.HeartbeatResponse.TserversEntry
 	12, // 10: shaledb.master.Schema.columns:type_name -> shaledb.master.ColumnSchema
 	1,  // 11: shaledb.master.Partitioning.kind:type_name -> shaledb.master.Partitioning.Kind
 	13, // 12: shaledb.master.TableInfo.schema:type_name -> shaledb.master.Schema
 	14, // 13: shaledb.master.TableInfo.partitioning:type_name -> shaledb.master.Partitioning
 	2,  // 14: shaledb.master.TableInfo.state:type_name -> shaledb.master.TableInfo.State
 	3,  // 15: shaledb.master.Replica.role:type_name -> shaledb.master.Replica.Role
-	42, // 16: shaledb.master.TabletLocation.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	44, // 16: shaledb.master.TabletLocation.tablet:type_name -> shaledb.tserver.TabletDescriptor
 	16, // 17: shaledb.master.TabletLocation.replicas:type_name -> shaledb.master.Replica
 	13, // 18: shaledb.master.CreateTableRequest.schema:type_name -> shaledb.master.Schema
 	14, // 19: shaledb.master.CreateTableRequest.partitioning:type_name -> shaledb.master.Partitioning
@@ -2602,36 +2794,37 @@ var file_internal_master_masterpb_master_proto_depIdxs = []int32{
 	29, // 33: shaledb.master.ListTServersResponse.tservers:type_name -> shaledb.master.TServerInfo
 	5,  // 34: shaledb.master.LeaderStepdownResponse.error:type_name -> shaledb.master.MasterError
 	5,  // 35: shaledb.master.SplitTabletResponse.error:type_name -> shaledb.master.MasterError
-	42, // 36: shaledb.master.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
-	42, // 37: shaledb.master.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
+	44, // 36: shaledb.master.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
+	44, // 37: shaledb.master.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
 	5,  // 38: shaledb.master.BlacklistResponse.error:type_name -> shaledb.master.MasterError
-	7,  // 39: shaledb.master.Master.Join:input_type -> shaledb.master.JoinRequest
-	10, // 40: shaledb.master.Master.Heartbeat:input_type -> shaledb.master.HeartbeatRequest
-	18, // 41: shaledb.master.Master.CreateTable:input_type -> shaledb.master.CreateTableRequest
-	20, // 42: shaledb.master.Master.DropTable:input_type -> shaledb.master.DropTableRequest
-	22, // 43: shaledb.master.Master.GetTable:input_type -> shaledb.master.GetTableRequest
-	24, // 44: shaledb.master.Master.ListTables:input_type -> shaledb.master.ListTablesRequest
-	27, // 45: shaledb.master.Master.ListMasters:input_type -> shaledb.master.ListMastersRequest
-	30, // 46: shaledb.master.Master.ListTServers:input_type -> shaledb.master.ListTServersRequest
-	32, // 47: shaledb.master.Master.LeaderStepdown:input_type -> shaledb.master.LeaderStepdownRequest
-	34, // 48: shaledb.master.Master.SplitTablet:input_type -> shaledb.master.SplitTabletRequest
-	36, // 49: shaledb.master.Master.Blacklist:input_type -> shaledb.master.BlacklistRequest
-	8,  // 50: shaledb.master.Master.Join:output_type -> shaledb.master.JoinResponse
-	11, // 51: shaledb.master.Master.Heartbeat:output_type -> shaledb.master.HeartbeatResponse
-	19, // 52: shaledb.master.Master.CreateTable:output_type -> shaledb.master.CreateTableResponse
-	21, // 53: shaledb.master.Master.DropTable:output_type -> shaledb.master.DropTableResponse
-	23, // 54: shaledb.master.Master.GetTable:output_type -> shaledb.master.GetTableResponse
-	25, // 55: shaledb.master.Master.ListTables:output_type -> shaledb.master.ListTablesResponse
-	28, // 56: shaledb.master.Master.ListMasters:output_type -> shaledb.master.ListMastersResponse
-	31, // 57: shaledb.master.Master.ListTServers:output_type -> shaledb.master.ListTServersResponse
-	33, // 58: shaledb.master.Master.LeaderStepdown:output_type -> shaledb.master.LeaderStepdownResponse
-	35, // 59: shaledb.master.Master.SplitTablet:output_type -> shaledb.master.SplitTabletResponse
-	37, // 60: shaledb.master.Master.Blacklist:output_type -> shaledb.master.BlacklistResponse
-	50, // [50:61] is the sub-list for method output_type
-	39, // [39:50] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	6,  // 39: shaledb.master.TServerRecord.placement:type_name -> shaledb.master.Placement
+	7,  // 40: shaledb.master.Master.Join:input_type -> shaledb.master.JoinRequest
+	10, // 41: shaledb.master.Master.Heartbeat:input_type -> shaledb.master.HeartbeatRequest
+	18, // 42: shaledb.master.Master.CreateTable:input_type -> shaledb.master.CreateTableRequest
+	20, // 43: shaledb.master.Master.DropTable:input_type -> shaledb.master.DropTableRequest
+	22, // 44: shaledb.master.Master.GetTable:input_type -> shaledb.master.GetTableRequest
+	24, // 45: shaledb.master.Master.ListTables:input_type -> shaledb.master.ListTablesRequest
+	27, // 46: shaledb.master.Master.ListMasters:input_type -> shaledb.master.ListMastersRequest
+	30, // 47: shaledb.master.Master.ListTServers:input_type -> shaledb.master.ListTServersRequest
+	32, // 48: shaledb.master.Master.LeaderStepdown:input_type -> shaledb.master.LeaderStepdownRequest
+	34, // 49: shaledb.master.Master.SplitTablet:input_type -> shaledb.master.SplitTabletRequest
+	36, // 50: shaledb.master.Master.Blacklist:input_type -> shaledb.master.BlacklistRequest
+	8,  // 51: shaledb.master.Master.Join:output_type -> shaledb.master.JoinResponse
+	11, // 52: shaledb.master.Master.Heartbeat:output_type -> shaledb.master.HeartbeatResponse
+	19, // 53: shaledb.master.Master.CreateTable:output_type -> shaledb.master.CreateTableResponse
+	21, // 54: shaledb.master.Master.DropTable:output_type -> shaledb.master.DropTableResponse
+	23, // 55: shaledb.master.Master.GetTable:output_type -> shaledb.master.GetTableResponse
+	25, // 56: shaledb.master.Master.ListTables:output_type -> shaledb.master.ListTablesResponse
+	28, // 57: shaledb.master.Master.ListMasters:output_type -> shaledb.master.ListMastersResponse
+	31, // 58: shaledb.master.Master.ListTServers:output_type -> shaledb.master.ListTServersResponse
+	33, // 59: shaledb.master.Master.LeaderStepdown:output_type -> shaledb.master.LeaderStepdownResponse
+	35, // 60: shaledb.master.Master.SplitTablet:output_type -> shaledb.master.SplitTabletResponse
+	37, // 61: shaledb.master.Master.Blacklist:output_type -> shaledb.master.BlacklistResponse
+	51, // [51:62] is the sub-list for method output_type
+	40, // [40:51] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_internal_master_masterpb_master_proto_init() }
@@ -2645,7 +2838,7 @@ func file_internal_master_masterpb_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_master_masterpb_master_proto_rawDesc), len(file_internal_master_masterpb_master_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

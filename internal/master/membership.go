@@ -1,0 +1,294 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/shaledb/shaledb/internal/consensus"
+	pb "github.com/shaledb/shaledb/internal/master/masterpb"
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+)
+
+// Join admits a node: a new one gets a node id, a known one its old
+// identity back. While the cluster has fewer masters than its replication
+// factor, a joining node is asked to take the master role (as yugabyted
+// does with the first nodes of an RF 3 cluster).
+func (m *Master) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
+	m.ddl.Lock()
+	defer m.ddl.Unlock()
+	var resp *pb.JoinResponse
+	var b batch
+	var rec *pb.TServerRecord
+	var cfg *pb.ClusterConfig
+	err := m.withCatalog(func(c *catalog) error {
+		if req.GetClusterId() != "" && req.GetClusterId() != c.config.GetClusterId() {
+			return fmt.Errorf("%w: node belongs to cluster %s, this is %s", ErrWrongCluster, req.GetClusterId(), c.config.GetClusterId())
+		}
+		if req.GetRpcAddr() == "" {
+			return fmt.Errorf("%w: no rpc address", ErrInvalidArgument)
+		}
+		id := req.GetNodeId()
+		if id != 0 && req.GetClusterId() == "" {
+			return fmt.Errorf("%w: a node id without a cluster id", ErrInvalidArgument)
+		}
+		cfg = proto.Clone(c.config).(*pb.ClusterConfig)
+		if id == 0 {
+			// A restarted node that lost its identity file but kept its
+			// address is still a new node: ids are never reused.
+			id = cfg.GetNextNodeId()
+			cfg.NextNodeId++
+		} else if _, ok := c.tservers[id]; !ok && id >= cfg.GetNextNodeId() {
+			return fmt.Errorf("%w: node id %d was never handed out", ErrInvalidArgument, id)
+		}
+		becomeMaster := false
+		isMaster := false
+		for _, mid := range cfg.GetMasters() {
+			isMaster = isMaster || mid == id
+		}
+		if !isMaster && len(cfg.GetMasters()) < int(cfg.GetReplicationFactor()) {
+			cfg.Masters = append(cfg.Masters, id)
+			becomeMaster, isMaster = true, true
+		}
+		rec = &pb.TServerRecord{NodeId: id, RpcAddr: req.GetRpcAddr(), HttpAddr: req.GetHttpAddr(), Placement: req.GetPlacement()}
+		if old, ok := c.tservers[id]; !ok || !proto.Equal(old.rec, rec) {
+			b.put(kindTServer, id, rec)
+		}
+		if !proto.Equal(cfg, c.config) {
+			b.put(kindConfig, 0, cfg)
+		}
+		resp = &pb.JoinResponse{ClusterId: cfg.GetClusterId(), NodeId: id, BecomeMaster: becomeMaster || isMaster,
+			ReplicationFactor: cfg.GetReplicationFactor(), Masters: mastersOf(c, cfg)}
+		resp.Masters[id] = req.GetRpcAddr()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = m.commit(ctx, &b, func(c *catalog) {
+		c.config = cfg
+		if ts, ok := c.tservers[rec.GetNodeId()]; ok {
+			ts.rec = rec
+		} else {
+			c.tservers[rec.GetNodeId()] = &tserverState{rec: rec, lastHeartbeat: time.Now().UnixMilli(), reported: map[uint64]*reportedReplica{}}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rec.GetNodeId() != m.node.ID() {
+		m.node.AddPeer(rec.GetNodeId(), rec.GetRpcAddr())
+	}
+	m.log.Info("master: node joined", "node", rec.GetNodeId(), "addr", rec.GetRpcAddr(), "master", resp.GetBecomeMaster())
+	return resp, nil
+}
+
+// mastersOf maps master node ids to their addresses.
+func mastersOf(c *catalog, cfg *pb.ClusterConfig) map[uint64]string {
+	out := map[uint64]string{}
+	for _, id := range cfg.GetMasters() {
+		if ts, ok := c.tservers[id]; ok {
+			out[id] = ts.rec.GetRpcAddr()
+		}
+	}
+	return out
+}
+
+// Heartbeat records a tserver's liveness and tablet report and answers with
+// the addresses of the masters and of every tserver.
+func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
+	nowMs := time.Now().UnixMilli()
+	resp := &pb.HeartbeatResponse{}
+	var changed []*pb.TabletLocation
+	var orphans []uint64
+	err := m.withCatalog(func(c *catalog) error {
+		if req.GetClusterId() != c.config.GetClusterId() {
+			return fmt.Errorf("%w: node %d belongs to cluster %q, this is %s", ErrWrongCluster, req.GetNodeId(), req.GetClusterId(), c.config.GetClusterId())
+		}
+		ts, ok := c.tservers[req.GetNodeId()]
+		if !ok {
+			return fmt.Errorf("%w: node %d is not registered; join first", ErrNotFound, req.GetNodeId())
+		}
+		ts.lastHeartbeat, ts.heard = nowMs, true
+		ts.dataBytes = req.GetDataBytes()
+		reported := make(map[uint64]*reportedReplica, len(req.GetTablets()))
+		for _, r := range req.GetTablets() {
+			st := r.GetStatus()
+			id := st.GetTablet().GetTabletId()
+			rr := &reportedReplica{role: int32(st.GetRole()), term: st.GetTerm(), applied: st.GetAppliedIndex(), size: st.GetSizeBytes(),
+				hasLease: st.GetHasLease(), voters: st.GetVoters(), learners: st.GetLearners(), leaderHin: st.GetLeaderNode()}
+			reported[id] = rr
+			if id == SysCatalogTabletID {
+				continue
+			}
+			loc, ok := c.tablets[id]
+			if !ok {
+				if _, tableKnown := c.tables[st.GetTablet().GetTableId()]; !tableKnown && id < c.config.GetNextTabletId() {
+					orphans = append(orphans, id) // of a dropped table
+				}
+				continue
+			}
+			if st.GetRole() == tspb.TabletStatus_LEADER {
+				if upd := c.applyLeaderReport(loc, req.GetNodeId(), rr); upd != nil {
+					changed = append(changed, upd)
+				}
+			}
+			if st.GetRole() == tspb.TabletStatus_LEADER || loc.GetLeaderNode() == req.GetNodeId() {
+				loc.SizeBytes = st.GetSizeBytes()
+			}
+		}
+		ts.reported = reported
+		if rec := ts.rec; rec.GetRpcAddr() != req.GetRpcAddr() || rec.GetHttpAddr() != req.GetHttpAddr() {
+			// The address changed (restart on another port): keep it for
+			// placement and routing; persisted on the next membership write.
+			ts.rec = &pb.TServerRecord{NodeId: rec.GetNodeId(), RpcAddr: req.GetRpcAddr(), HttpAddr: req.GetHttpAddr(), Placement: req.GetPlacement()}
+		}
+		resp.Masters = mastersOf(c, c.config)
+		resp.Tservers = map[uint64]string{}
+		for id, ts := range c.tservers {
+			resp.Tservers[id] = ts.rec.GetRpcAddr()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if req.GetNodeId() != m.node.ID() {
+		m.node.AddPeer(req.GetNodeId(), req.GetRpcAddr())
+	}
+	if len(changed) > 0 {
+		m.persistLocations(ctx, changed)
+	}
+	for _, id := range orphans {
+		go m.deleteOrphan(req.GetRpcAddr(), id)
+	}
+	return resp, nil
+}
+
+// applyLeaderReport folds a leader's view of its tablet into the catalog:
+// the leader hint (memory only) and the replica set (returned for
+// persisting when it changed).
+func (c *catalog) applyLeaderReport(loc *pb.TabletLocation, node uint64, rr *reportedReplica) *pb.TabletLocation {
+	loc.LeaderNode = node
+	want := make([]*pb.Replica, 0, len(rr.voters)+len(rr.learners))
+	for _, v := range rr.voters {
+		want = append(want, &pb.Replica{NodeId: v, Role: pb.Replica_VOTER})
+	}
+	for _, l := range rr.learners {
+		want = append(want, &pb.Replica{NodeId: l, Role: pb.Replica_LEARNER})
+	}
+	sort.Slice(want, func(i, j int) bool { return want[i].GetNodeId() < want[j].GetNodeId() })
+	for _, r := range want {
+		if ts, ok := c.tservers[r.GetNodeId()]; ok {
+			r.Addr = ts.rec.GetRpcAddr()
+		}
+	}
+	have := append([]*pb.Replica(nil), loc.GetReplicas()...)
+	sort.Slice(have, func(i, j int) bool { return have[i].GetNodeId() < have[j].GetNodeId() })
+	same := len(have) == len(want)
+	for i := 0; same && i < len(want); i++ {
+		same = have[i].GetNodeId() == want[i].GetNodeId() && have[i].GetRole() == want[i].GetRole()
+	}
+	if same {
+		return nil
+	}
+	upd := proto.Clone(loc).(*pb.TabletLocation)
+	upd.Replicas = want
+	return upd
+}
+
+// persistLocations writes changed tablet replica sets, then applies them.
+func (m *Master) persistLocations(ctx context.Context, locs []*pb.TabletLocation) {
+	m.ddl.Lock()
+	defer m.ddl.Unlock()
+	var b batch
+	for _, l := range locs {
+		b.put(kindTablet, l.GetTablet().GetTabletId(), l)
+	}
+	err := m.commit(ctx, &b, func(c *catalog) {
+		for _, l := range locs {
+			if cur, ok := c.tablets[l.GetTablet().GetTabletId()]; ok {
+				l.LeaderNode = cur.GetLeaderNode()
+				c.tablets[l.GetTablet().GetTabletId()] = l
+			}
+		}
+	})
+	if err != nil {
+		m.log.Warn("master: persisting tablet locations", "err", err)
+	}
+}
+
+// deleteOrphan removes a replica of a tablet the catalog no longer has.
+func (m *Master) deleteOrphan(addr string, id uint64) {
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	err := m.tserverCall(ctx, addr, func(ctx context.Context, c tspb.TabletServerClient) (*tspb.TabletError, error) {
+		resp, err := c.DeleteTablet(ctx, &tspb.DeleteTabletRequest{TabletId: id})
+		return resp.GetError(), err
+	})
+	if err != nil {
+		m.log.Warn("master: deleting an orphaned replica", "tablet", id, "addr", addr, "err", err)
+	}
+}
+
+// leaderWork is the leader's periodic work: grow the sys catalog to the
+// masters the cluster config names, then balance.
+func (m *Master) leaderWork() {
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	m.growMasters(ctx)
+	m.balance(ctx)
+}
+
+// growMasters adds the masters named in the cluster config to the sys
+// catalog's Raft group: as learner first, promoted once it has caught up.
+func (m *Master) growMasters(ctx context.Context) {
+	var want []uint64
+	applied := map[uint64]uint64{}
+	_ = m.withCatalog(func(c *catalog) error {
+		want = append(want, c.config.GetMasters()...)
+		for id, ts := range c.tservers {
+			if r, ok := ts.reported[SysCatalogTabletID]; ok {
+				applied[id] = r.applied
+			}
+		}
+		return nil
+	})
+	g := m.sys.Group()
+	st := g.Status()
+	in := func(xs []uint64, x uint64) bool {
+		for _, y := range xs {
+			if y == x {
+				return true
+			}
+		}
+		return false
+	}
+	for _, id := range want {
+		switch {
+		case in(st.Voters, id):
+		case in(st.Learners, id):
+			// Promote once the learner's replica has caught up to within a
+			// few entries of the leader.
+			if a, ok := applied[id]; ok && a > 0 && a+10 >= st.AppliedIndex {
+				if err := g.PromoteLearner(ctx, id); err != nil {
+					m.log.Warn("master: promoting a master", "node", id, "err", err)
+				} else {
+					m.log.Info("master: master promoted to voter", "node", id)
+				}
+			}
+		default:
+			if err := g.AddLearner(ctx, id); err != nil {
+				m.log.Warn("master: adding a master", "node", id, "err", err)
+			} else {
+				m.log.Info("master: master added as learner", "node", id)
+			}
+		}
+		if _, ok := consensus.IsNotLeader(ctx.Err()); ok {
+			return
+		}
+	}
+}

@@ -1,0 +1,350 @@
+// Package server assembles one ShaleDB node as `shale start` runs it: the
+// tablet server, the master role on the first nodes of a cluster, the
+// heartbeat to the master leader, and the node's identity in its data dir.
+//
+// A node started without --join on an empty data dir bootstraps a new
+// cluster and is its first master. A node started with --join asks the
+// master leader for a node id; while the cluster has fewer masters than its
+// replication factor the joiner becomes a master too. A restarted node
+// reads its identity back and rejoins as itself.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/master"
+	"github.com/shaledb/shaledb/internal/master/masterpb"
+	"github.com/shaledb/shaledb/internal/rpc"
+	"github.com/shaledb/shaledb/internal/storage"
+	"github.com/shaledb/shaledb/internal/tserver"
+)
+
+// Default ports, as in YugabyteDB.
+const (
+	DefaultRPCPort  = 7100
+	DefaultHTTPPort = 7000
+)
+
+// Config configures a node.
+type Config struct {
+	DataDir string
+	// RPCAddr is the ip:port the node's RPC server listens on (port 0: any).
+	RPCAddr string
+	// HTTPAddr is advertised to the master for the web UI.
+	HTTPAddr string
+	// Join lists masters (ip or ip:port) of an existing cluster; empty
+	// bootstraps a new cluster on a fresh data dir.
+	Join []string
+	// ReplicationFactor of a new cluster.
+	ReplicationFactor int
+	Placement         *masterpb.Placement
+	// Raft timing; zero fields take the runtime defaults.
+	Raft   consensus.Config
+	Engine storage.Options
+	// Master timing (zero: defaults).
+	FollowerUnavailableTimeout time.Duration
+	TServerDeadAfter           time.Duration
+	HeartbeatInterval          time.Duration
+	Logger                     *slog.Logger
+}
+
+// Server is a running node.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	node *tserver.Node
+	ref  *master.Ref
+	pool *rpc.Pool
+	hb   *heartbeater
+
+	mu struct {
+		sync.Mutex
+		id     *identity
+		master *master.Master
+	}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// fatal receives an error that should stop the node (wrong cluster).
+	fatal chan error
+}
+
+// ErrWrongCluster: the data dir belongs to another cluster than the one
+// joined.
+var ErrWrongCluster = errors.New("server: data dir belongs to another cluster")
+
+func withPort(addr string, port int) string {
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr
+	}
+	return net.JoinHostPort(addr, fmt.Sprint(port))
+}
+
+// Start starts the node and returns once it is serving: bootstrapped, joined
+// or restarted.
+func Start(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: --data-dir is required")
+	}
+	if cfg.RPCAddr == "" {
+		cfg.RPCAddr = fmt.Sprintf("127.0.0.1:%d", DefaultRPCPort)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.ReplicationFactor <= 0 {
+		cfg.ReplicationFactor = 3
+	}
+	for i, j := range cfg.Join {
+		cfg.Join[i] = withPort(j, DefaultRPCPort)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	id, err := loadIdentity(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", cfg.RPCAddr)
+	if err != nil {
+		return nil, fmt.Errorf("server: listen %s: %w", cfg.RPCAddr, err)
+	}
+	rpcAddr := lis.Addr().String()
+	s := &Server{cfg: cfg, log: cfg.Logger, ref: &master.Ref{}, pool: rpc.NewPool(), fatal: make(chan error, 1)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			s.Stop()
+			_ = lis.Close()
+		}
+	}()
+
+	bootstrap := false
+	becomeMaster := false
+	switch {
+	case id == nil && len(cfg.Join) == 0:
+		bootstrap = true
+		id = &identity{NodeID: 1}
+	case id == nil:
+		resp, err := s.join(cfg.Join, &masterpb.JoinRequest{RpcAddr: rpcAddr, HttpAddr: cfg.HTTPAddr, Placement: cfg.Placement})
+		if err != nil {
+			return nil, err
+		}
+		id = &identity{ClusterID: resp.GetClusterId(), NodeID: resp.GetNodeId(), Masters: resp.GetMasters()}
+		becomeMaster = resp.GetBecomeMaster()
+	case len(cfg.Join) > 0:
+		// A restart: check the cluster is still ours and refresh our
+		// address. Unreachable masters are fine (the cluster may be
+		// restarting); a different cluster is not.
+		resp, err := s.join(cfg.Join, &masterpb.JoinRequest{ClusterId: id.ClusterID, NodeId: id.NodeID, RpcAddr: rpcAddr,
+			HttpAddr: cfg.HTTPAddr, Placement: cfg.Placement})
+		if errors.Is(err, ErrWrongCluster) {
+			return nil, err
+		}
+		if err == nil {
+			id.Masters = resp.GetMasters()
+			becomeMaster = resp.GetBecomeMaster()
+		}
+	}
+
+	peers := map[uint64]string{}
+	for mid, a := range id.Masters {
+		if mid != id.NodeID {
+			peers[mid] = a
+		}
+	}
+	s.node, err = tserver.Start(tserver.Config{
+		NodeID: id.NodeID, Listener: lis, DataDir: filepath.Join(cfg.DataDir, "db"), Peers: peers,
+		Raft: cfg.Raft, Engine: cfg.Engine,
+		Register: func(g *grpc.Server) { master.Register(g, s.ref) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, hostsCatalog := s.node.Tablet(master.SysCatalogTabletID)
+	if bootstrap || becomeMaster || hostsCatalog {
+		m, err := master.Start(master.Config{
+			Node: s.node, RPCAddr: rpcAddr, HTTPAddr: cfg.HTTPAddr, Bootstrap: bootstrap,
+			ReplicationFactor: cfg.ReplicationFactor, FollowerUnavailableTimeout: cfg.FollowerUnavailableTimeout,
+			TServerDeadAfter: cfg.TServerDeadAfter, Logger: cfg.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.mu.master = m
+		s.ref.Set(m)
+		if bootstrap {
+			ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+			err := m.WaitLeader(ctx)
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			id.ClusterID = m.ClusterID()
+			id.Masters = map[uint64]string{id.NodeID: rpcAddr}
+		}
+	}
+	if err := id.save(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	s.mu.id = id
+	s.hb = &heartbeater{
+		node: s.node, pool: s.pool, clusterID: id.ClusterID, rpcAddr: rpcAddr, httpAddr: cfg.HTTPAddr,
+		placement: cfg.Placement, interval: cfg.HeartbeatInterval,
+		onMasters:      s.learnMasters,
+		onWrongCluster: func(msg string) { s.fail(fmt.Errorf("%w: %s", ErrWrongCluster, msg)) },
+	}
+	s.hb.setMasters(id.Masters)
+	s.ref.SetLeaderHint(s.hb.leaderAddr)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.hb.run(s.ctx)
+	}()
+	ok = true
+	s.log.Info("node started", "node", id.NodeID, "cluster", id.ClusterID, "rpc", rpcAddr, "master", s.mu.master != nil)
+	return s, nil
+}
+
+// join calls Join on the given masters, following NOT_LEADER hints, until
+// one answers or a deadline passes.
+func (s *Server) join(addrs []string, req *masterpb.JoinRequest) (*masterpb.JoinResponse, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		queue := append([]string(nil), addrs...)
+		tried := map[string]bool{}
+		for len(queue) > 0 {
+			addr := queue[0]
+			queue = queue[1:]
+			if tried[addr] {
+				continue
+			}
+			tried[addr] = true
+			cc, err := s.pool.Conn(addr)
+			if err != nil {
+				last = err
+				continue
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+			resp, err := masterpb.NewMasterClient(cc).Join(ctx, req)
+			cancel()
+			if err != nil {
+				last = fmt.Errorf("join %s: %w", addr, err)
+				continue
+			}
+			switch e := resp.GetError(); e.GetCode() {
+			case masterpb.MasterError_OK:
+				return resp, nil
+			case masterpb.MasterError_NOT_LEADER:
+				if l := e.GetLeaderAddr(); l != "" {
+					queue = append([]string{l}, queue...)
+				}
+				last = fmt.Errorf("join %s: %s", addr, e.GetMessage())
+			case masterpb.MasterError_WRONG_CLUSTER:
+				return nil, fmt.Errorf("%w: %s", ErrWrongCluster, e.GetMessage())
+			default:
+				return nil, fmt.Errorf("server: join %s: %s: %s", addr, e.GetCode(), e.GetMessage())
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("server: could not join through %v: %v", addrs, last)
+}
+
+// learnMasters records the masters a heartbeat answer named.
+func (s *Server) learnMasters(m map[uint64]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.mu.id
+	if id == nil || mapsEqual(id.Masters, m) {
+		return
+	}
+	id.Masters = m
+	if err := id.save(s.cfg.DataDir); err != nil {
+		s.log.Warn("saving identity", "err", err)
+	}
+}
+
+func mapsEqual(a, b map[uint64]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) fail(err error) {
+	select {
+	case s.fatal <- err:
+	default:
+	}
+}
+
+// Fatal delivers an error after which the node should stop (for example the
+// master says it belongs to another cluster).
+func (s *Server) Fatal() <-chan error { return s.fatal }
+
+// Node returns the tablet server.
+func (s *Server) Node() *tserver.Node { return s.node }
+
+// Master returns the master role, nil on a node without it.
+func (s *Server) Master() *master.Master {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.master
+}
+
+// NodeID and ClusterID of this node.
+func (s *Server) NodeID() uint64 { return s.node.ID() }
+
+// RPCAddr is the address the node serves RPC on.
+func (s *Server) RPCAddr() string { return s.node.Addr() }
+
+// Masters returns the master addresses this node knows.
+func (s *Server) Masters() map[uint64]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[uint64]string{}
+	for k, v := range s.mu.id.Masters {
+		out[k] = v
+	}
+	return out
+}
+
+// Stop stops the node cleanly.
+func (s *Server) Stop() {
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	m := s.mu.master
+	s.mu.Unlock()
+	if m != nil {
+		m.Stop()
+	}
+	if s.node != nil {
+		if err := s.node.Stop(); err != nil {
+			s.log.Warn("stopping node", "err", err)
+		}
+	}
+	s.pool.Close()
+}

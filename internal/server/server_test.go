@@ -1,0 +1,259 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/master"
+	"github.com/shaledb/shaledb/internal/master/masterpb"
+	"github.com/shaledb/shaledb/internal/rpc"
+	"github.com/shaledb/shaledb/internal/server"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+func fastRaft() consensus.Config {
+	return consensus.Config{
+		TickInterval:      20 * time.Millisecond,
+		ElectionTicks:     10,
+		VoteRefusalWindow: 300 * time.Millisecond,
+		LeaseDuration:     240 * time.Millisecond,
+	}
+}
+
+type testCluster struct {
+	t       *testing.T
+	dirs    []string
+	servers []*server.Server
+	addrs   []string
+}
+
+func (c *testCluster) config(i int, join []string) server.Config {
+	return server.Config{
+		DataDir: c.dirs[i], RPCAddr: c.addrs[i], Join: join, ReplicationFactor: 3,
+		Raft: fastRaft(), Engine: storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
+		HeartbeatInterval: 100 * time.Millisecond, TServerDeadAfter: time.Second,
+		Placement: &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i%3)},
+	}
+}
+
+func (c *testCluster) start(i int, join []string) {
+	c.t.Helper()
+	s, err := server.Start(c.config(i, join))
+	if err != nil {
+		c.t.Fatalf("node %d: %v", i+1, err)
+	}
+	c.servers[i] = s
+	c.addrs[i] = s.RPCAddr()
+}
+
+func newTestCluster(t *testing.T, n int) *testCluster {
+	c := &testCluster{t: t, dirs: make([]string, n), servers: make([]*server.Server, n), addrs: make([]string, n)}
+	for i := range c.dirs {
+		c.dirs[i] = t.TempDir()
+		c.addrs[i] = fmt.Sprintf("127.0.0.%d:0", i+1)
+	}
+	c.start(0, nil)
+	for i := 1; i < n; i++ {
+		c.start(i, []string{c.addrs[0]})
+	}
+	t.Cleanup(func() {
+		for _, s := range c.servers {
+			if s != nil {
+				s.Stop()
+			}
+		}
+	})
+	return c
+}
+
+func kvTable(name string, tablets uint32) *masterpb.CreateTableRequest {
+	return &masterpb.CreateTableRequest{
+		Namespace: "test", Name: name,
+		Schema: &masterpb.Schema{Columns: []*masterpb.ColumnSchema{
+			{Id: 1, Name: "k", Type: "text", IsHashKey: true},
+			{Id: 2, Name: "v", Type: "bytes", Nullable: true},
+		}},
+		Partitioning: &masterpb.Partitioning{Kind: masterpb.Partitioning_HASH, NumTablets: tablets},
+	}
+}
+
+// TestBootstrapJoinDDLAndMasterFailover: the first node bootstraps a
+// cluster, two joiners become masters (three sys catalog voters), a hash
+// table's tablets are placed on all three nodes with elected leaders, and
+// after the master leader stops, DDL keeps working; the stopped node comes
+// back as itself.
+func TestBootstrapJoinDDLAndMasterFailover(t *testing.T) {
+	c := newTestCluster(t, 3)
+	pool := rpc.NewPool()
+	defer pool.Close()
+	ms := client.NewMasters(pool, c.addrs)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	consensustest.WaitFor(t, 20*time.Second, "three master voters", func() bool {
+		for _, s := range c.servers {
+			if m := s.Master(); m == nil {
+				return false
+			}
+		}
+		tb, ok := c.servers[0].Node().Tablet(master.SysCatalogTabletID)
+		return ok && len(tb.Group().Status().Voters) == 3
+	})
+
+	var masters *masterpb.ListMastersResponse
+	if err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		r, err := mc.ListMasters(ctx, &masterpb.ListMastersRequest{})
+		masters = r
+		return r.GetError(), err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(masters.GetMasters()) != 3 {
+		t.Fatalf("masters: %v", masters.GetMasters())
+	}
+
+	start := time.Now()
+	var created *masterpb.CreateTableResponse
+	if err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		r, err := mc.CreateTable(ctx, kvTable("kv", 8))
+		created = r
+		return r.GetError(), err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("CreateTable of 8 tablets (RF3) took %v", time.Since(start))
+	if created.GetTable().GetTableId() == 0 {
+		t.Fatal("no table id")
+	}
+	// The same name again is refused; with if_not_exists it is fine.
+	err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		r, err := mc.CreateTable(ctx, kvTable("kv", 8))
+		return r.GetError(), err
+	})
+	if !client.IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
+		t.Fatalf("duplicate table: %v", err)
+	}
+	bad := kvTable("bad", 2)
+	bad.Schema.Columns[0].Type = "nonsense"
+	err = ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		r, err := mc.CreateTable(ctx, bad)
+		return r.GetError(), err
+	})
+	if !client.IsCode(err, masterpb.MasterError_INVALID_ARGUMENT) {
+		t.Fatalf("bad column type: %v", err)
+	}
+
+	// Every tablet gets its three replicas and an elected leader, reported
+	// back through heartbeats.
+	consensustest.WaitFor(t, 20*time.Second, "leaders of every tablet known to the master", func() bool {
+		var tbl *masterpb.GetTableResponse
+		err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+			r, err := mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "test", Name: "kv"})
+			tbl = r
+			return r.GetError(), err
+		})
+		if err != nil || len(tbl.GetTablets()) != 8 {
+			return false
+		}
+		for _, loc := range tbl.GetTablets() {
+			if loc.GetLeaderNode() == 0 || len(loc.GetReplicas()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	for i, s := range c.servers {
+		if n := len(s.Node().Tablets()); n != 8+1 {
+			t.Fatalf("node %d hosts %d tablets, want 8 and the sys catalog", i+1, n)
+		}
+	}
+
+	// Stop the master leader; the others elect a new one and DDL works.
+	var leaderIdx int
+	for i, s := range c.servers {
+		if s.Master().IsLeader() {
+			leaderIdx = i
+		}
+	}
+	c.servers[leaderIdx].Stop()
+	c.servers[leaderIdx] = nil
+	// With one of three nodes down an RF 3 table cannot be placed; RF 1 can.
+	start = time.Now()
+	err = ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		r, err := mc.CreateTable(ctx, kvTable("kv2", 3))
+		return r.GetError(), err
+	})
+	if !client.IsCode(err, masterpb.MasterError_NOT_ENOUGH_TSERVERS) {
+		t.Fatalf("RF 3 table on two live nodes: %v", err)
+	}
+	rf1 := kvTable("kv2", 3)
+	rf1.ReplicationFactor = 1
+	if err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		r, err := mc.CreateTable(ctx, rf1)
+		return r.GetError(), err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("DDL after master leader failover answered in %v", time.Since(start))
+
+	// The stopped node restarts as itself and hosts its tablets again.
+	c.start(leaderIdx, []string{c.addrs[(leaderIdx+1)%3]})
+	if got := c.servers[leaderIdx].NodeID(); got != uint64(leaderIdx+1) {
+		t.Fatalf("restarted node has id %d, want %d", got, leaderIdx+1)
+	}
+	var ts *masterpb.ListTServersResponse
+	consensustest.WaitFor(t, 20*time.Second, "three live tservers", func() bool {
+		err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+			r, err := mc.ListTServers(ctx, &masterpb.ListTServersRequest{})
+			ts = r
+			return r.GetError(), err
+		})
+		if err != nil || len(ts.GetTservers()) != 3 {
+			return false
+		}
+		for _, x := range ts.GetTservers() {
+			if x.GetState() != masterpb.TServerInfo_LIVE {
+				return false
+			}
+		}
+		return true
+	})
+
+	// Drop a table: gone from the catalog, replicas deleted.
+	if err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		r, err := mc.DropTable(ctx, &masterpb.DropTableRequest{Namespace: "test", Name: "kv2"})
+		return r.GetError(), err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	consensustest.WaitFor(t, 20*time.Second, "kv2's replicas deleted everywhere", func() bool {
+		for _, s := range c.servers {
+			if len(s.Node().Tablets()) != 8+1 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestDataDirOfAnotherCluster: a node whose data dir belongs to another
+// cluster is refused with a clear error.
+func TestDataDirOfAnotherCluster(t *testing.T) {
+	a := newTestCluster(t, 1)
+	b := newTestCluster(t, 1)
+	cfg := b.config(0, []string{a.addrs[0]})
+	b.servers[0].Stop()
+	b.servers[0] = nil
+	cfg.RPCAddr = "127.0.0.1:0"
+	s, err := server.Start(cfg)
+	if err == nil {
+		s.Stop()
+		t.Fatal("a node of cluster B joined cluster A")
+	}
+	t.Logf("refused: %v", err)
+}

@@ -567,6 +567,9 @@ func (p *planner) findReplicaMove() (*Tablet, uint64, uint64, bool) {
 	}
 	global := func(id uint64) int { return p.load[id] }
 	for _, dst := range byLoad(global) {
+		if p.maxOver(global)-global(dst) < 2 {
+			break
+		}
 		ok := func(t *Tablet, src uint64) bool { return p.load[src]-p.load[dst] >= 2 }
 		if t, src, found := p.tabletToMove(dst, 0, false, ok); found {
 			return t, src, dst, true
@@ -575,6 +578,9 @@ func (p *planner) findReplicaMove() (*Tablet, uint64, uint64, bool) {
 	for _, table := range p.tables {
 		tl := func(id uint64) int { return p.tableLoad[tableTS{table, id}] }
 		for _, dst := range byLoad(tl) {
+			if p.maxOver(tl)-tl(dst) < 2 {
+				break
+			}
 			ok := func(t *Tablet, src uint64) bool { return tl(src)-tl(dst) >= 2 && p.load[src] > p.load[dst] }
 			if t, src, found := p.tabletToMove(dst, table, true, ok); found {
 				return t, src, dst, true
@@ -582,6 +588,15 @@ func (p *planner) findReplicaMove() (*Tablet, uint64, uint64, bool) {
 		}
 	}
 	return nil, 0, 0, false
+}
+
+// maxOver returns the highest load over the usable tservers.
+func (p *planner) maxOver(load func(uint64) int) int {
+	m := 0
+	for _, id := range p.usable {
+		m = max(m, load(id))
+	}
+	return m
 }
 
 // tabletToMove picks a tablet without a replica on dst (of the given table
@@ -603,6 +618,9 @@ func (p *planner) tabletToMove(dst, table uint64, byTable bool, ok func(*Tablet,
 			continue
 		}
 		voters, _ := split(t)
+		if !slices.ContainsFunc(voters, func(v uint64) bool { return ok(t, v) }) {
+			continue // cheap test first: no voter could be the source
+		}
 		src := p.removalOrder(t, append(slices.Clone(voters), dst))[0]
 		if src == dst || !ok(t, src) {
 			continue

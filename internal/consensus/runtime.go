@@ -100,6 +100,11 @@ type Runtime struct {
 		sync.RWMutex
 		groups map[uint64]*Group
 	}
+	// cycleMu is held by each scheduler cycle; DestroyGroup takes it so a
+	// cycle that already prepared the group cannot write its log or applied
+	// state after the group's keys were deleted.
+	cycleMu sync.Mutex
+
 	pendingMu struct {
 		sync.Mutex
 		set map[uint64]struct{}
@@ -241,6 +246,8 @@ func (rt *Runtime) Groups() []uint64 {
 // DestroyGroup removes a replica and all its local data (after it was
 // removed from the group's configuration).
 func (rt *Runtime) DestroyGroup(id uint64) error {
+	rt.cycleMu.Lock()
+	defer rt.cycleMu.Unlock()
 	rt.mu.Lock()
 	g, ok := rt.mu.groups[id]
 	delete(rt.mu.groups, id)

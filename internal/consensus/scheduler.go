@@ -75,6 +75,8 @@ func (rt *Runtime) failAllWaiters() {
 
 // cycle runs one scheduler pass over the given groups.
 func (rt *Runtime) cycle(ids []uint64) error {
+	rt.cycleMu.Lock()
+	defer rt.cycleMu.Unlock()
 	start := time.Now()
 	batch := rt.eng.NewBatch()
 	defer batch.Close()

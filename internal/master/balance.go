@@ -1,6 +1,220 @@
 package master
 
-import "context"
+import (
+	"context"
+	"sort"
+	"time"
 
-// balance runs one round of the balancer (see package balancer).
-func (m *Master) balance(ctx context.Context) {}
+	"github.com/shaledb/shaledb/internal/master/balancer"
+	pb "github.com/shaledb/shaledb/internal/master/masterpb"
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+)
+
+// Time limits of moves the balancer issued: a move not seen done by then
+// is dropped from the in-flight set and may be planned again.
+const (
+	addLearnerTimeout = 5 * time.Minute // a snapshot of a big tablet takes a while
+	changeTimeout     = 30 * time.Second
+	transferTimeout   = 10 * time.Second
+)
+
+type inflightMove struct {
+	move   balancer.Move
+	issued time.Time
+}
+
+// balance runs one round of the balancer: it retires finished moves,
+// plans with the cluster state, and issues the new moves.
+func (m *Master) balance(ctx context.Context) {
+	now := time.Now()
+	var st balancer.State
+	leaders := map[uint64]string{} // tablet -> leader address
+	targets := map[uint64]string{} // tserver -> address
+	err := m.withCatalog(func(c *catalog) error {
+		m.retireMoves(c, now)
+		st = m.balancerState(c, now)
+		for id, ts := range c.tservers {
+			targets[id] = ts.rec.GetRpcAddr()
+		}
+		for id, loc := range c.tablets {
+			if ts, ok := c.tservers[loc.GetLeaderNode()]; ok {
+				leaders[id] = ts.rec.GetRpcAddr()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	moves := balancer.Plan(st, balancer.Options{FollowerUnavailableTimeout: m.cfg.FollowerUnavailableTimeout})
+	for _, mv := range moves {
+		leader, ok := leaders[mv.Tablet]
+		if !ok {
+			continue
+		}
+		m.mu.Lock()
+		m.mu.moves[mv.Tablet] = &inflightMove{move: mv, issued: now}
+		m.mu.Unlock()
+		m.log.Info("balancer: move", "kind", mv.Kind, "tablet", mv.Tablet, "tserver", mv.TServer, "from", mv.From, "reason", mv.Reason)
+		m.wg.Add(1)
+		go func(mv balancer.Move) {
+			defer m.wg.Done()
+			if err := m.execute(mv, leader, targets[mv.TServer]); err != nil {
+				m.log.Warn("balancer: move failed", "kind", mv.Kind, "tablet", mv.Tablet, "tserver", mv.TServer, "err", err)
+				m.mu.Lock()
+				delete(m.mu.moves, mv.Tablet)
+				m.mu.Unlock()
+			}
+		}(mv)
+	}
+}
+
+// execute carries out one move through the tablet's leader.
+func (m *Master) execute(mv balancer.Move, leaderAddr, targetAddr string) error {
+	ctx, cancel := context.WithTimeout(m.ctx, changeTimeout)
+	defer cancel()
+	change := func(op tspb.ChangeReplicasRequest_Op) error {
+		return m.tserverCall(ctx, leaderAddr, func(ctx context.Context, c tspb.TabletServerClient) (*tspb.TabletError, error) {
+			resp, err := c.ChangeReplicas(ctx, &tspb.ChangeReplicasRequest{TabletId: mv.Tablet, Op: op, NodeId: mv.TServer, NodeAddr: targetAddr})
+			return resp.GetError(), err
+		})
+	}
+	switch mv.Kind {
+	case balancer.AddLearner:
+		var desc *tspb.TabletDescriptor
+		_ = m.withCatalog(func(c *catalog) error {
+			if loc, ok := c.tablets[mv.Tablet]; ok {
+				desc = loc.GetTablet()
+			}
+			return nil
+		})
+		if desc == nil {
+			return errorf(ErrNotFound, "tablet %d", mv.Tablet)
+		}
+		// The empty replica exists before the leader sends it anything.
+		if err := m.tserverCall(ctx, targetAddr, func(ctx context.Context, c tspb.TabletServerClient) (*tspb.TabletError, error) {
+			resp, err := c.CreateTablet(ctx, &tspb.CreateTabletRequest{Tablet: desc})
+			return resp.GetError(), err
+		}); err != nil {
+			return err
+		}
+		return change(tspb.ChangeReplicasRequest_ADD_LEARNER)
+	case balancer.PromoteLearner:
+		return change(tspb.ChangeReplicasRequest_PROMOTE_LEARNER)
+	case balancer.RemoveReplica:
+		if err := change(tspb.ChangeReplicasRequest_REMOVE_REPLICA); err != nil {
+			return err
+		}
+		// Best effort: a dead tserver's copy goes when it comes back and
+		// reports a tablet it no longer belongs to.
+		_ = m.tserverCall(ctx, targetAddr, func(ctx context.Context, c tspb.TabletServerClient) (*tspb.TabletError, error) {
+			resp, err := c.DeleteTablet(ctx, &tspb.DeleteTabletRequest{TabletId: mv.Tablet})
+			return resp.GetError(), err
+		})
+		return nil
+	case balancer.TransferLeader:
+		return m.tserverCall(ctx, leaderAddr, func(ctx context.Context, c tspb.TabletServerClient) (*tspb.TabletError, error) {
+			resp, err := c.TransferLeader(ctx, &tspb.TransferLeaderRequest{TabletId: mv.Tablet, ToNode: mv.TServer})
+			return resp.GetError(), err
+		})
+	}
+	return nil
+}
+
+// retireMoves drops in-flight moves that are done or timed out. The caller
+// holds m.mu (through withCatalog).
+func (m *Master) retireMoves(c *catalog, now time.Time) {
+	for id, im := range m.mu.moves {
+		loc, ok := c.tablets[id]
+		if !ok {
+			delete(m.mu.moves, id)
+			continue
+		}
+		mv := im.move
+		role, present := replicaRole(loc, mv.TServer)
+		done, limit := false, changeTimeout
+		switch mv.Kind {
+		case balancer.AddLearner:
+			limit = addLearnerTimeout
+			// Done once the learner has caught up with the leader.
+			if present && role == pb.Replica_LEARNER {
+				lr := c.report(loc.GetLeaderNode(), id)
+				r := c.report(mv.TServer, id)
+				done = lr != nil && r != nil && r.applied > 0 && r.applied+10 >= lr.applied
+			}
+		case balancer.PromoteLearner:
+			done = present && role == pb.Replica_VOTER
+		case balancer.RemoveReplica:
+			done = !present
+		case balancer.TransferLeader:
+			limit = transferTimeout
+			done = loc.GetLeaderNode() == mv.TServer
+		}
+		if done || now.Sub(im.issued) > limit {
+			delete(m.mu.moves, id)
+		}
+	}
+}
+
+func replicaRole(loc *pb.TabletLocation, node uint64) (pb.Replica_Role, bool) {
+	for _, r := range loc.GetReplicas() {
+		if r.GetNodeId() == node {
+			return r.GetRole(), true
+		}
+	}
+	return 0, false
+}
+
+// report is what tserver node last said about tablet id.
+func (c *catalog) report(node, id uint64) *reportedReplica {
+	if ts, ok := c.tservers[node]; ok {
+		return ts.reported[id]
+	}
+	return nil
+}
+
+// balancerState translates the catalog for the planner.
+func (m *Master) balancerState(c *catalog, now time.Time) balancer.State {
+	nowMs := now.UnixMilli()
+	var st balancer.State
+	black := map[uint64]bool{}
+	for _, id := range c.config.GetBlacklist() {
+		black[id] = true
+	}
+	for id, ts := range c.tservers {
+		silent := time.Duration(nowMs-ts.lastHeartbeat) * time.Millisecond
+		live := ts.heard && silent <= m.cfg.TServerDeadAfter
+		bt := balancer.TServer{ID: id, Live: live, Blacklisted: black[id]}
+		if !live {
+			bt.DeadFor = silent
+		}
+		if p := ts.rec.GetPlacement(); p != nil {
+			bt.Placement = balancer.Placement{Cloud: p.GetCloud(), Region: p.GetRegion(), Zone: p.GetZone()}
+		}
+		st.TServers = append(st.TServers, bt)
+	}
+	sort.Slice(st.TServers, func(i, j int) bool { return st.TServers[i].ID < st.TServers[j].ID })
+	for id, loc := range c.tablets {
+		t := balancer.Tablet{ID: id, TableID: uint64(loc.GetTablet().GetTableId()), SizeBytes: int64(loc.GetSizeBytes())}
+		if tbl, ok := c.tables[loc.GetTablet().GetTableId()]; ok {
+			t.RF = int(tbl.GetReplicationFactor())
+		}
+		for _, r := range loc.GetReplicas() {
+			role := balancer.Voter
+			if r.GetRole() == pb.Replica_LEARNER {
+				role = balancer.Learner
+			}
+			t.Replicas = append(t.Replicas, balancer.Replica{TServer: r.GetNodeId(), Role: role})
+		}
+		// Trust the leader hint only while that tserver says so.
+		if r := c.report(loc.GetLeaderNode(), id); r != nil && r.role == int32(tspb.TabletStatus_LEADER) {
+			t.Leader = loc.GetLeaderNode()
+		}
+		st.Tablets = append(st.Tablets, t)
+	}
+	sort.Slice(st.Tablets, func(i, j int) bool { return st.Tablets[i].ID < st.Tablets[j].ID })
+	for _, im := range m.mu.moves {
+		st.InFlight = append(st.InFlight, im.move)
+	}
+	return st
+}

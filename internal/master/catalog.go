@@ -9,7 +9,6 @@ import (
 
 	"github.com/shaledb/shaledb/internal/docdb"
 	pb "github.com/shaledb/shaledb/internal/master/masterpb"
-	"github.com/shaledb/shaledb/internal/storage"
 	"github.com/shaledb/shaledb/internal/tablet"
 )
 
@@ -184,11 +183,6 @@ func (c *catalog) tabletsOf(tableID uint32) []*pb.TabletLocation {
 		return string(out[i].GetTablet().GetSpan().GetStart()) < string(out[j].GetTablet().GetSpan().GetStart())
 	})
 	return out
-}
-
-// spanOf converts a catalog span.
-func spanOf(t *pb.TabletLocation) storage.Span {
-	return storage.Span{Start: t.GetTablet().GetSpan().GetStart(), End: t.GetTablet().GetSpan().GetEnd()}
 }
 
 func errorf(kind error, format string, args ...any) error {

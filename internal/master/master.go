@@ -72,6 +72,8 @@ type Master struct {
 		sync.Mutex
 		cat  *catalog // nil unless leader with the catalog loaded
 		term uint64   // the term the catalog was loaded in
+		// moves are the balancer's moves in flight, by tablet.
+		moves map[uint64]*inflightMove
 	}
 
 	ctx    context.Context
@@ -281,6 +283,7 @@ func (m *Master) load(term uint64) error {
 	}
 	m.mu.Lock()
 	m.mu.cat, m.mu.term = cat, term
+	m.mu.moves = make(map[uint64]*inflightMove)
 	m.mu.Unlock()
 	m.log.Info("master: leading", "term", term, "tservers", len(cat.tservers), "tables", len(cat.tables), "tablets", len(cat.tablets))
 	// Tell this node's transport every tserver's address.

@@ -37,7 +37,8 @@ func (c *testCluster) config(i int, join []string) server.Config {
 		DataDir: c.dirs[i], RPCAddr: c.addrs[i], Join: join, ReplicationFactor: 3,
 		Raft: fastRaft(), Engine: storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
 		HeartbeatInterval: 100 * time.Millisecond, TServerDeadAfter: time.Second,
-		Placement: &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i%3)},
+		FollowerUnavailableTimeout: 2 * time.Second,
+		Placement:                  &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i%3)},
 	}
 }
 
@@ -49,6 +50,43 @@ func (c *testCluster) start(i int, join []string) {
 	}
 	c.servers[i] = s
 	c.addrs[i] = s.RPCAddr()
+}
+
+// addNode joins one more node and returns its index.
+func (c *testCluster) addNode() int {
+	i := len(c.servers)
+	c.dirs = append(c.dirs, c.t.TempDir())
+	c.addrs = append(c.addrs, fmt.Sprintf("127.0.0.%d:0", i+1))
+	c.servers = append(c.servers, nil)
+	c.start(i, []string{c.addrs[0]})
+	return i
+}
+
+// call runs one master RPC at the leader.
+func call[R interface{ GetError() *masterpb.MasterError }](t *testing.T, ms *client.Masters, f func(ctx context.Context, mc masterpb.MasterClient) (R, error)) (R, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out R
+	err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		r, err := f(ctx, mc)
+		out = r
+		return r.GetError(), err
+	})
+	return out, err
+}
+
+// spread returns max-min of replicas and of leaders over live tservers.
+func spread(ts []*masterpb.TServerInfo) (replicas, leaders uint32) {
+	var rmin, rmax, lmin, lmax uint32 = 1 << 31, 0, 1 << 31, 0
+	for _, x := range ts {
+		if x.GetState() != masterpb.TServerInfo_LIVE {
+			continue
+		}
+		rmin, rmax = min(rmin, x.GetTablets()), max(rmax, x.GetTablets())
+		lmin, lmax = min(lmin, x.GetLeaders()), max(lmax, x.GetLeaders())
+	}
+	return rmax - rmin, lmax - lmin
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster {
@@ -256,4 +294,74 @@ func TestDataDirOfAnotherCluster(t *testing.T) {
 		t.Fatal("a node of cluster B joined cluster A")
 	}
 	t.Logf("refused: %v", err)
+}
+
+// TestAddNodeRebalancesAndDeadNodeIsReplaced: a fourth node receives about
+// a quarter of the replicas and leaders; when a node then dies for longer
+// than the follower-unavailable timeout its replicas are re-created on the
+// others.
+func TestAddNodeRebalancesAndDeadNodeIsReplaced(t *testing.T) {
+	c := newTestCluster(t, 3)
+	pool := rpc.NewPool()
+	defer pool.Close()
+	ms := client.NewMasters(pool, c.addrs)
+	if _, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
+		return mc.CreateTable(ctx, kvTable("kv", 12))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	listTS := func() []*masterpb.TServerInfo {
+		r, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.ListTServersResponse, error) {
+			return mc.ListTServers(ctx, &masterpb.ListTServersRequest{})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetTservers()
+	}
+	var ts []*masterpb.TServerInfo
+	balanced := func(nodes int, replicas uint32) func() bool {
+		return func() bool {
+			ts = listTS()
+			var live, total, leaders uint32
+			for _, x := range ts {
+				if x.GetState() == masterpb.TServerInfo_LIVE {
+					live++
+					total += x.GetTablets()
+					leaders += x.GetLeaders()
+				}
+			}
+			rs, ls := spread(ts)
+			return live == uint32(nodes) && total == replicas && leaders == 12 && rs <= 1 && ls <= 1
+		}
+	}
+	consensustest.WaitFor(t, 30*time.Second, "12 tablets on 3 nodes with leaders spread", balanced(3, 36))
+
+	start := time.Now()
+	added := c.addNode()
+	consensustest.WaitFor(t, 60*time.Second, "the new node filled to a quarter", balanced(4, 36))
+	t.Logf("node %d filled in %v: %v", added+1, time.Since(start), summary(ts))
+
+	// Node 4 dies; after the timeout its replicas move to the other three.
+	c.servers[added].Stop()
+	c.servers[added] = nil
+	start = time.Now()
+	consensustest.WaitFor(t, 60*time.Second, "the dead node's replicas re-created", func() bool {
+		ts = listTS()
+		for _, x := range ts {
+			if x.GetState() == masterpb.TServerInfo_LIVE && x.GetTablets() != 12 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("re-replicated in %v (timeout 2s): %v", time.Since(start), summary(ts))
+}
+
+func summary(ts []*masterpb.TServerInfo) string {
+	out := ""
+	for _, x := range ts {
+		out += fmt.Sprintf("[node %d %s: %d replicas, %d leaders] ", x.GetNodeId(), x.GetState(), x.GetTablets(), x.GetLeaders())
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -294,6 +295,19 @@ func BenchmarkIdleMultiRaft(b *testing.B) {
 			msgs += s.MessagesSent
 		}
 		return frames, msgs
+	}
+	// SHALE_BENCH_IDLE_CPUPROFILE names a file for a CPU profile of the
+	// idle window alone (go test -cpuprofile would include the setup).
+	if path := os.Getenv("SHALE_BENCH_IDLE_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	frames0, msgs0 := counts()
 	cpu0 := cpuTime()

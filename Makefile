@@ -39,8 +39,10 @@ lint: deps
 	@command -v staticcheck >/dev/null || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck ./...
 
-bench: deps build
-	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 60m ./internal/...
+# bench: the storage and replication benchmarks with fixed settings, printed
+# as a table against the targets (see docs/benchmarks.md); a few minutes.
+bench: deps
+	GO=$(GO) ./scripts/bench.sh
 
 # run: builds and starts what exists so far (see README).
 run: build

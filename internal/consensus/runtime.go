@@ -354,6 +354,17 @@ func (rt *Runtime) runTicker() {
 		case <-t.C:
 		}
 		now := time.Now()
+		// Whether each leader node fell silent, looked up once per tick
+		// rather than once per quiesced follower (thousands of them).
+		silent := make(map[uint64]bool, 8)
+		isSilent := func(node uint64) bool {
+			v, ok := silent[node]
+			if !ok {
+				v = now.Sub(rt.tr.LastHeard(node)) > rt.cfg.VoteRefusalWindow
+				silent[node] = v
+			}
+			return v
+		}
 		rt.mu.RLock()
 		for id, g := range rt.mu.groups {
 			g.mu.Lock()
@@ -361,7 +372,7 @@ func (rt *Runtime) runTicker() {
 				// A quiesced follower wakes when its leader's node falls
 				// silent, so that it can take part in an election.
 				lead := g.mu.status.Leader
-				if g.mu.status.Role != RoleLeader && (lead == 0 || now.Sub(rt.tr.LastHeard(lead)) > rt.cfg.VoteRefusalWindow) {
+				if g.mu.status.Role != RoleLeader && (lead == 0 || isSilent(lead)) {
 					g.mu.quiesced = false
 				}
 			}

@@ -29,6 +29,28 @@ type groupWork struct {
 	g       *Group
 	rd      raft.Ready
 	results []appliedResult
+	// mustSync: the Ready's log writes must be fsynced before its
+	// acknowledgements leave (new entries, a term or vote change, a new
+	// leader, a snapshot). A Ready that only advances the commit index needs
+	// no fsync: a lost commit index is learned again from the leader.
+	mustSync bool
+	// early: the Ready changes neither term, vote nor leader, so its
+	// messages other than acknowledgements (appends and heartbeats of a
+	// leader) may leave while its log writes are being synced: a leader then
+	// writes to its disk in parallel with its followers (Raft thesis
+	// 10.2.1; the leader counts its own entries only after Advance).
+	early bool
+}
+
+// mustWaitForSync reports whether m acknowledges state of its Ready (a log
+// append or a vote) and so may only be sent once that state is durable; etcd
+// raft sends every other message ahead of persistence in its async mode.
+func mustWaitForSync(m *raftpb.Message) bool {
+	switch m.GetType() {
+	case raftpb.MsgAppResp, raftpb.MsgVoteResp, raftpb.MsgPreVoteResp, raftpb.MsgSnap:
+		return true
+	}
+	return false
 }
 
 type appliedResult struct {
@@ -97,31 +119,59 @@ func (rt *Runtime) cycle(ids []uint64) error {
 	if len(work) == 0 {
 		return nil
 	}
-	// 1. Group commit: every group's entries and hard state, one fsync.
+	// 1. Group commit: every group's entries and hard state in one batch,
+	// with a single fsync if any group needs one. The batch is written (and
+	// visible) at once; the fsync is waited for in step 4.
+	mustSync := false
+	for _, w := range work {
+		mustSync = mustSync || w.mustSync
+	}
+	syncing := false
+	syncStart := time.Now()
 	if !batch.Empty() {
-		syncStart := time.Now()
-		if err := batch.Commit(storage.Sync); err != nil {
+		var err error
+		if mustSync {
+			err = rt.eng.ApplyNoSyncWait(batch, storage.Sync)
+			syncing = err == nil
+		} else {
+			err = batch.Commit(storage.NoSync)
+		}
+		if err != nil {
 			return fmt.Errorf("raft log commit: %w", err)
 		}
-		rt.metrics.observeSync(time.Since(syncStart))
 	}
-	// 2. Send: one transport call per destination.
+	defer func() {
+		if syncing {
+			_ = batch.SyncWait() // an error path: the batch must not be closed mid-sync
+		}
+	}()
+	// 2. Send what need not wait for the fsync: one transport call per
+	// destination.
 	out := make(map[uint64][]transport.Message)
-	for _, w := range work {
-		w.g.store.commitAppend(w.rd.HardState, w.rd.Entries)
-		for _, m := range w.rd.Messages {
-			if m.GetType() == raftpb.MsgSnap {
-				rt.sendSnapshot(w.g, m)
-				continue
+	send := func(late bool) {
+		for _, w := range work {
+			for _, m := range w.rd.Messages {
+				if early := w.early && !mustWaitForSync(m); early == late {
+					continue
+				}
+				if m.GetType() == raftpb.MsgSnap {
+					rt.sendSnapshot(w.g, m)
+					continue
+				}
+				out[m.GetTo()] = append(out[m.GetTo()], transport.Message{Group: w.g.id, Msg: m})
 			}
-			out[m.GetTo()] = append(out[m.GetTo()], transport.Message{Group: w.g.id, Msg: m})
+		}
+		for to, msgs := range out {
+			rt.metrics.MessagesSent.Add(uint64(len(msgs)))
+			rt.tr.Send(to, msgs)
+			delete(out, to)
 		}
 	}
-	for to, msgs := range out {
-		rt.metrics.MessagesSent.Add(uint64(len(msgs)))
-		rt.tr.Send(to, msgs)
-	}
-	// 3. Apply every group's committed entries in one batch.
+	send(false)
+	// 3. Apply every group's committed entries in one batch, and answer the
+	// waiting proposers. Committed entries are durable on a quorum, so this
+	// need not wait for our fsync; the apply batch follows the log batch in
+	// the WAL, so a crash never keeps the one without the other.
 	apply := rt.eng.NewBatch()
 	defer apply.Close()
 	applied := false
@@ -138,8 +188,23 @@ func (rt *Runtime) cycle(ids []uint64) error {
 		if err := apply.Commit(storage.NoSync); err != nil {
 			return fmt.Errorf("apply commit: %w", err)
 		}
+		for _, w := range work {
+			w.g.deliverResults(w)
+		}
 	}
-	// 4. Deliver results, advance, and tidy up.
+	// 4. Wait for the fsync, then send the acknowledgements.
+	if syncing {
+		syncing = false
+		if err := batch.SyncWait(); err != nil {
+			return fmt.Errorf("raft log sync: %w", err)
+		}
+		rt.metrics.observeSync(time.Since(syncStart))
+	}
+	for _, w := range work {
+		w.g.store.commitAppend(w.rd.HardState, w.rd.Entries)
+	}
+	send(true)
+	// 5. Advance and tidy up.
 	for _, w := range work {
 		if err := w.g.finish(w); err != nil {
 			return err
@@ -301,12 +366,15 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 	if err := g.store.stageAppend(batch, hs, rd.Entries); err != nil {
 		return nil, err
 	}
+	w := &groupWork{g: g, mustSync: rd.MustSync || !raft.IsEmptySnap(rd.Snapshot)}
+	w.early = hs == nil || (hs.GetTerm() == g.store.hardState.GetTerm() && hs.GetVote() == g.store.hardState.GetVote())
 	if rd.SoftState != nil && rd.Lead != 0 && rd.Lead != g.store.lastLeader {
-		// Durable before any acknowledgement to that leader leaves this node.
+		// Durable before any message to that leader leaves this node.
 		if err := batch.Set(storage.LastLeaderKey(g.id), binary.BigEndian.AppendUint64(nil, rd.Lead), nil); err != nil {
 			return nil, err
 		}
 		g.store.lastLeader = rd.Lead
+		w.mustSync, w.early = true, false
 	}
 	if rd.SoftState != nil && rd.RaftState == raft.StateLeader {
 		// becomeLeader appends an empty entry; it is the last of this Ready.
@@ -315,7 +383,8 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 		}
 	}
 	rd.HardState = hs
-	return &groupWork{g: g, rd: rd}, nil
+	w.rd = rd
+	return w, nil
 }
 
 // refuseVote implements the follower side of leader leases: no vote for
@@ -421,12 +490,6 @@ func (g *Group) finish(w *groupWork) error {
 	g.rn.Advance(w.rd)
 	bs := g.rn.BasicStatus()
 	g.mu.Lock()
-	for _, r := range w.results {
-		if wt, ok := g.mu.waiters[r.id]; ok {
-			delete(g.mu.waiters, r.id)
-			wt.ch <- proposalResult{value: r.value, err: r.err}
-		}
-	}
 	if bs.RaftState != raft.StateLeader {
 		// Proposals still in flight may or may not commit under a new leader.
 		for id, wt := range g.mu.waiters {
@@ -449,6 +512,22 @@ func (g *Group) finish(w *groupWork) error {
 		g.rt.markPending(g.id)
 	}
 	return nil
+}
+
+// deliverResults answers the proposers of w's applied entries.
+func (g *Group) deliverResults(w *groupWork) {
+	if len(w.results) == 0 {
+		return
+	}
+	g.mu.Lock()
+	for _, r := range w.results {
+		if wt, ok := g.mu.waiters[r.id]; ok {
+			delete(g.mu.waiters, r.id)
+			wt.ch <- proposalResult{value: r.value, err: r.err}
+		}
+	}
+	g.mu.Unlock()
+	w.results = nil
 }
 
 func (g *Group) refreshStatusLocked(bs raft.BasicStatus) {

@@ -83,8 +83,8 @@ type tserverState struct {
 	rec           *pb.TServerRecord
 	lastHeartbeat int64 // unix ms; the load time until the first heartbeat
 	// heard: a heartbeat reached this leader (placement only trusts those).
-	heard bool
-	dataBytes     uint64
+	heard     bool
+	dataBytes uint64
 	// reported maps tablet id to the tserver's last report of it.
 	reported map[uint64]*reportedReplica
 }

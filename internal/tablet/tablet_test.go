@@ -22,8 +22,9 @@ var desc = tablet.Descriptor{ID: 100, TableID: tableID, Span: docdb.TableSpan(ta
 // harness runs nodes whose tablets survive restarts.
 type harness struct {
 	*consensustest.Cluster
+	descs   []tablet.Descriptor // every tablet; descs[0] is the one tests talk to
 	mu      sync.Mutex
-	tablets map[uint64]*tablet.Tablet
+	tablets map[uint64]*tablet.Tablet // node -> its replica of descs[0]
 }
 
 func fastConfig() consensus.Config {
@@ -36,10 +37,27 @@ func fastConfig() consensus.Config {
 	}
 }
 
+// harnessOptions configure newHarnessWith.
+type harnessOptions struct {
+	runtime consensus.Config
+	// descs are the tablets every voter opens; default: desc alone.
+	descs []tablet.Descriptor
+}
+
 func newHarness(t testing.TB, nodes int, voters []uint64) *harness {
-	h := &harness{tablets: make(map[uint64]*tablet.Tablet)}
+	return newHarnessWith(t, nodes, voters, harnessOptions{runtime: fastConfig()})
+}
+
+// newHarnessWith starts nodes; each of voters opens (or after a restart
+// reopens) a replica of every tablet, bootstrapped with voters; the other
+// nodes are spares that get replicas with addLearnerBySnapshot.
+func newHarnessWith(t testing.TB, nodes int, voters []uint64, opts harnessOptions) *harness {
+	h := &harness{tablets: make(map[uint64]*tablet.Tablet), descs: opts.descs}
+	if len(h.descs) == 0 {
+		h.descs = []tablet.Descriptor{desc}
+	}
 	h.Cluster = consensustest.NewCluster(t, nodes, consensustest.Options{
-		Runtime: fastConfig(),
+		Runtime: opts.runtime,
 		OnStart: func(n *consensustest.Node) {
 			descs, err := tablet.LoadDescriptors(n.Engine)
 			if err != nil {
@@ -53,16 +71,20 @@ func newHarness(t testing.TB, nodes int, voters []uint64) *harness {
 					}
 				}
 				if boot == nil {
-					return // a spare node; gets a replica with addReplica
+					return // a spare node; gets a replica with addLearnerBySnapshot
 				}
 			}
-			tb, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock, Bootstrap: boot})
-			if err != nil {
-				t.Fatalf("node %d: open tablet: %v", n.ID, err)
+			for i, d := range h.descs {
+				tb, err := tablet.Open(tablet.Config{Descriptor: d, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock, Bootstrap: boot})
+				if err != nil {
+					t.Fatalf("node %d: open tablet %d: %v", n.ID, d.ID, err)
+				}
+				if i == 0 {
+					h.mu.Lock()
+					h.tablets[n.ID] = tb
+					h.mu.Unlock()
+				}
 			}
-			h.mu.Lock()
-			h.tablets[n.ID] = tb
-			h.mu.Unlock()
 		},
 	})
 	return h
@@ -167,44 +189,70 @@ func TestWritesReplicateSurviveFailoverAndRestart(t *testing.T) {
 	consensustest.WaitFor(t, 15*time.Second, "restarted node catches up", func() bool { return localRows(t, h.Node(oldNode)) == 600 })
 }
 
+// loadRows writes rows [0, total) through the leaseholder, per rows a batch.
+func (h *harness) loadRows(t testing.TB, total, per int, val string) {
+	t.Helper()
+	for i := 0; i < total; i += per {
+		h.retry(t, "load", func(ctx context.Context, tb *tablet.Tablet) error {
+			_, err := tb.Write(ctx, putBatch(i, min(i+per, total), val))
+			return err
+		})
+	}
+}
+
+// addLearnerBySnapshot opens an empty replica of desc on node, has the
+// leaseholder l add it as a learner, and waits until the replica ingested a
+// snapshot holding rows rows. It returns the replica, the snapshot bytes
+// sent, and the time from the membership change to the ingested snapshot.
+func (h *harness) addLearnerBySnapshot(t testing.TB, l *tablet.Tablet, node uint64, rows int) (*tablet.Tablet, uint64, time.Duration) {
+	t.Helper()
+	n := h.Node(node)
+	tb, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	h.tablets[node] = tb
+	h.mu.Unlock()
+	sent := func() (bytes uint64) {
+		for _, n := range h.Nodes() {
+			if h.Running(n.ID) {
+				bytes += n.Runtime.Metrics().SnapshotBytesSent
+			}
+		}
+		return bytes
+	}
+	before := sent()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := l.Group().AddLearner(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	// Polls the cheap counter, not the rows, so as not to slow the transfer.
+	consensustest.WaitFor(t, 120*time.Second, "learner caught up by snapshot", func() bool {
+		return n.Runtime.Metrics().SnapshotsApplied > 0
+	})
+	elapsed := time.Since(start)
+	consensustest.WaitFor(t, 60*time.Second, fmt.Sprintf("learner holds %d rows", rows), func() bool { return localRows(t, n) == rows })
+	return tb, sent() - before, elapsed
+}
+
 func TestAddPeerBySnapshotThenRemoveOldPeer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 100k rows; run without -short")
 	}
 	h := newHarness(t, 4, []uint64{1, 2, 3})
 	h.waitLeader(t)
-	const total, per = 100_000, 2000
-	for i := 0; i < total; i += per {
-		h.retry(t, "load", func(ctx context.Context, tb *tablet.Tablet) error {
-			_, err := tb.Write(ctx, putBatch(i, i+per, "r"))
-			return err
-		})
-	}
+	const total = 100_000
+	h.loadRows(t, total, 2000, "r")
 	l := h.waitLeader(t)
 	// Node 4 gets an empty replica, then joins as a learner.
 	n4 := h.Node(4)
-	tb4, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n4.Runtime, Engine: n4.Engine, Clock: n4.Clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	h.tablets[4] = tb4
-	h.mu.Unlock()
+	_, bytes, elapsed := h.addLearnerBySnapshot(t, l, 4, total)
+	t.Logf("snapshot of %d rows: %d bytes in %v (%.1f MB/s)", total, bytes, elapsed, float64(bytes)/1e6/elapsed.Seconds())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	start := time.Now()
-	if err := l.Group().AddLearner(ctx, 4); err != nil {
-		t.Fatal(err)
-	}
-	consensustest.WaitFor(t, 60*time.Second, "learner caught up by snapshot", func() bool {
-		return n4.Runtime.Metrics().SnapshotsApplied > 0 && localRows(t, n4) == total
-	})
-	elapsed := time.Since(start)
-	var bytes uint64
-	for _, n := range h.Nodes() {
-		bytes += n.Runtime.Metrics().SnapshotBytesSent
-	}
-	t.Logf("snapshot of %d rows: %d bytes in %v (%.1f MB/s)", total, bytes, elapsed, float64(bytes)/1e6/elapsed.Seconds())
 	if err := l.Group().PromoteLearner(ctx, 4); err != nil {
 		t.Fatal(err)
 	}

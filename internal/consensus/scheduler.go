@@ -190,6 +190,9 @@ func (rt *Runtime) cycle(ids []uint64) error {
 		}
 		for _, w := range work {
 			w.g.deliverResults(w)
+			if pa, ok := w.g.sm.(PostApplier); ok && len(w.rd.CommittedEntries) > 0 {
+				pa.PostApply()
+			}
 		}
 	}
 	// 4. Wait for the fsync, then send the acknowledgements.
@@ -449,7 +452,9 @@ func (g *Group) applyCommitted(b *pebble.Batch, w *groupWork) error {
 				g.mu.Lock()
 				_, local := g.mu.waiters[id]
 				g.mu.Unlock()
-				res := g.sm.Apply(b, Entry{Index: idx, Term: e.GetTerm(), Local: local, Data: data[8:]})
+				cs := st.confState
+				res := g.sm.Apply(b, Entry{Index: idx, Term: e.GetTerm(), Local: local, Data: data[8:],
+					Voters: cs.GetVoters(), Learners: cs.GetLearners(), Joint: len(cs.GetVotersOutgoing()) > 0})
 				if local {
 					r := appliedResult{id: id, value: res}
 					if err, ok := res.(error); ok {

@@ -13,6 +13,11 @@ type Entry struct {
 	// returned to a waiting caller).
 	Local bool
 	Data  []byte
+	// Voters and Learners are the group's configuration as of this entry
+	// (the same on every replica); Joint is true during a joint
+	// configuration change.
+	Voters, Learners []uint64
+	Joint            bool
 }
 
 // StateMachine is the replicated state of a group (a tablet's DocDB span).
@@ -30,4 +35,21 @@ type StateMachine interface {
 	// Restored is called after a snapshot has been ingested, so the state
 	// machine can reload whatever it caches in memory.
 	Restored() error
+}
+
+// PostApplier is implemented by state machines that act on what they
+// applied once it is committed to the engine (for example a split opening
+// its children). PostApply is called from the scheduler goroutine after
+// the batch holding the group's applied entries has been committed; it
+// must not block.
+type PostApplier interface {
+	PostApply()
+}
+
+// BootstrapGroup writes the initial raft state of a new group with the
+// given voters into b, as CreateGroup does for Bootstrap. A state machine
+// that creates groups as part of applying an entry (a tablet split) writes
+// them in the same batch as that entry, so both survive a crash together.
+func BootstrapGroup(b *pebble.Batch, id uint64, voters []uint64) error {
+	return bootstrapGroup(b, id, voters)
 }

@@ -12,7 +12,19 @@ type Descriptor struct {
 	ID      uint64
 	TableID uint32
 	Span    storage.Span
+	// HashStart and HashEnd bound the hash range [start, end) of a tablet
+	// of a hash-partitioned table (HashEnd 0x10000 for the last one); both
+	// 0 for a range tablet.
+	HashStart, HashEnd uint32
+	// SplitInto names the two children once the tablet has split; the
+	// tablet then serves nothing and owns no data. SplitKey is where the
+	// right child starts.
+	SplitInto [2]uint64
+	SplitKey  []byte
 }
+
+// IsHash reports whether the tablet covers a hash range.
+func (d Descriptor) IsHash() bool { return d.HashEnd > d.HashStart }
 
 func (d Descriptor) marshal() []byte {
 	b := binary.BigEndian.AppendUint64(nil, d.ID)
@@ -20,7 +32,13 @@ func (d Descriptor) marshal() []byte {
 	b = binary.AppendUvarint(b, uint64(len(d.Span.Start)))
 	b = append(b, d.Span.Start...)
 	b = binary.AppendUvarint(b, uint64(len(d.Span.End)))
-	return append(b, d.Span.End...)
+	b = append(b, d.Span.End...)
+	// Later fields are optional trailing uvarints (older records lack them).
+	for _, v := range []uint64{uint64(d.HashStart), uint64(d.HashEnd), d.SplitInto[0], d.SplitInto[1]} {
+		b = binary.AppendUvarint(b, v)
+	}
+	b = binary.AppendUvarint(b, uint64(len(d.SplitKey)))
+	return append(b, d.SplitKey...)
 }
 
 func unmarshalDescriptor(b []byte) (Descriptor, error) {
@@ -37,6 +55,28 @@ func unmarshalDescriptor(b []byte) (Descriptor, error) {
 		}
 		*dst = append([]byte(nil), b[k:k+int(n)]...)
 		b = b[k+int(n):]
+	}
+	var tail [5]uint64
+	for i := range tail {
+		if len(b) == 0 {
+			break
+		}
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			return d, fmt.Errorf("tablet: malformed descriptor")
+		}
+		tail[i], b = v, b[k:]
+	}
+	if tail[0] > 0x10000 || tail[1] > 0x10000 {
+		return d, fmt.Errorf("tablet: malformed descriptor hash range")
+	}
+	d.HashStart, d.HashEnd = uint32(tail[0]), uint32(tail[1])
+	d.SplitInto = [2]uint64{tail[2], tail[3]}
+	if n := tail[4]; n > 0 {
+		if uint64(len(b)) < n {
+			return d, fmt.Errorf("tablet: malformed descriptor split key")
+		}
+		d.SplitKey = append([]byte(nil), b[:n]...)
 	}
 	return d, nil
 }

@@ -33,6 +33,10 @@ type Config struct {
 	// HistoryRetention is how far in the past reads may go; versions older
 	// than that are garbage collected by GC. Default docdb.DefaultRetention.
 	HistoryRetention time.Duration
+	// OnSplit is called (on its own goroutine) once a split of this tablet
+	// is applied and committed here: the node opens the children. Also
+	// called when a snapshot brings this replica the split.
+	OnSplit func(parent Descriptor, children [2]Descriptor)
 }
 
 // Tablet is one tablet peer on this node.
@@ -44,6 +48,10 @@ type Tablet struct {
 	latches *latches
 
 	retention time.Duration
+	onSplit   func(parent Descriptor, children [2]Descriptor)
+	// split holds the children once the tablet has split; pendingSplit
+	// hands a just-applied split to PostApply.
+	split, pendingSplit atomic.Pointer[[2]Descriptor]
 	// maxApplied is the highest hybrid time applied on this replica (0
 	// until the first apply after open); it bounds the GC horizon.
 	maxApplied atomic.Uint64
@@ -56,6 +64,12 @@ func Open(cfg Config) (*Tablet, error) {
 	t := &Tablet{desc: cfg.Descriptor, eng: cfg.Engine, clock: cfg.Clock, latches: newLatches(), retention: cfg.HistoryRetention}
 	if t.retention <= 0 {
 		t.retention = docdb.DefaultRetention
+	}
+	t.onSplit = cfg.OnSplit
+	if d := cfg.Descriptor; d.SplitInto[0] != 0 {
+		c := d.children(d.SplitInto[0], d.SplitInto[1], d.SplitKey)
+		t.split.Store(&c)
+		t.desc.SplitInto, t.desc.SplitKey = [2]uint64{}, nil
 	}
 	if err := cfg.Engine.Set(storage.DescriptorKey(cfg.Descriptor.ID), cfg.Descriptor.marshal(), storage.Sync); err != nil {
 		return nil, err
@@ -95,8 +109,16 @@ func LoadDescriptors(eng *storage.Engine) ([]Descriptor, error) {
 	return out, it.Error()
 }
 
-// Descriptor returns the tablet's descriptor.
-func (t *Tablet) Descriptor() Descriptor { return t.desc }
+// Descriptor returns the tablet's descriptor (with SplitInto set once it
+// has split).
+func (t *Tablet) Descriptor() Descriptor {
+	d := t.desc
+	if c := t.split.Load(); c != nil {
+		d.SplitInto = [2]uint64{c[0].ID, c[1].ID}
+		d.SplitKey = c[1].Span.Start
+	}
+	return d
+}
 
 // Group returns the tablet's raft group (membership changes, status).
 func (t *Tablet) Group() *consensus.Group { return t.group }
@@ -142,6 +164,10 @@ func (t *Tablet) writeLatched(ctx context.Context, wb *docdb.WriteBatch, release
 		release()
 		return 0, t.notLeader()
 	}
+	if err := t.servable(); err != nil {
+		release()
+		return 0, err
+	}
 	ht := t.clock.Now()
 	pd, err := t.group.ProposeAsync(encodeWrite(ht, wb))
 	if err != nil {
@@ -184,6 +210,9 @@ func (t *Tablet) GetAt(ctx context.Context, rowKey []byte, columns []uint32, rea
 	if !t.group.HasLease() {
 		return docdb.Row{}, false, t.notLeader()
 	}
+	if err := t.servable(); err != nil {
+		return docdb.Row{}, false, err
+	}
 	rt, err := t.readTime(readTime)
 	if err != nil {
 		return docdb.Row{}, false, err
@@ -211,6 +240,9 @@ func (t *Tablet) Scan(ctx context.Context, opts ScanOptions) ([]docdb.Row, []byt
 	defer release()
 	if !t.group.HasLease() {
 		return nil, nil, t.notLeader()
+	}
+	if err := t.servable(); err != nil {
+		return nil, nil, err
 	}
 	rt, err := t.readTime(opts.ReadTime)
 	if err != nil {
@@ -247,6 +279,10 @@ func (t *Tablet) CompareAndSet(ctx context.Context, rowKey []byte, col uint32, e
 	if !t.group.HasLease() {
 		release()
 		return false, nil, t.notLeader()
+	}
+	if err := t.servable(); err != nil {
+		release()
+		return false, nil, err
 	}
 	row, found, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: t.clock.Now(), Columns: []uint32{col}})
 	if err != nil {
@@ -291,8 +327,14 @@ func encodeWrite(ht hlc.Timestamp, wb *docdb.WriteBatch) []byte {
 type stateMachine Tablet
 
 func (sm *stateMachine) Apply(b *pebble.Batch, e consensus.Entry) any {
+	if len(e.Data) > 0 && e.Data[0] == cmdSplit {
+		return sm.applySplit(b, e)
+	}
 	if len(e.Data) < 9 || e.Data[0] != cmdWrite {
 		return fmt.Errorf("tablet %d: unknown command at index %d", sm.desc.ID, e.Index)
+	}
+	if err := (*Tablet)(sm).servable(); err != nil {
+		return err // a write that reached the log after the split
 	}
 	ht := hlc.Timestamp(binary.BigEndian.Uint64(e.Data[1:]))
 	var wb docdb.WriteBatch
@@ -309,14 +351,39 @@ func (sm *stateMachine) Apply(b *pebble.Batch, e consensus.Entry) any {
 }
 
 func (sm *stateMachine) SnapshotSpans() []storage.Span {
+	if sm.split.Load() != nil {
+		return nil // the children own the data now
+	}
 	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span)}
 }
 
-func (sm *stateMachine) Restored() error { return nil }
+// Restored picks up a split that arrived by snapshot: the children are
+// opened empty here and filled by their own leaders.
+func (sm *stateMachine) Restored() error {
+	t := (*Tablet)(sm)
+	v, closer, err := t.eng.Get(storage.DescriptorKey(t.desc.ID))
+	if err != nil {
+		return nil // no descriptor in the snapshot: nothing changed
+	}
+	d, err := unmarshalDescriptor(v)
+	closer.Close()
+	if err != nil || d.SplitInto[0] == 0 || t.split.Load() != nil {
+		return err
+	}
+	c := d.children(d.SplitInto[0], d.SplitInto[1], d.SplitKey)
+	t.split.Store(&c)
+	if t.onSplit != nil {
+		go t.onSplit(t.desc, c)
+	}
+	return nil
+}
 
 // ApproximateSize estimates the bytes the tablet's data takes on disk (SSTs
 // only; the memtable is not counted).
 func (t *Tablet) ApproximateSize() uint64 {
+	if t.split.Load() != nil {
+		return 0
+	}
 	end := t.desc.Span.End
 	if end == nil {
 		end = storage.PrefixEnd(t.desc.Span.Start[:1])

@@ -39,6 +39,10 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 	switch {
 	case errors.Is(err, errTabletNotFound), errors.Is(err, consensus.ErrGroupNotFound):
 		e.Code = pb.TabletError_TABLET_NOT_FOUND
+	case errors.Is(err, tablet.ErrTabletSplit):
+		e.Code = pb.TabletError_TABLET_SPLIT
+	case errors.Is(err, tablet.ErrSplitBusy):
+		e.Code = pb.TabletError_BUSY
 	case errors.Is(err, tablet.ErrKeyOutOfRange):
 		e.Code = pb.TabletError_KEY_OUT_OF_RANGE
 	case errors.Is(err, tablet.ErrReadTooOld):
@@ -205,13 +209,15 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 func DescriptorFromWire(d *pb.TabletDescriptor) tablet.Descriptor {
 	return tablet.Descriptor{
 		ID: d.GetTabletId(), TableID: d.GetTableId(),
-		Span: storage.Span{Start: d.GetSpan().GetStart(), End: d.GetSpan().GetEnd()},
+		Span:      storage.Span{Start: d.GetSpan().GetStart(), End: d.GetSpan().GetEnd()},
+		HashStart: d.GetHashStart(), HashEnd: d.GetHashEnd(),
 	}
 }
 
 // DescriptorToWire converts a tablet descriptor for the wire.
 func DescriptorToWire(d tablet.Descriptor) *pb.TabletDescriptor {
-	return &pb.TabletDescriptor{TabletId: d.ID, TableId: d.TableID, Span: &pb.Span{Start: d.Span.Start, End: d.Span.End}}
+	return &pb.TabletDescriptor{TabletId: d.ID, TableId: d.TableID, Span: &pb.Span{Start: d.Span.Start, End: d.Span.End},
+		HashStart: d.HashStart, HashEnd: d.HashEnd}
 }
 
 func (s *service) CreateTablet(ctx context.Context, req *pb.CreateTabletRequest) (*pb.CreateTabletResponse, error) {
@@ -299,6 +305,25 @@ func (s *service) TransferLeader(ctx context.Context, req *pb.TransferLeaderRequ
 		return g.TransferLeadership(ctx, to)
 	}()
 	return &pb.TransferLeaderResponse{Error: n.tabletErr(err)}, nil
+}
+
+func (s *service) SplitTablet(ctx context.Context, req *pb.SplitTabletRequest) (*pb.SplitTabletResponse, error) {
+	n := s.n
+	resp := &pb.SplitTabletResponse{}
+	err := func() error {
+		tb, err := n.lookup(req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		res, err := tb.Split(ctx, req.GetLeftId(), req.GetRightId(), req.GetSplitKey())
+		if err != nil {
+			return err
+		}
+		resp.Left, resp.Right = DescriptorToWire(res.Left), DescriptorToWire(res.Right)
+		return nil
+	}()
+	resp.Error = n.tabletErr(err)
+	return resp, nil
 }
 
 func (s *service) ListTablets(ctx context.Context, req *pb.ListTabletsRequest) (*pb.ListTabletsResponse, error) {

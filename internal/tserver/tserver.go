@@ -3,6 +3,7 @@ package tserver
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"sort"
@@ -199,6 +200,7 @@ func (n *Node) openTablet(desc tablet.Descriptor, bootstrap []uint64) (*tablet.T
 		Engine:     n.host.Engine,
 		Clock:      n.cfg.Clock,
 		Bootstrap:  bootstrap,
+		OnSplit:    n.openChildren,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tserver: node %d: tablet %d: %w", n.cfg.NodeID, desc.ID, err)
@@ -223,6 +225,17 @@ func (n *Node) DeleteTablet(id uint64) error {
 		return fmt.Errorf("%w: tablet %d on node %d", errTabletNotFound, id, n.cfg.NodeID)
 	}
 	return n.host.Runtime.DestroyGroup(id)
+}
+
+// openChildren opens the children of a split parent. Their raft state was
+// written with the split (or, when the split came by snapshot, they start
+// empty and are filled by their leaders).
+func (n *Node) openChildren(parent tablet.Descriptor, children [2]tablet.Descriptor) {
+	for _, c := range children {
+		if _, err := n.openTablet(c, nil); err != nil && !errors.Is(err, ErrTabletExists) && !errors.Is(err, ErrStopped) {
+			slog.Warn("tserver: opening a split child", "node", n.cfg.NodeID, "parent", parent.ID, "child", c.ID, "err", err)
+		}
+	}
 }
 
 // Tablet returns the replica of tablet id hosted here.

@@ -103,6 +103,9 @@ const (
 	// A follower read cannot be served at the requested staleness.
 	TabletError_STALE_FOLLOWER TabletError_Code = 10
 	TabletError_INTERNAL       TabletError_Code = 11
+	// The tablet cannot do this right now (a split during a membership
+	// change); retry later.
+	TabletError_BUSY TabletError_Code = 12
 )
 
 // Enum value maps for TabletError_Code.
@@ -120,6 +123,7 @@ var (
 		9:  "INVALID_ARGUMENT",
 		10: "STALE_FOLLOWER",
 		11: "INTERNAL",
+		12: "BUSY",
 	}
 	TabletError_Code_value = map[string]int32{
 		"OK":               0,
@@ -134,6 +138,7 @@ var (
 		"INVALID_ARGUMENT": 9,
 		"STALE_FOLLOWER":   10,
 		"INTERNAL":         11,
+		"BUSY":             12,
 	}
 )
 
@@ -1829,14 +1834,14 @@ var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
 const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
-	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xf5\x02\n" +
+	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xff\x02\n" +
 	"\vTabletError\x125\n" +
 	"\x04code\x18\x01 \x01(\x0e2!.shaledb.tserver.TabletError.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
 	"\vleader_node\x18\x03 \x01(\x04R\n" +
 	"leaderNode\x12\x1f\n" +
 	"\vleader_addr\x18\x04 \x01(\tR\n" +
-	"leaderAddr\"\xd2\x01\n" +
+	"leaderAddr\"\xdc\x01\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -1852,7 +1857,8 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x10INVALID_ARGUMENT\x10\t\x12\x12\n" +
 	"\x0eSTALE_FOLLOWER\x10\n" +
 	"\x12\f\n" +
-	"\bINTERNAL\x10\v\".\n" +
+	"\bINTERNAL\x10\v\x12\b\n" +
+	"\x04BUSY\x10\f\".\n" +
 	"\x04Span\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xaf\x01\n" +

@@ -195,6 +195,9 @@ func (m *Master) balancerState(c *catalog, now time.Time) balancer.State {
 	}
 	sort.Slice(st.TServers, func(i, j int) bool { return st.TServers[i].ID < st.TServers[j].ID })
 	for id, loc := range c.tablets {
+		if len(loc.GetSplitInto()) > 0 {
+			continue // a split parent: only waiting to be deleted
+		}
 		t := balancer.Tablet{ID: id, TableID: uint64(loc.GetTablet().GetTableId()), SizeBytes: int64(loc.GetSizeBytes())}
 		if tbl, ok := c.tables[loc.GetTablet().GetTableId()]; ok {
 			t.RF = int(tbl.GetReplicationFactor())

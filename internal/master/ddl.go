@@ -23,6 +23,7 @@ var (
 	ErrInvalidArgument   = errors.New("master: invalid argument")
 	ErrNotEnoughTServers = errors.New("master: not enough live tservers")
 	ErrWrongCluster      = errors.New("master: wrong cluster")
+	ErrUnavailable       = errors.New("master: unavailable")
 )
 
 const maxHashTablets = 0x10000

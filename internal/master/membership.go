@@ -104,6 +104,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	resp := &pb.HeartbeatResponse{}
 	var changed []*pb.TabletLocation
 	var orphans []uint64
+	var splits map[uint64]*tspb.TabletStatus
 	err := m.withCatalog(func(c *catalog) error {
 		if req.GetClusterId() != c.config.GetClusterId() {
 			return fmt.Errorf("%w: node %d belongs to cluster %q, this is %s", ErrWrongCluster, req.GetNodeId(), req.GetClusterId(), c.config.GetClusterId())
@@ -124,11 +125,20 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			if id == SysCatalogTabletID {
 				continue
 			}
+			if len(st.GetTablet().GetSplitInto()) > 0 && splits == nil {
+				splits = make(map[uint64]*tspb.TabletStatus, len(req.GetTablets()))
+				for _, r := range req.GetTablets() {
+					splits[r.GetStatus().GetTablet().GetTabletId()] = r.GetStatus()
+				}
+			}
 			loc, ok := c.tablets[id]
 			if !ok {
 				if _, tableKnown := c.tables[st.GetTablet().GetTableId()]; !tableKnown && id < c.config.GetNextTabletId() {
 					orphans = append(orphans, id) // of a dropped table
 				}
+				continue
+			}
+			if len(loc.GetSplitInto()) > 0 {
 				continue
 			}
 			if st.GetRole() == tspb.TabletStatus_LEADER {
@@ -164,6 +174,15 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	}
 	for _, id := range orphans {
 		go m.deleteOrphan(req.GetRpcAddr(), id)
+	}
+	if splits != nil {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+			defer cancel()
+			m.splitCleanup(ctx, req.GetNodeId(), req.GetRpcAddr(), splits)
+		}()
 	}
 	return resp, nil
 }

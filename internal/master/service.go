@@ -51,7 +51,7 @@ func (m *Master) wireErr(err error) *pb.MasterError {
 		e.Code = pb.MasterError_WRONG_CLUSTER
 	case errors.Is(err, ErrNotEnoughTServers):
 		e.Code = pb.MasterError_NOT_ENOUGH_TSERVERS
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, consensus.ErrAmbiguous):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, consensus.ErrAmbiguous):
 		e.Code = pb.MasterError_UNAVAILABLE
 	default:
 		e.Code = pb.MasterError_INTERNAL
@@ -115,7 +115,9 @@ func (s *service) GetTable(ctx context.Context, req *pb.GetTableRequest) (*pb.Ge
 			}
 			resp.Table = t
 			for _, loc := range c.tabletsOf(id) {
-				resp.Tablets = append(resp.Tablets, c.withAddrs(loc))
+				if len(loc.GetSplitInto()) == 0 {
+					resp.Tablets = append(resp.Tablets, c.withAddrs(loc))
+				}
 			}
 			return nil
 		})
@@ -182,6 +184,9 @@ func (s *service) ListTServers(ctx context.Context, req *pb.ListTServersRequest)
 			}
 			counts := map[uint64][2]uint32{}
 			for _, t := range c.tablets {
+				if len(t.GetSplitInto()) > 0 {
+					continue
+				}
 				for _, r := range t.GetReplicas() {
 					n := counts[r.GetNodeId()]
 					n[0]++
@@ -209,6 +214,15 @@ func (s *service) ListTServers(ctx context.Context, req *pb.ListTServersRequest)
 
 func (s *service) LeaderStepdown(ctx context.Context, req *pb.LeaderStepdownRequest) (*pb.LeaderStepdownResponse, error) {
 	return &pb.LeaderStepdownResponse{Error: s.call(func(m *Master) error { return m.LeaderStepdown(ctx, req.GetTabletId(), req.GetToNode()) })}, nil
+}
+
+func (s *service) SplitTablet(ctx context.Context, req *pb.SplitTabletRequest) (*pb.SplitTabletResponse, error) {
+	resp := &pb.SplitTabletResponse{}
+	resp.Error = s.call(func(m *Master) (err error) {
+		resp.Left, resp.Right, err = m.SplitTablet(ctx, req.GetTabletId())
+		return err
+	})
+	return resp, nil
 }
 
 func (s *service) Blacklist(ctx context.Context, req *pb.BlacklistRequest) (*pb.BlacklistResponse, error) {

@@ -365,3 +365,78 @@ func summary(ts []*masterpb.TServerInfo) string {
 	}
 	return out
 }
+
+// TestSplitTabletThroughMaster: the master splits a tablet; the catalog
+// then routes to the two children with the parent's replicas, and every
+// node drops its copy of the parent.
+func TestSplitTabletThroughMaster(t *testing.T) {
+	c := newTestCluster(t, 3)
+	pool := rpc.NewPool()
+	defer pool.Close()
+	ms := client.NewMasters(pool, c.addrs)
+	if _, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
+		return mc.CreateTable(ctx, kvTable("kv", 2))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	getTable := func() *masterpb.GetTableResponse {
+		r, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
+			return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "test", Name: "kv"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var before *masterpb.GetTableResponse
+	consensustest.WaitFor(t, 20*time.Second, "leaders known", func() bool {
+		before = getTable()
+		for _, l := range before.GetTablets() {
+			if l.GetLeaderNode() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	parent := before.GetTablets()[0].GetTablet()
+	sp, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.SplitTabletResponse, error) {
+		return mc.SplitTablet(ctx, &masterpb.SplitTabletRequest{TabletId: parent.GetTabletId()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.GetLeft().GetHashStart() != parent.GetHashStart() || sp.GetLeft().GetHashEnd() != sp.GetRight().GetHashStart() ||
+		sp.GetRight().GetHashEnd() != parent.GetHashEnd() {
+		t.Fatalf("children %v %v of %v", sp.GetLeft(), sp.GetRight(), parent)
+	}
+	after := getTable()
+	if len(after.GetTablets()) != 3 {
+		t.Fatalf("%d tablets after the split, want 3", len(after.GetTablets()))
+	}
+	// The tablets still tile the table's span in key order.
+	for i := 1; i < len(after.GetTablets()); i++ {
+		if string(after.GetTablets()[i-1].GetTablet().GetSpan().GetEnd()) != string(after.GetTablets()[i].GetTablet().GetSpan().GetStart()) {
+			t.Fatalf("gap or overlap between tablets %d and %d", i-1, i)
+		}
+	}
+	consensustest.WaitFor(t, 20*time.Second, "parent replicas deleted and children led", func() bool {
+		for _, s := range c.servers {
+			if _, ok := s.Node().Tablet(parent.GetTabletId()); ok {
+				return false
+			}
+		}
+		for _, l := range getTable().GetTablets() {
+			if l.GetLeaderNode() == 0 || len(l.GetReplicas()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	// Splitting the parent again is refused: it no longer exists.
+	_, err = call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.SplitTabletResponse, error) {
+		return mc.SplitTablet(ctx, &masterpb.SplitTabletRequest{TabletId: parent.GetTabletId()})
+	})
+	if !client.IsCode(err, masterpb.MasterError_NOT_FOUND) {
+		t.Fatalf("split of a split tablet: %v", err)
+	}
+}

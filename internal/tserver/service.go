@@ -216,8 +216,12 @@ func DescriptorFromWire(d *pb.TabletDescriptor) tablet.Descriptor {
 
 // DescriptorToWire converts a tablet descriptor for the wire.
 func DescriptorToWire(d tablet.Descriptor) *pb.TabletDescriptor {
-	return &pb.TabletDescriptor{TabletId: d.ID, TableId: d.TableID, Span: &pb.Span{Start: d.Span.Start, End: d.Span.End},
+	w := &pb.TabletDescriptor{TabletId: d.ID, TableId: d.TableID, Span: &pb.Span{Start: d.Span.Start, End: d.Span.End},
 		HashStart: d.HashStart, HashEnd: d.HashEnd}
+	if d.SplitInto[0] != 0 {
+		w.SplitInto = d.SplitInto[:]
+	}
+	return w
 }
 
 func (s *service) CreateTablet(ctx context.Context, req *pb.CreateTabletRequest) (*pb.CreateTabletResponse, error) {

@@ -1132,11 +1132,14 @@ func (x *Replica) GetRole() Replica_Role {
 }
 
 type TabletLocation struct {
-	state         protoimpl.MessageState      `protogen:"open.v1"`
-	Tablet        *tserverpb.TabletDescriptor `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
-	Replicas      []*Replica                  `protobuf:"bytes,2,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	LeaderNode    uint64                      `protobuf:"varint,3,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
-	SizeBytes     uint64                      `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	state      protoimpl.MessageState      `protogen:"open.v1"`
+	Tablet     *tserverpb.TabletDescriptor `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	Replicas   []*Replica                  `protobuf:"bytes,2,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	LeaderNode uint64                      `protobuf:"varint,3,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
+	SizeBytes  uint64                      `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// split_into names the children of a split tablet. A split tablet is no
+	// longer routed to; its record stays until its replicas are deleted.
+	SplitInto     []uint64 `protobuf:"varint,5,rep,packed,name=split_into,json=splitInto,proto3" json:"split_into,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1197,6 +1200,13 @@ func (x *TabletLocation) GetSizeBytes() uint64 {
 		return x.SizeBytes
 	}
 	return 0
+}
+
+func (x *TabletLocation) GetSplitInto() []uint64 {
+	if x != nil {
+		return x.SplitInto
+	}
+	return nil
 }
 
 type CreateTableRequest struct {
@@ -2584,14 +2594,16 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x04role\x18\x03 \x01(\x0e2\x1c.shaledb.master.Replica.RoleR\x04role\"\x1e\n" +
 	"\x04Role\x12\t\n" +
 	"\x05VOTER\x10\x00\x12\v\n" +
-	"\aLEARNER\x10\x01\"\xc0\x01\n" +
+	"\aLEARNER\x10\x01\"\xdf\x01\n" +
 	"\x0eTabletLocation\x129\n" +
 	"\x06tablet\x18\x01 \x01(\v2!.shaledb.tserver.TabletDescriptorR\x06tablet\x123\n" +
 	"\breplicas\x18\x02 \x03(\v2\x17.shaledb.master.ReplicaR\breplicas\x12\x1f\n" +
 	"\vleader_node\x18\x03 \x01(\x04R\n" +
 	"leaderNode\x12\x1d\n" +
 	"\n" +
-	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\"\x8b\x02\n" +
+	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\x12\x1d\n" +
+	"\n" +
+	"split_into\x18\x05 \x03(\x04R\tsplitInto\"\x8b\x02\n" +
 	"\x12CreateTableRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12.\n" +

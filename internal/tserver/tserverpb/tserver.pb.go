@@ -402,8 +402,10 @@ type TabletDescriptor struct {
 	// hash_start/hash_end bound the hash range [start, end) of a
 	// hash-partitioned tablet (end 0x10000 for the last); both 0 for range
 	// tablets.
-	HashStart     uint32 `protobuf:"varint,4,opt,name=hash_start,json=hashStart,proto3" json:"hash_start,omitempty"`
-	HashEnd       uint32 `protobuf:"varint,5,opt,name=hash_end,json=hashEnd,proto3" json:"hash_end,omitempty"`
+	HashStart uint32 `protobuf:"varint,4,opt,name=hash_start,json=hashStart,proto3" json:"hash_start,omitempty"`
+	HashEnd   uint32 `protobuf:"varint,5,opt,name=hash_end,json=hashEnd,proto3" json:"hash_end,omitempty"`
+	// split_into names the two children once the tablet has split.
+	SplitInto     []uint64 `protobuf:"varint,6,rep,packed,name=split_into,json=splitInto,proto3" json:"split_into,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -471,6 +473,13 @@ func (x *TabletDescriptor) GetHashEnd() uint32 {
 		return x.HashEnd
 	}
 	return 0
+}
+
+func (x *TabletDescriptor) GetSplitInto() []uint64 {
+	if x != nil {
+		return x.SplitInto
+	}
+	return nil
 }
 
 // Projection lists the column ids to return. An absent Projection means
@@ -1861,14 +1870,16 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x04BUSY\x10\f\".\n" +
 	"\x04Span\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\fR\x03end\"\xaf\x01\n" +
+	"\x03end\x18\x02 \x01(\fR\x03end\"\xce\x01\n" +
 	"\x10TabletDescriptor\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x19\n" +
 	"\btable_id\x18\x02 \x01(\rR\atableId\x12)\n" +
 	"\x04span\x18\x03 \x01(\v2\x15.shaledb.tserver.SpanR\x04span\x12\x1d\n" +
 	"\n" +
 	"hash_start\x18\x04 \x01(\rR\thashStart\x12\x19\n" +
-	"\bhash_end\x18\x05 \x01(\rR\ahashEnd\"+\n" +
+	"\bhash_end\x18\x05 \x01(\rR\ahashEnd\x12\x1d\n" +
+	"\n" +
+	"split_into\x18\x06 \x03(\x04R\tsplitInto\"+\n" +
 	"\n" +
 	"Projection\x12\x1d\n" +
 	"\n" +

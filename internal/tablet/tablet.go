@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,11 @@ type Tablet struct {
 
 	retention time.Duration
 	onSplit   func(parent Descriptor, children [2]Descriptor)
+	// inflight holds the hybrid times of writes stamped here whose outcome
+	// is not known yet (see SafePoint).
+	inflightMu   sync.Mutex
+	inflight     map[uint64]hlc.Timestamp
+	nextInflight uint64
 	// split holds the children once the tablet has split; pendingSplit
 	// hands a just-applied split to PostApply.
 	split, pendingSplit atomic.Pointer[[2]Descriptor]
@@ -168,9 +174,10 @@ func (t *Tablet) writeLatched(ctx context.Context, wb *docdb.WriteBatch, release
 		release()
 		return 0, err
 	}
-	ht := t.clock.Now()
+	ht, done := t.stamp()
 	pd, err := t.group.ProposeAsync(encodeWrite(ht, wb))
 	if err != nil {
+		done()
 		release()
 		return 0, err
 	}
@@ -178,10 +185,12 @@ func (t *Tablet) writeLatched(ctx context.Context, wb *docdb.WriteBatch, release
 	if !pd.Resolved() {
 		go func() {
 			_, _ = pd.Await()
+			done()
 			release()
 		}()
 		return 0, err
 	}
+	done()
 	release()
 	if err != nil {
 		return 0, err

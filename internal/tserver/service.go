@@ -45,6 +45,8 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		e.Code = pb.TabletError_BUSY
 	case errors.Is(err, tablet.ErrKeyOutOfRange):
 		e.Code = pb.TabletError_KEY_OUT_OF_RANGE
+	case errors.Is(err, errStale), errors.Is(err, tablet.ErrStaleFollower):
+		e.Code = pb.TabletError_STALE_FOLLOWER
 	case errors.Is(err, tablet.ErrReadTooOld):
 		e.Code = pb.TabletError_READ_TOO_OLD
 	case errors.Is(err, hlc.ErrClockSkew):
@@ -127,23 +129,11 @@ func rowToWire(r docdb.Row) *pb.Row {
 	return out
 }
 
-// checkConsistency refuses what this node cannot serve yet: follower reads
-// need a safe time, which arrives with follower reads (issue 3).
-func checkConsistency(c pb.ReadConsistency) error {
-	if c != pb.ReadConsistency_LEADER {
-		return fmt.Errorf("%w: read consistency %s is not supported", errInvalid, c)
-	}
-	return nil
-}
-
 func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
 	n := s.n
 	resp := &pb.ReadResponse{}
 	err := func() error {
 		if err := n.observe(req.GetClientTime()); err != nil {
-			return err
-		}
-		if err := checkConsistency(req.GetConsistency()); err != nil {
 			return err
 		}
 		tb, err := n.lookup(req.GetTabletId())
@@ -153,9 +143,24 @@ func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRespon
 		if !docdb.IsRowKey(req.GetRowKey()) {
 			return fmt.Errorf("%w: malformed row key %x", errInvalid, req.GetRowKey())
 		}
-		row, found, err := tb.GetAt(ctx, req.GetRowKey(), projection(req.GetProjection()), hlc.Timestamp(req.GetReadTime()))
-		if err != nil {
-			return err
+		var row docdb.Row
+		var found bool
+		if req.GetConsistency() == pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS && !tb.Group().HasLease() {
+			sp, err := n.safePoint(ctx, tb, followerStaleness(req.GetMaxStalenessMs()))
+			if err != nil {
+				return err
+			}
+			var rt hlc.Timestamp
+			row, found, rt, err = tb.FollowerGet(ctx, req.GetRowKey(), projection(req.GetProjection()), sp, hlc.Timestamp(req.GetReadTime()))
+			if err != nil {
+				return err
+			}
+			resp.ReadTime = uint64(rt)
+		} else {
+			row, found, err = tb.GetAt(ctx, req.GetRowKey(), projection(req.GetProjection()), hlc.Timestamp(req.GetReadTime()))
+			if err != nil {
+				return err
+			}
 		}
 		resp.Found = found
 		if found {
@@ -175,19 +180,29 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 		if err := n.observe(req.GetClientTime()); err != nil {
 			return err
 		}
-		if err := checkConsistency(req.GetConsistency()); err != nil {
-			return err
-		}
 		tb, err := n.lookup(req.GetTabletId())
 		if err != nil {
 			return err
 		}
 		span := storage.Span{Start: req.GetSpan().GetStart(), End: req.GetSpan().GetEnd()}
-		rows, resume, err := tb.Scan(ctx, tablet.ScanOptions{
+		opts := tablet.ScanOptions{
 			Span: span, Columns: projection(req.GetProjection()), Limit: int(req.GetLimit()),
 			Reverse: req.GetReverse(), ReadTime: hlc.Timestamp(req.GetReadTime()),
-		})
-		if err != nil {
+		}
+		var rows []docdb.Row
+		var resume []byte
+		if req.GetConsistency() == pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS && !tb.Group().HasLease() {
+			sp, err := n.safePoint(ctx, tb, followerStaleness(req.GetMaxStalenessMs()))
+			if err != nil {
+				return err
+			}
+			var rt hlc.Timestamp
+			rows, resume, rt, err = tb.FollowerScan(ctx, opts, sp)
+			if err != nil {
+				return err
+			}
+			resp.ReadTime = uint64(rt)
+		} else if rows, resume, err = tb.Scan(ctx, opts); err != nil {
 			return err
 		}
 		resp.Rows = make([]*pb.Row, len(rows))

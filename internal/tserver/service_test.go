@@ -90,6 +90,26 @@ func TestServiceDataAndControlPath(t *testing.T) {
 		t.Fatalf("existence read: %v", r)
 	}
 
+	// Follower reads: each follower fetches a safe point from the leader,
+	// which covers the acknowledged write, and serves the row itself.
+	for _, f := range addrs[:3] {
+		if f == addr {
+			continue
+		}
+		fr, err := client(f).Read(ctx, &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(7), Consistency: pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS})
+		if err != nil || fr.GetError() != nil || !fr.GetFound() {
+			t.Fatalf("follower read at %s: %v %v found=%v", f, err, fr.GetError(), fr.GetFound())
+		}
+		if fr.GetReadTime() < w.GetWriteTime() {
+			t.Fatalf("follower read at %d, before the acknowledged write at %d", fr.GetReadTime(), w.GetWriteTime())
+		}
+		fs, err := client(f).Scan(ctx, &pb.ScanRequest{TabletId: desc.ID, Span: &pb.Span{Start: desc.Span.Start, End: desc.Span.End},
+			Consistency: pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS})
+		if err != nil || fs.GetError() != nil || len(fs.GetRows()) != 25 {
+			t.Fatalf("follower scan at %s: %v %v %d rows", f, err, fs.GetError(), len(fs.GetRows()))
+		}
+	}
+
 	// Scan in pages of 10, following the resume span.
 	var got int
 	span := &pb.Span{Start: desc.Span.Start, End: desc.Span.End}
@@ -135,10 +155,12 @@ func TestServiceDataAndControlPath(t *testing.T) {
 			r, err := client(addr).Read(ctx, &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(1), ClientTime: w.GetServerTime() + uint64(time.Hour.Microseconds())<<12})
 			return r.GetError(), err
 		}, pb.TabletError_CLOCK_SKEW},
-		{"follower read (not yet served)", func() (*pb.TabletError, error) {
-			r, err := client(addr).Read(ctx, &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(1), Consistency: pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS})
+		{"follower read of a time past its safe point", func() (*pb.TabletError, error) {
+			f := addrs[(indexOf(addrs, addr)+1)%3]
+			r, err := client(f).Read(ctx, &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(1), Consistency: pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS,
+				ReadTime: w.GetServerTime() + uint64(time.Second.Microseconds())<<12})
 			return r.GetError(), err
-		}, pb.TabletError_INVALID_ARGUMENT},
+		}, pb.TabletError_STALE_FOLLOWER},
 	} {
 		e, err := c.call()
 		if err != nil || e.GetCode() != c.want {

@@ -14,6 +14,7 @@ import (
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/host"
 	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/storage"
 	"github.com/shaledb/shaledb/internal/tablet"
 	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
@@ -65,6 +66,11 @@ type Config struct {
 type Node struct {
 	cfg  Config
 	host *host.Host
+	// pool reaches other tservers (safe points for follower reads).
+	pool *rpc.Pool
+	// safePoints caches, by tablet id, the last safe point learned for
+	// follower reads.
+	safePoints sync.Map
 
 	mu struct {
 		sync.Mutex
@@ -90,7 +96,7 @@ func Start(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("tserver: %w", err)
 	}
-	n := &Node{cfg: cfg}
+	n := &Node{cfg: cfg, pool: rpc.NewPool()}
 	n.mu.peers = make(map[uint64]string, len(cfg.Peers))
 	for id, addr := range cfg.Peers {
 		n.mu.peers[id] = addr
@@ -270,5 +276,7 @@ func (n *Node) Stop() error {
 	}
 	n.mu.stopped = true
 	n.mu.Unlock()
-	return n.host.Stop()
+	err := n.host.Stop()
+	n.pool.Close()
+	return err
 }

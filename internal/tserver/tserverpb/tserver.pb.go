@@ -215,7 +215,7 @@ func (x ChangeReplicasRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ChangeReplicasRequest_Op.Descriptor instead.
 func (ChangeReplicasRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{16, 0}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type TabletStatus_Role int32
@@ -267,7 +267,7 @@ func (x TabletStatus_Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TabletStatus_Role.Descriptor instead.
 func (TabletStatus_Role) EnumDescriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{23, 0}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{25, 0}
 }
 
 // TabletError is the outcome of a tablet operation. Code OK (0) means
@@ -1115,6 +1115,110 @@ func (x *ScanResponse) GetServerTime() uint64 {
 	return 0
 }
 
+type SafeTimeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TabletId      uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SafeTimeRequest) Reset() {
+	*x = SafeTimeRequest{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafeTimeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafeTimeRequest) ProtoMessage() {}
+
+func (x *SafeTimeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafeTimeRequest.ProtoReflect.Descriptor instead.
+func (*SafeTimeRequest) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SafeTimeRequest) GetTabletId() uint64 {
+	if x != nil {
+		return x.TabletId
+	}
+	return 0
+}
+
+type SafeTimeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	SafeTime      uint64                 `protobuf:"varint,2,opt,name=safe_time,json=safeTime,proto3" json:"safe_time,omitempty"`
+	AppliedIndex  uint64                 `protobuf:"varint,3,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SafeTimeResponse) Reset() {
+	*x = SafeTimeResponse{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafeTimeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafeTimeResponse) ProtoMessage() {}
+
+func (x *SafeTimeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafeTimeResponse.ProtoReflect.Descriptor instead.
+func (*SafeTimeResponse) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SafeTimeResponse) GetError() *TabletError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *SafeTimeResponse) GetSafeTime() uint64 {
+	if x != nil {
+		return x.SafeTime
+	}
+	return 0
+}
+
+func (x *SafeTimeResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
 type CreateTabletRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tablet *TabletDescriptor      `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
@@ -1130,7 +1234,7 @@ type CreateTabletRequest struct {
 
 func (x *CreateTabletRequest) Reset() {
 	*x = CreateTabletRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1246,7 @@ func (x *CreateTabletRequest) String() string {
 func (*CreateTabletRequest) ProtoMessage() {}
 
 func (x *CreateTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1259,7 @@ func (x *CreateTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTabletRequest.ProtoReflect.Descriptor instead.
 func (*CreateTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{12}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateTabletRequest) GetTablet() *TabletDescriptor {
@@ -1188,7 +1292,7 @@ type CreateTabletResponse struct {
 
 func (x *CreateTabletResponse) Reset() {
 	*x = CreateTabletResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1200,7 +1304,7 @@ func (x *CreateTabletResponse) String() string {
 func (*CreateTabletResponse) ProtoMessage() {}
 
 func (x *CreateTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1213,7 +1317,7 @@ func (x *CreateTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTabletResponse.ProtoReflect.Descriptor instead.
 func (*CreateTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{13}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateTabletResponse) GetError() *TabletError {
@@ -1232,7 +1336,7 @@ type DeleteTabletRequest struct {
 
 func (x *DeleteTabletRequest) Reset() {
 	*x = DeleteTabletRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1348,7 @@ func (x *DeleteTabletRequest) String() string {
 func (*DeleteTabletRequest) ProtoMessage() {}
 
 func (x *DeleteTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1361,7 @@ func (x *DeleteTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTabletRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{14}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteTabletRequest) GetTabletId() uint64 {
@@ -1276,7 +1380,7 @@ type DeleteTabletResponse struct {
 
 func (x *DeleteTabletResponse) Reset() {
 	*x = DeleteTabletResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1392,7 @@ func (x *DeleteTabletResponse) String() string {
 func (*DeleteTabletResponse) ProtoMessage() {}
 
 func (x *DeleteTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1405,7 @@ func (x *DeleteTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTabletResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{15}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteTabletResponse) GetError() *TabletError {
@@ -1323,7 +1427,7 @@ type ChangeReplicasRequest struct {
 
 func (x *ChangeReplicasRequest) Reset() {
 	*x = ChangeReplicasRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1439,7 @@ func (x *ChangeReplicasRequest) String() string {
 func (*ChangeReplicasRequest) ProtoMessage() {}
 
 func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1452,7 @@ func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasRequest.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{16}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ChangeReplicasRequest) GetTabletId() uint64 {
@@ -1388,7 +1492,7 @@ type ChangeReplicasResponse struct {
 
 func (x *ChangeReplicasResponse) Reset() {
 	*x = ChangeReplicasResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1504,7 @@ func (x *ChangeReplicasResponse) String() string {
 func (*ChangeReplicasResponse) ProtoMessage() {}
 
 func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1517,7 @@ func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasResponse.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{17}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ChangeReplicasResponse) GetError() *TabletError {
@@ -1433,7 +1537,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1549,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1562,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{18}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TransferLeaderRequest) GetTabletId() uint64 {
@@ -1484,7 +1588,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1600,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,7 +1613,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{19}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TransferLeaderResponse) GetError() *TabletError {
@@ -1534,7 +1638,7 @@ type SplitTabletRequest struct {
 
 func (x *SplitTabletRequest) Reset() {
 	*x = SplitTabletRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1650,7 @@ func (x *SplitTabletRequest) String() string {
 func (*SplitTabletRequest) ProtoMessage() {}
 
 func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1663,7 @@ func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletRequest.ProtoReflect.Descriptor instead.
 func (*SplitTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{20}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SplitTabletRequest) GetTabletId() uint64 {
@@ -1601,7 +1705,7 @@ type SplitTabletResponse struct {
 
 func (x *SplitTabletResponse) Reset() {
 	*x = SplitTabletResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1717,7 @@ func (x *SplitTabletResponse) String() string {
 func (*SplitTabletResponse) ProtoMessage() {}
 
 func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1730,7 @@ func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletResponse.ProtoReflect.Descriptor instead.
 func (*SplitTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{21}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SplitTabletResponse) GetError() *TabletError {
@@ -1658,7 +1762,7 @@ type ListTabletsRequest struct {
 
 func (x *ListTabletsRequest) Reset() {
 	*x = ListTabletsRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1774,7 @@ func (x *ListTabletsRequest) String() string {
 func (*ListTabletsRequest) ProtoMessage() {}
 
 func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1787,7 @@ func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsRequest.ProtoReflect.Descriptor instead.
 func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{22}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{24}
 }
 
 // TabletStatus is one replica's view of its tablet.
@@ -1704,7 +1808,7 @@ type TabletStatus struct {
 
 func (x *TabletStatus) Reset() {
 	*x = TabletStatus{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +1820,7 @@ func (x *TabletStatus) String() string {
 func (*TabletStatus) ProtoMessage() {}
 
 func (x *TabletStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +1833,7 @@ func (x *TabletStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletStatus.ProtoReflect.Descriptor instead.
 func (*TabletStatus) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{23}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TabletStatus) GetTablet() *TabletDescriptor {
@@ -1804,7 +1908,7 @@ type ListTabletsResponse struct {
 
 func (x *ListTabletsResponse) Reset() {
 	*x = ListTabletsResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1920,7 @@ func (x *ListTabletsResponse) String() string {
 func (*ListTabletsResponse) ProtoMessage() {}
 
 func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1933,7 @@ func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsResponse.ProtoReflect.Descriptor instead.
 func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{24}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListTabletsResponse) GetTablets() []*TabletStatus {
@@ -1941,7 +2045,13 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"resumeSpan\x12\x1b\n" +
 	"\tread_time\x18\x04 \x01(\x04R\breadTime\x12\x1f\n" +
 	"\vserver_time\x18\x05 \x01(\x04R\n" +
-	"serverTime\"\xfa\x01\n" +
+	"serverTime\".\n" +
+	"\x0fSafeTimeRequest\x12\x1b\n" +
+	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\"\x88\x01\n" +
+	"\x10SafeTimeResponse\x122\n" +
+	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x1b\n" +
+	"\tsafe_time\x18\x02 \x01(\x04R\bsafeTime\x12#\n" +
+	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\"\xfa\x01\n" +
 	"\x13CreateTabletRequest\x129\n" +
 	"\x06tablet\x18\x01 \x01(\v2!.shaledb.tserver.TabletDescriptorR\x06tablet\x12\x16\n" +
 	"\x06voters\x18\x02 \x03(\x04R\x06voters\x12R\n" +
@@ -2005,11 +2115,12 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x0fReadConsistency\x12\n" +
 	"\n" +
 	"\x06LEADER\x10\x00\x12\x1e\n" +
-	"\x1aFOLLOWER_BOUNDED_STALENESS\x10\x012\x94\x06\n" +
+	"\x1aFOLLOWER_BOUNDED_STALENESS\x10\x012\xe5\x06\n" +
 	"\fTabletServer\x12F\n" +
 	"\x05Write\x12\x1d.shaledb.tserver.WriteRequest\x1a\x1e.shaledb.tserver.WriteResponse\x12C\n" +
 	"\x04Read\x12\x1c.shaledb.tserver.ReadRequest\x1a\x1d.shaledb.tserver.ReadResponse\x12C\n" +
-	"\x04Scan\x12\x1c.shaledb.tserver.ScanRequest\x1a\x1d.shaledb.tserver.ScanResponse\x12[\n" +
+	"\x04Scan\x12\x1c.shaledb.tserver.ScanRequest\x1a\x1d.shaledb.tserver.ScanResponse\x12O\n" +
+	"\bSafeTime\x12 .shaledb.tserver.SafeTimeRequest\x1a!.shaledb.tserver.SafeTimeResponse\x12[\n" +
 	"\fCreateTablet\x12$.shaledb.tserver.CreateTabletRequest\x1a%.shaledb.tserver.CreateTabletResponse\x12[\n" +
 	"\fDeleteTablet\x12$.shaledb.tserver.DeleteTabletRequest\x1a%.shaledb.tserver.DeleteTabletResponse\x12a\n" +
 	"\x0eChangeReplicas\x12&.shaledb.tserver.ChangeReplicasRequest\x1a'.shaledb.tserver.ChangeReplicasResponse\x12a\n" +
@@ -2030,7 +2141,7 @@ func file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_tserver_tserverpb_tserver_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_internal_tserver_tserverpb_tserver_proto_goTypes = []any{
 	(ReadConsistency)(0),           // 0: shaledb.tserver.ReadConsistency
 	(TabletError_Code)(0),          // 1: shaledb.tserver.TabletError.Code
@@ -2048,20 +2159,22 @@ var file_internal_tserver_tserverpb_tserver_proto_goTypes = []any{
 	(*ReadResponse)(nil),           // 13: shaledb.tserver.ReadResponse
 	(*ScanRequest)(nil),            // 14: shaledb.tserver.ScanRequest
 	(*ScanResponse)(nil),           // 15: shaledb.tserver.ScanResponse
-	(*CreateTabletRequest)(nil),    // 16: shaledb.tserver.CreateTabletRequest
-	(*CreateTabletResponse)(nil),   // 17: shaledb.tserver.CreateTabletResponse
-	(*DeleteTabletRequest)(nil),    // 18: shaledb.tserver.DeleteTabletRequest
-	(*DeleteTabletResponse)(nil),   // 19: shaledb.tserver.DeleteTabletResponse
-	(*ChangeReplicasRequest)(nil),  // 20: shaledb.tserver.ChangeReplicasRequest
-	(*ChangeReplicasResponse)(nil), // 21: shaledb.tserver.ChangeReplicasResponse
-	(*TransferLeaderRequest)(nil),  // 22: shaledb.tserver.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil), // 23: shaledb.tserver.TransferLeaderResponse
-	(*SplitTabletRequest)(nil),     // 24: shaledb.tserver.SplitTabletRequest
-	(*SplitTabletResponse)(nil),    // 25: shaledb.tserver.SplitTabletResponse
-	(*ListTabletsRequest)(nil),     // 26: shaledb.tserver.ListTabletsRequest
-	(*TabletStatus)(nil),           // 27: shaledb.tserver.TabletStatus
-	(*ListTabletsResponse)(nil),    // 28: shaledb.tserver.ListTabletsResponse
-	nil,                            // 29: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	(*SafeTimeRequest)(nil),        // 16: shaledb.tserver.SafeTimeRequest
+	(*SafeTimeResponse)(nil),       // 17: shaledb.tserver.SafeTimeResponse
+	(*CreateTabletRequest)(nil),    // 18: shaledb.tserver.CreateTabletRequest
+	(*CreateTabletResponse)(nil),   // 19: shaledb.tserver.CreateTabletResponse
+	(*DeleteTabletRequest)(nil),    // 20: shaledb.tserver.DeleteTabletRequest
+	(*DeleteTabletResponse)(nil),   // 21: shaledb.tserver.DeleteTabletResponse
+	(*ChangeReplicasRequest)(nil),  // 22: shaledb.tserver.ChangeReplicasRequest
+	(*ChangeReplicasResponse)(nil), // 23: shaledb.tserver.ChangeReplicasResponse
+	(*TransferLeaderRequest)(nil),  // 24: shaledb.tserver.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil), // 25: shaledb.tserver.TransferLeaderResponse
+	(*SplitTabletRequest)(nil),     // 26: shaledb.tserver.SplitTabletRequest
+	(*SplitTabletResponse)(nil),    // 27: shaledb.tserver.SplitTabletResponse
+	(*ListTabletsRequest)(nil),     // 28: shaledb.tserver.ListTabletsRequest
+	(*TabletStatus)(nil),           // 29: shaledb.tserver.TabletStatus
+	(*ListTabletsResponse)(nil),    // 30: shaledb.tserver.ListTabletsResponse
+	nil,                            // 31: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
 }
 var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	1,  // 0: shaledb.tserver.TabletError.code:type_name -> shaledb.tserver.TabletError.Code
@@ -2078,42 +2191,45 @@ var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	4,  // 11: shaledb.tserver.ScanResponse.error:type_name -> shaledb.tserver.TabletError
 	9,  // 12: shaledb.tserver.ScanResponse.rows:type_name -> shaledb.tserver.Row
 	5,  // 13: shaledb.tserver.ScanResponse.resume_span:type_name -> shaledb.tserver.Span
-	6,  // 14: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	29, // 15: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
-	4,  // 16: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	4,  // 17: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	2,  // 18: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
-	4,  // 19: shaledb.tserver.ChangeReplicasResponse.error:type_name -> shaledb.tserver.TabletError
-	4,  // 20: shaledb.tserver.TransferLeaderResponse.error:type_name -> shaledb.tserver.TabletError
-	4,  // 21: shaledb.tserver.SplitTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	6,  // 22: shaledb.tserver.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
-	6,  // 23: shaledb.tserver.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
-	6,  // 24: shaledb.tserver.TabletStatus.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	3,  // 25: shaledb.tserver.TabletStatus.role:type_name -> shaledb.tserver.TabletStatus.Role
-	27, // 26: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
-	10, // 27: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
-	12, // 28: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
-	14, // 29: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
-	16, // 30: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
-	18, // 31: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
-	20, // 32: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
-	22, // 33: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
-	24, // 34: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
-	26, // 35: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
-	11, // 36: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
-	13, // 37: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
-	15, // 38: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
-	17, // 39: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
-	19, // 40: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
-	21, // 41: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
-	23, // 42: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
-	25, // 43: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
-	28, // 44: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
-	36, // [36:45] is the sub-list for method output_type
-	27, // [27:36] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	4,  // 14: shaledb.tserver.SafeTimeResponse.error:type_name -> shaledb.tserver.TabletError
+	6,  // 15: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	31, // 16: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	4,  // 17: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	4,  // 18: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	2,  // 19: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
+	4,  // 20: shaledb.tserver.ChangeReplicasResponse.error:type_name -> shaledb.tserver.TabletError
+	4,  // 21: shaledb.tserver.TransferLeaderResponse.error:type_name -> shaledb.tserver.TabletError
+	4,  // 22: shaledb.tserver.SplitTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	6,  // 23: shaledb.tserver.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
+	6,  // 24: shaledb.tserver.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
+	6,  // 25: shaledb.tserver.TabletStatus.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	3,  // 26: shaledb.tserver.TabletStatus.role:type_name -> shaledb.tserver.TabletStatus.Role
+	29, // 27: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
+	10, // 28: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
+	12, // 29: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
+	14, // 30: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
+	16, // 31: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
+	18, // 32: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
+	20, // 33: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
+	22, // 34: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
+	24, // 35: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
+	26, // 36: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
+	28, // 37: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
+	11, // 38: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
+	13, // 39: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
+	15, // 40: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
+	17, // 41: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
+	19, // 42: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
+	21, // 43: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
+	23, // 44: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
+	25, // 45: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
+	27, // 46: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
+	30, // 47: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
+	38, // [38:48] is the sub-list for method output_type
+	28, // [28:38] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_internal_tserver_tserverpb_tserver_proto_init() }
@@ -2127,7 +2243,7 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_tserver_tserverpb_tserver_proto_rawDesc), len(file_internal_tserver_tserverpb_tserver_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,7 @@ const (
 	TabletServer_Write_FullMethodName          = "/shaledb.tserver.TabletServer/Write"
 	TabletServer_Read_FullMethodName           = "/shaledb.tserver.TabletServer/Read"
 	TabletServer_Scan_FullMethodName           = "/shaledb.tserver.TabletServer/Scan"
+	TabletServer_SafeTime_FullMethodName       = "/shaledb.tserver.TabletServer/SafeTime"
 	TabletServer_CreateTablet_FullMethodName   = "/shaledb.tserver.TabletServer/CreateTablet"
 	TabletServer_DeleteTablet_FullMethodName   = "/shaledb.tserver.TabletServer/DeleteTablet"
 	TabletServer_ChangeReplicas_FullMethodName = "/shaledb.tserver.TabletServer/ChangeReplicas"
@@ -45,6 +46,10 @@ type TabletServerClient interface {
 	Write(ctx context.Context, in *WriteRequest, opts ...grpc.CallOption) (*WriteResponse, error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadResponse, error)
 	Scan(ctx context.Context, in *ScanRequest, opts ...grpc.CallOption) (*ScanResponse, error)
+	// SafeTime asks a tablet's leaseholder for a safe point: every write
+	// stamped at or below safe_time is applied at or below applied_index.
+	// Followers use it to serve bounded-staleness reads.
+	SafeTime(ctx context.Context, in *SafeTimeRequest, opts ...grpc.CallOption) (*SafeTimeResponse, error)
 	// Control path (the master).
 	CreateTablet(ctx context.Context, in *CreateTabletRequest, opts ...grpc.CallOption) (*CreateTabletResponse, error)
 	DeleteTablet(ctx context.Context, in *DeleteTabletRequest, opts ...grpc.CallOption) (*DeleteTabletResponse, error)
@@ -86,6 +91,16 @@ func (c *tabletServerClient) Scan(ctx context.Context, in *ScanRequest, opts ...
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ScanResponse)
 	err := c.cc.Invoke(ctx, TabletServer_Scan_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) SafeTime(ctx context.Context, in *SafeTimeRequest, opts ...grpc.CallOption) (*SafeTimeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SafeTimeResponse)
+	err := c.cc.Invoke(ctx, TabletServer_SafeTime_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +176,10 @@ type TabletServerServer interface {
 	Write(context.Context, *WriteRequest) (*WriteResponse, error)
 	Read(context.Context, *ReadRequest) (*ReadResponse, error)
 	Scan(context.Context, *ScanRequest) (*ScanResponse, error)
+	// SafeTime asks a tablet's leaseholder for a safe point: every write
+	// stamped at or below safe_time is applied at or below applied_index.
+	// Followers use it to serve bounded-staleness reads.
+	SafeTime(context.Context, *SafeTimeRequest) (*SafeTimeResponse, error)
 	// Control path (the master).
 	CreateTablet(context.Context, *CreateTabletRequest) (*CreateTabletResponse, error)
 	DeleteTablet(context.Context, *DeleteTabletRequest) (*DeleteTabletResponse, error)
@@ -186,6 +205,9 @@ func (UnimplementedTabletServerServer) Read(context.Context, *ReadRequest) (*Rea
 }
 func (UnimplementedTabletServerServer) Scan(context.Context, *ScanRequest) (*ScanResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Scan not implemented")
+}
+func (UnimplementedTabletServerServer) SafeTime(context.Context, *SafeTimeRequest) (*SafeTimeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SafeTime not implemented")
 }
 func (UnimplementedTabletServerServer) CreateTablet(context.Context, *CreateTabletRequest) (*CreateTabletResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CreateTablet not implemented")
@@ -276,6 +298,24 @@ func _TabletServer_Scan_Handler(srv interface{}, ctx context.Context, dec func(i
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(TabletServerServer).Scan(ctx, req.(*ScanRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_SafeTime_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SafeTimeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).SafeTime(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_SafeTime_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).SafeTime(ctx, req.(*SafeTimeRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -406,6 +446,10 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Scan",
 			Handler:    _TabletServer_Scan_Handler,
+		},
+		{
+			MethodName: "SafeTime",
+			Handler:    _TabletServer_SafeTime_Handler,
 		},
 		{
 			MethodName: "CreateTablet",

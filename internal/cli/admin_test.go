@@ -95,10 +95,12 @@ func TestHumanBytes(t *testing.T) {
 
 type fakeNode struct{}
 
-func (fakeNode) NodeID() uint64             { return 2 }
-func (fakeNode) ClusterID() string          { return "c-123" }
-func (fakeNode) RPCAddr() string            { return "127.0.0.2:7100" }
-func (fakeNode) Masters() map[uint64]string { return map[uint64]string{3: "127.0.0.3:7100", 1: "127.0.0.1:7100"} }
+func (fakeNode) NodeID() uint64    { return 2 }
+func (fakeNode) ClusterID() string { return "c-123" }
+func (fakeNode) RPCAddr() string   { return "127.0.0.2:7100" }
+func (fakeNode) Masters() map[uint64]string {
+	return map[uint64]string{3: "127.0.0.3:7100", 1: "127.0.0.1:7100"}
+}
 
 func TestHTTPPlaceholderAndPprof(t *testing.T) {
 	srv := httptest.NewServer(newHTTPMux(fakeNode{}))

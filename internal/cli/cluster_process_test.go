@@ -223,6 +223,27 @@ func TestClusterProcess(t *testing.T) {
 			t.Fatalf("node 2 (node id %d) is not live after start-node", id2)
 		}
 
+		// Blacklist by address, then take the node off by id.
+		r.must("admin", "--master-addrs", masters, "blacklist", "add", "127.0.0.3")
+		black := func() map[uint64]bool {
+			out := map[uint64]bool{}
+			for _, x := range r.tservers(masters) {
+				out[x.NodeID] = x.Blacklisted
+			}
+			return out
+		}
+		id3, _, err := nodeIdentity(nodeDir(base, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !black()[id3] {
+			t.Fatalf("node id %d not blacklisted after blacklist add", id3)
+		}
+		r.must("admin", "--master-addrs", masters, "blacklist", "remove", strconv.FormatUint(id3, 10))
+		if black()[id3] {
+			t.Fatalf("node id %d still blacklisted after blacklist remove", id3)
+		}
+
 		// A data dir of another cluster: bootstrap a one-node cluster on
 		// 127.0.0.9, stop it, then point its data dir at ours.
 		other := filepath.Join(t.TempDir(), "other")

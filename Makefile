@@ -44,9 +44,14 @@ lint: deps
 bench: deps
 	GO=$(GO) ./scripts/bench.sh
 
-# run: builds and starts what exists so far (see README).
+# run: builds, then starts a local 3-node RF 3 cluster in the background
+# (nodes on 127.0.0.1-3, data in ./shale-data) and prints how to connect and
+# stop it. A cluster left in ./shale-data by an earlier run is destroyed
+# first, so every run starts fresh.
+RUN_DIR := shale-data
 run: build
-	./$(BIN) demo
+	./$(BIN) cluster destroy --base-dir $(RUN_DIR)
+	./$(BIN) cluster create --nodes 3 --rf 3 --base-dir $(RUN_DIR)
 
 # proto regenerates the checked-in .pb.go files (needs protoc; not needed to build).
 proto:

@@ -317,6 +317,13 @@ func (s *Server) Master() *master.Master {
 // NodeID and ClusterID of this node.
 func (s *Server) NodeID() uint64 { return s.node.ID() }
 
+// ClusterID is the id of the cluster this node belongs to.
+func (s *Server) ClusterID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.id.ClusterID
+}
+
 // RPCAddr is the address the node serves RPC on.
 func (s *Server) RPCAddr() string { return s.node.Addr() }
 

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// clusterState is a local cluster as `shale cluster` keeps it in
+// base/cluster.json. Node K runs on 127.0.0.K with its data in base/nodeK.
+type clusterState struct {
+	RF       int           `json:"rf"`
+	RPCPort  int           `json:"rpc_port"`
+	HTTPPort int           `json:"http_port"`
+	Nodes    []clusterNode `json:"nodes"`
+}
+
+type clusterNode struct {
+	Index int    `json:"index"`
+	IP    string `json:"ip"`
+	// PID of the node's process as last started (0: stopped by us).
+	PID int `json:"pid"`
+}
+
+const clusterStateFile = "cluster.json"
+
+func nodeDir(base string, k int) string { return filepath.Join(base, fmt.Sprintf("node%d", k)) }
+
+func (st *clusterState) rpcAddr(n clusterNode) string {
+	return net.JoinHostPort(n.IP, strconv.Itoa(st.RPCPort))
+}
+
+func (st *clusterState) httpAddr(n clusterNode) string {
+	return net.JoinHostPort(n.IP, strconv.Itoa(st.HTTPPort))
+}
+
+// addrs are the RPC addresses of every node but skip.
+func (st *clusterState) addrs(skip int) []string {
+	var out []string
+	for _, n := range st.Nodes {
+		if n.Index != skip {
+			out = append(out, st.rpcAddr(n))
+		}
+	}
+	return out
+}
+
+func (st *clusterState) node(k int) (*clusterNode, error) {
+	for i := range st.Nodes {
+		if st.Nodes[i].Index == k {
+			return &st.Nodes[i], nil
+		}
+	}
+	var have []string
+	for _, n := range st.Nodes {
+		have = append(have, strconv.Itoa(n.Index))
+	}
+	return nil, fmt.Errorf("no node %d in this cluster (nodes: %s)", k, strings.Join(have, " "))
+}
+
+func (st *clusterState) nextIndex() int {
+	k := 0
+	for _, n := range st.Nodes {
+		k = max(k, n.Index)
+	}
+	return k + 1
+}
+
+func loadClusterState(base string) (*clusterState, error) {
+	b, err := os.ReadFile(filepath.Join(base, clusterStateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no cluster in %s (create one with `shale cluster create --base-dir %s`)", base, base)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st clusterState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(base, clusterStateFile), err)
+	}
+	return &st, nil
+}
+
+// save writes the state atomically.
+func (st *clusterState) save(base string) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(base, clusterStateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(base, clusterStateFile))
+}
+
+// nodeIdentity reads the node id and cluster id a node keeps in its data
+// dir (written by internal/server once the node has joined).
+func nodeIdentity(dir string) (nodeID uint64, clusterID string, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, "identity.json"))
+	if err != nil {
+		return 0, "", err
+	}
+	var id struct {
+		ClusterID string `json:"cluster_id"`
+		NodeID    uint64 `json:"node_id"`
+	}
+	if err := json.Unmarshal(b, &id); err != nil {
+		return 0, "", err
+	}
+	return id.NodeID, id.ClusterID, nil
+}

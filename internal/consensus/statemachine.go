@@ -46,6 +46,9 @@ type PostApplier interface {
 	PostApply()
 }
 
+// HasGroupState reports whether the engine holds raft state of group id.
+func HasGroupState(eng *storage.Engine, id uint64) (bool, error) { return hasLocalState(eng, id) }
+
 // BootstrapGroup writes the initial raft state of a new group with the
 // given voters into b, as CreateGroup does for Bootstrap. A state machine
 // that creates groups as part of applying an entry (a tablet split) writes

@@ -77,10 +77,29 @@ func Open(cfg Config) (*Tablet, error) {
 		t.split.Store(&c)
 		t.desc.SplitInto, t.desc.SplitKey = [2]uint64{}, nil
 	}
-	if err := cfg.Engine.Set(storage.DescriptorKey(cfg.Descriptor.ID), cfg.Descriptor.marshal(), storage.Sync); err != nil {
+	// The descriptor and a new group's initial raft state are written in
+	// one synced batch: a crash never leaves a descriptor whose group
+	// was never bootstrapped (it would come back as an empty replica).
+	b := cfg.Engine.NewBatch()
+	defer b.Close()
+	if err := b.Set(storage.DescriptorKey(cfg.Descriptor.ID), cfg.Descriptor.marshal(), nil); err != nil {
 		return nil, err
 	}
-	g, err := cfg.Runtime.CreateGroup(consensus.GroupConfig{ID: cfg.Descriptor.ID, StateMachine: (*stateMachine)(t), Bootstrap: cfg.Bootstrap})
+	if len(cfg.Bootstrap) > 0 {
+		exists, err := consensus.HasGroupState(cfg.Engine, cfg.Descriptor.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			if err := consensus.BootstrapGroup(b, cfg.Descriptor.ID, cfg.Bootstrap); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := b.Commit(storage.Sync); err != nil {
+		return nil, err
+	}
+	g, err := cfg.Runtime.CreateGroup(consensus.GroupConfig{ID: cfg.Descriptor.ID, StateMachine: (*stateMachine)(t)})
 	if err != nil {
 		return nil, err
 	}

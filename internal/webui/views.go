@@ -21,15 +21,15 @@ type Node struct {
 // Overview is the data of /.
 type Overview struct {
 	Node
-	MasterLeader  *Master `json:"master_leader,omitempty"`
-	Masters       int     `json:"masters"`
-	TServersLive  int     `json:"tservers_live"`
-	TServersDead  int     `json:"tservers_dead"`
-	Tables        int     `json:"tables"`
-	TabletPeers   uint64  `json:"tablet_replicas"`
-	TabletLeaders uint64  `json:"tablet_leaders"`
-	DataBytes     uint64  `json:"data_bytes"`
-	LocalTablets  int     `json:"local_tablet_replicas"`
+	MasterLeader   *Master `json:"master_leader,omitempty"`
+	Masters        int     `json:"masters"`
+	TServersLive   int     `json:"tservers_live"`
+	TServersDead   int     `json:"tservers_dead"`
+	Tables         int     `json:"tables"`
+	TabletReplicas uint64  `json:"tablet_replicas"`
+	TabletLeaders  uint64  `json:"tablet_leaders"`
+	DataBytes      uint64  `json:"data_bytes"`
+	LocalTablets   int     `json:"local_tablet_replicas"`
 }
 
 // Master is one row of /masters.

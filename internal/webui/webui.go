@@ -199,7 +199,7 @@ func (u *ui) overview(ctx context.Context, _ *http.Request) (any, error) {
 		} else {
 			o.TServersDead++
 		}
-		o.TabletPeers += uint64(t.Tablets)
+		o.TabletReplicas += uint64(t.Tablets)
 		o.TabletLeaders += uint64(t.Leaders)
 		o.DataBytes += t.DataBytes
 	}

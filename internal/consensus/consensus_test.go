@@ -200,9 +200,11 @@ func TestAddLearnerBySnapshotThenRemovePeer(t *testing.T) {
 	consensustest.WaitFor(t, 20*time.Second, "learner receives the snapshot", func() bool {
 		return n4.Runtime.Metrics().SnapshotsApplied > 0 && sm.count(n4.Engine) == 300
 	})
-	if sent := l.Runtime.Metrics().SnapshotsSent; sent == 0 {
-		t.Fatal("leader never sent a snapshot")
-	}
+	// The sender counts the snapshot once its stream is closed, which may be
+	// a moment after the learner applied it.
+	consensustest.WaitFor(t, 5*time.Second, "the leader counts the snapshot sent", func() bool {
+		return l.Runtime.Metrics().SnapshotsSent > 0
+	})
 	if err := g.PromoteLearner(ctx, 4); err != nil {
 		t.Fatalf("promote: %v", err)
 	}

@@ -46,8 +46,9 @@ type Status struct {
 }
 
 type waiter struct {
-	ch   chan proposalResult
-	term uint64 // term the proposal entered raft in; 0 until then
+	ch    chan proposalResult
+	term  uint64    // term the proposal entered raft in; 0 until then
+	start time.Time // when it was proposed, for ProposalLatency
 }
 
 type proposalResult struct {
@@ -163,7 +164,7 @@ func (g *Group) submit(ctx context.Context, p pendingProposal) (any, error) {
 // eventually: applied, dropped, ambiguous on a leadership change, or
 // ErrStopped / ErrGroupNotFound when the runtime stops or the group goes.
 func (g *Group) enqueue(p pendingProposal) (*Pending, error) {
-	w := &waiter{ch: make(chan proposalResult, 1)}
+	w := &waiter{ch: make(chan proposalResult, 1), start: time.Now()}
 	g.mu.Lock()
 	if g.mu.removed {
 		g.mu.Unlock()
@@ -178,6 +179,7 @@ func (g *Group) enqueue(p pendingProposal) (*Pending, error) {
 	g.mu.proposals = append(g.mu.proposals, p)
 	g.mu.quiesced = false
 	g.mu.Unlock()
+	g.rt.metrics.Proposals.Add(1)
 	g.rt.markPending(g.id)
 	return &Pending{ch: w.ch, stopped: g.rt.stopped}, nil
 }

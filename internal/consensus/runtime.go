@@ -299,6 +299,7 @@ func (rt *Runtime) takePending() []uint64 {
 // HandleMessages implements transport.Handler: queue each message on its
 // group and wake the scheduler.
 func (rt *Runtime) HandleMessages(from uint64, msgs []transport.Message) {
+	rt.metrics.MessagesReceived.Add(uint64(len(msgs)))
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	for _, m := range msgs {

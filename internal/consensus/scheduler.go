@@ -174,6 +174,7 @@ func (rt *Runtime) cycle(ids []uint64) error {
 	// the WAL, so a crash never keeps the one without the other.
 	apply := rt.eng.NewBatch()
 	defer apply.Close()
+	applyStart := time.Now()
 	applied := false
 	for _, w := range work {
 		if len(w.rd.CommittedEntries) == 0 {
@@ -188,6 +189,7 @@ func (rt *Runtime) cycle(ids []uint64) error {
 		if err := apply.Commit(storage.NoSync); err != nil {
 			return fmt.Errorf("apply commit: %w", err)
 		}
+		rt.metrics.ApplyLatency.Observe(time.Since(applyStart))
 		for _, w := range work {
 			w.g.deliverResults(w)
 			if pa, ok := w.g.sm.(PostApplier); ok && len(w.rd.CommittedEntries) > 0 {
@@ -485,6 +487,7 @@ func (g *Group) applyCommitted(b *pebble.Batch, w *groupWork) error {
 			g.rt.metrics.ConfChanges.Add(1)
 		}
 		st.appliedIndex, st.appliedTerm = idx, e.GetTerm()
+		g.rt.metrics.EntriesApplied.Add(1)
 	}
 	return b.Set(storage.AppliedStateKey(g.id), encodeAppliedState(st.appliedIndex, st.appliedTerm, st.confState), nil)
 }
@@ -524,10 +527,12 @@ func (g *Group) deliverResults(w *groupWork) {
 	if len(w.results) == 0 {
 		return
 	}
+	now := time.Now()
 	g.mu.Lock()
 	for _, r := range w.results {
 		if wt, ok := g.mu.waiters[r.id]; ok {
 			delete(g.mu.waiters, r.id)
+			g.rt.metrics.ProposalLatency.Observe(now.Sub(wt.start))
 			wt.ch <- proposalResult{value: r.value, err: r.err}
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/master"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
+	"github.com/shaledb/shaledb/internal/metrics"
 	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/storage"
 	"github.com/shaledb/shaledb/internal/tserver"
@@ -67,6 +68,7 @@ type Server struct {
 	ref  *master.Ref
 	pool *rpc.Pool
 	hb   *heartbeater
+	reg  *metrics.Registry
 
 	mu struct {
 		sync.Mutex
@@ -124,7 +126,8 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen %s: %w", cfg.RPCAddr, err)
 	}
 	rpcAddr := lis.Addr().String()
-	s := &Server{cfg: cfg, log: cfg.Logger, ref: &master.Ref{}, pool: rpc.NewPool(), fatal: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: cfg.Logger, ref: &master.Ref{}, pool: rpc.NewPool(), reg: metrics.NewRegistry(),
+		fatal: make(chan error, 1)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -170,10 +173,13 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.node, err = tserver.Start(tserver.Config{
 		NodeID: id.NodeID, Listener: lis, DataDir: filepath.Join(cfg.DataDir, "db"), Peers: peers,
-		Raft: cfg.Raft, Engine: cfg.Engine,
+		Raft: cfg.Raft, Engine: cfg.Engine, ServerOptions: s.reg.ServerOptions(),
 		Register: func(g *grpc.Server) { master.Register(g, s.ref) },
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := s.reg.AddNode(metrics.ForNode(s.node)); err != nil {
 		return nil, err
 	}
 	_, hostsCatalog := s.node.Tablet(master.SysCatalogTabletID)

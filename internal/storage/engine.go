@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -29,6 +30,11 @@ type Engine struct {
 	FS    vfs.FS
 	dir   string
 	cache *pebble.Cache
+
+	// closeMu orders Metrics (which may run from a metrics scrape at any
+	// time) against Close.
+	closeMu sync.RWMutex
+	closed  bool
 }
 
 // Open opens (creating if needed) the engine in dir.
@@ -62,8 +68,21 @@ func Open(dir string, opts Options) (*Engine, error) {
 // Dir returns the directory the engine lives in.
 func (e *Engine) Dir() string { return e.dir }
 
+// Metrics returns Pebble's metrics, or nil once the engine is closed.
+func (e *Engine) Metrics() *pebble.Metrics {
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
+	if e.closed {
+		return nil
+	}
+	return e.DB.Metrics()
+}
+
 // Close closes the engine and releases its cache.
 func (e *Engine) Close() error {
+	e.closeMu.Lock()
+	e.closed = true
+	e.closeMu.Unlock()
 	err := e.DB.Close()
 	e.cache.Unref()
 	return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/host"
+	"github.com/shaledb/shaledb/internal/consensus/transport"
 	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/storage"
@@ -60,6 +61,9 @@ type Config struct {
 	// Register, if set, registers more services (the master's) on the
 	// node's gRPC server before it starts serving.
 	Register func(*grpc.Server)
+	// ServerOptions are passed on to the node's gRPC server (RPC metrics
+	// interceptors, for example).
+	ServerOptions []grpc.ServerOption
 }
 
 // Node is a running tablet server.
@@ -112,13 +116,14 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("tserver: node %d: listen: %w", cfg.NodeID, err)
 	}
 	h, err := host.Start(host.Config{
-		NodeID:   cfg.NodeID,
-		Listener: lis,
-		Dir:      cfg.DataDir,
-		Engine:   cfg.Engine,
-		Runtime:  cfg.Raft,
-		Resolver: n.resolve,
-		Clock:    cfg.Clock,
+		NodeID:        cfg.NodeID,
+		Listener:      lis,
+		Dir:           cfg.DataDir,
+		Engine:        cfg.Engine,
+		Runtime:       cfg.Raft,
+		Resolver:      n.resolve,
+		Clock:         cfg.Clock,
+		ServerOptions: cfg.ServerOptions,
 		Register: func(s *grpc.Server) {
 			pb.RegisterTabletServerServer(s, &service{n: n})
 			if cfg.Register != nil {
@@ -159,6 +164,9 @@ func (n *Node) Engine() *storage.Engine { return n.host.Engine }
 
 // Runtime returns the node's consensus runtime.
 func (n *Node) Runtime() *consensus.Runtime { return n.host.Runtime }
+
+// Transport returns the node's raft transport.
+func (n *Node) Transport() *transport.Transport { return n.host.Transport }
 
 // AddPeer sets (or changes) the address of node id.
 func (n *Node) AddPeer(id uint64, addr string) {

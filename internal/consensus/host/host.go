@@ -50,6 +50,9 @@ type Config struct {
 	// Register, if set, registers more services on the gRPC server before
 	// it starts serving.
 	Register func(*grpc.Server)
+	// ServerOptions are passed to rpc.NewServer (interceptors that observe
+	// RPCs for metrics, for example).
+	ServerOptions []grpc.ServerOption
 }
 
 // Host is one running node's consensus stack.
@@ -100,7 +103,7 @@ func Start(cfg Config) (*Host, error) {
 	rcfg.NodeID, rcfg.Engine, rcfg.Transport = cfg.NodeID, eng, h.Transport
 	h.Runtime = consensus.NewRuntime(rcfg)
 	ref.rt = h.Runtime
-	h.Server = rpc.NewServer()
+	h.Server = rpc.NewServer(cfg.ServerOptions...)
 	h.Transport.Register(h.Server)
 	if cfg.Register != nil {
 		cfg.Register(h.Server)

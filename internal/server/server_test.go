@@ -278,17 +278,17 @@ func summary(ts []*masterpb.TServerInfo) string {
 // then routes to the two children with the parent's replicas, and every
 // node drops its copy of the parent.
 func TestSplitTabletThroughMaster(t *testing.T) {
-	c := newTestCluster(t, 3)
+	c := servertest.NewCluster(t, 3)
 	pool := rpc.NewPool()
 	defer pool.Close()
-	ms := client.NewMasters(pool, c.addrs)
-	if _, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
-		return mc.CreateTable(ctx, kvTable("kv", 2))
+	ms := client.NewMasters(pool, c.Addrs)
+	if _, err := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
+		return mc.CreateTable(ctx, servertest.KVTable("kv", 2))
 	}); err != nil {
 		t.Fatal(err)
 	}
 	getTable := func() *masterpb.GetTableResponse {
-		r, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
+		r, err := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
 			return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "test", Name: "kv"})
 		})
 		if err != nil {
@@ -307,7 +307,7 @@ func TestSplitTabletThroughMaster(t *testing.T) {
 		return true
 	})
 	parent := before.GetTablets()[0].GetTablet()
-	sp, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.SplitTabletResponse, error) {
+	sp, err := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.SplitTabletResponse, error) {
 		return mc.SplitTablet(ctx, &masterpb.SplitTabletRequest{TabletId: parent.GetTabletId()})
 	})
 	if err != nil {
@@ -328,7 +328,7 @@ func TestSplitTabletThroughMaster(t *testing.T) {
 		}
 	}
 	consensustest.WaitFor(t, 20*time.Second, "parent replicas deleted and children led", func() bool {
-		for _, s := range c.servers {
+		for _, s := range c.Servers {
 			if _, ok := s.Node().Tablet(parent.GetTabletId()); ok {
 				return false
 			}
@@ -341,7 +341,7 @@ func TestSplitTabletThroughMaster(t *testing.T) {
 		return true
 	})
 	// Splitting the parent again is refused: it no longer exists.
-	_, err = call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.SplitTabletResponse, error) {
+	_, err = servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.SplitTabletResponse, error) {
 		return mc.SplitTablet(ctx, &masterpb.SplitTabletRequest{TabletId: parent.GetTabletId()})
 	})
 	if !client.IsCode(err, masterpb.MasterError_NOT_FOUND) {

@@ -10,13 +10,6 @@ import (
 
 // What the web UI (internal/webui) reads of a node.
 
-// ClusterID is the id of the cluster the node belongs to.
-func (s *Server) ClusterID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mu.id.ClusterID
-}
-
 // TabletStatuses reports the tablet replicas hosted on this node.
 func (s *Server) TabletStatuses() []*pb.TabletStatus { return s.node.TabletStatuses() }
 

@@ -105,6 +105,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	var changed []*pb.TabletLocation
 	var orphans []uint64
 	var splits map[uint64]*tspb.TabletStatus
+	var newRec *pb.TServerRecord
 	err := m.withCatalog(func(c *catalog) error {
 		if req.GetClusterId() != c.config.GetClusterId() {
 			return fmt.Errorf("%w: node %d belongs to cluster %q, this is %s", ErrWrongCluster, req.GetNodeId(), req.GetClusterId(), c.config.GetClusterId())
@@ -151,10 +152,11 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			}
 		}
 		ts.reported = reported
-		if rec := ts.rec; rec.GetRpcAddr() != req.GetRpcAddr() || rec.GetHttpAddr() != req.GetHttpAddr() {
-			// The address changed (restart on another port): keep it for
-			// placement and routing; persisted on the next membership write.
-			ts.rec = &pb.TServerRecord{NodeId: rec.GetNodeId(), RpcAddr: req.GetRpcAddr(), HttpAddr: req.GetHttpAddr(), Placement: req.GetPlacement()}
+		if rec := ts.rec; rec.GetRpcAddr() != req.GetRpcAddr() || rec.GetHttpAddr() != req.GetHttpAddr() ||
+			!proto.Equal(rec.GetPlacement(), req.GetPlacement()) {
+			// The registration changed (a restart on another address or
+			// with another placement, or the bootstrap node's first beat).
+			newRec = &pb.TServerRecord{NodeId: rec.GetNodeId(), RpcAddr: req.GetRpcAddr(), HttpAddr: req.GetHttpAddr(), Placement: req.GetPlacement()}
 		}
 		resp.Masters = mastersOf(c, c.config)
 		resp.Tservers = map[uint64]string{}
@@ -168,6 +170,20 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	}
 	if req.GetNodeId() != m.node.ID() {
 		m.node.AddPeer(req.GetNodeId(), req.GetRpcAddr())
+	}
+	if newRec != nil {
+		m.ddl.Lock()
+		var b batch
+		b.put(kindTServer, newRec.GetNodeId(), newRec)
+		err := m.commit(ctx, &b, func(c *catalog) {
+			if ts, ok := c.tservers[newRec.GetNodeId()]; ok {
+				ts.rec = newRec
+			}
+		})
+		m.ddl.Unlock()
+		if err != nil {
+			m.log.Warn("master: recording a tserver's registration", "node", newRec.GetNodeId(), "err", err)
+		}
 	}
 	if len(changed) > 0 {
 		m.persistLocations(ctx, changed)

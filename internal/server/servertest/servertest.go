@@ -76,7 +76,7 @@ func (c *Cluster) Config(i int, join []string) server.Config {
 		HeartbeatInterval: 100 * time.Millisecond, TServerDeadAfter: time.Second,
 		FollowerUnavailableTimeout: 2 * time.Second,
 		// One zone per node: zone spreading then allows any placement.
-		Placement:                  &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i)},
+		Placement: &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i)},
 	}
 }
 

@@ -7,74 +7,13 @@ import (
 	"time"
 
 	"github.com/shaledb/shaledb/internal/client"
-	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/master"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/server"
-	"github.com/shaledb/shaledb/internal/storage"
+	"github.com/shaledb/shaledb/internal/server/servertest"
 )
-
-func fastRaft() consensus.Config {
-	return consensus.Config{
-		TickInterval:      20 * time.Millisecond,
-		ElectionTicks:     10,
-		VoteRefusalWindow: 300 * time.Millisecond,
-		LeaseDuration:     240 * time.Millisecond,
-	}
-}
-
-type testCluster struct {
-	t       *testing.T
-	dirs    []string
-	servers []*server.Server
-	addrs   []string
-}
-
-func (c *testCluster) config(i int, join []string) server.Config {
-	return server.Config{
-		DataDir: c.dirs[i], RPCAddr: c.addrs[i], Join: join, ReplicationFactor: 3,
-		Raft: fastRaft(), Engine: storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
-		HeartbeatInterval: 100 * time.Millisecond, TServerDeadAfter: time.Second,
-		FollowerUnavailableTimeout: 2 * time.Second,
-		Placement:                  &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i%3)},
-	}
-}
-
-func (c *testCluster) start(i int, join []string) {
-	c.t.Helper()
-	s, err := server.Start(c.config(i, join))
-	if err != nil {
-		c.t.Fatalf("node %d: %v", i+1, err)
-	}
-	c.servers[i] = s
-	c.addrs[i] = s.RPCAddr()
-}
-
-// addNode joins one more node and returns its index.
-func (c *testCluster) addNode() int {
-	i := len(c.servers)
-	c.dirs = append(c.dirs, c.t.TempDir())
-	c.addrs = append(c.addrs, fmt.Sprintf("127.0.0.%d:0", i+1))
-	c.servers = append(c.servers, nil)
-	c.start(i, []string{c.addrs[0]})
-	return i
-}
-
-// call runs one master RPC at the leader.
-func call[R interface{ GetError() *masterpb.MasterError }](t *testing.T, ms *client.Masters, f func(ctx context.Context, mc masterpb.MasterClient) (R, error)) (R, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out R
-	err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
-		r, err := f(ctx, mc)
-		out = r
-		return r.GetError(), err
-	})
-	return out, err
-}
 
 // spread returns max-min of replicas and of leaders over live tservers.
 func spread(ts []*masterpb.TServerInfo) (replicas, leaders uint32) {
@@ -87,26 +26,6 @@ func spread(ts []*masterpb.TServerInfo) (replicas, leaders uint32) {
 		lmin, lmax = min(lmin, x.GetLeaders()), max(lmax, x.GetLeaders())
 	}
 	return rmax - rmin, lmax - lmin
-}
-
-func newTestCluster(t *testing.T, n int) *testCluster {
-	c := &testCluster{t: t, dirs: make([]string, n), servers: make([]*server.Server, n), addrs: make([]string, n)}
-	for i := range c.dirs {
-		c.dirs[i] = t.TempDir()
-		c.addrs[i] = fmt.Sprintf("127.0.0.%d:0", i+1)
-	}
-	c.start(0, nil)
-	for i := 1; i < n; i++ {
-		c.start(i, []string{c.addrs[0]})
-	}
-	t.Cleanup(func() {
-		for _, s := range c.servers {
-			if s != nil {
-				s.Stop()
-			}
-		}
-	})
-	return c
 }
 
 func kvTable(name string, tablets uint32) *masterpb.CreateTableRequest {
@@ -126,20 +45,20 @@ func kvTable(name string, tablets uint32) *masterpb.CreateTableRequest {
 // after the master leader stops, DDL keeps working; the stopped node comes
 // back as itself.
 func TestBootstrapJoinDDLAndMasterFailover(t *testing.T) {
-	c := newTestCluster(t, 3)
+	c := servertest.New(t, 3)
 	pool := rpc.NewPool()
 	defer pool.Close()
-	ms := client.NewMasters(pool, c.addrs)
+	ms := client.NewMasters(pool, c.Addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
 	consensustest.WaitFor(t, 20*time.Second, "three master voters", func() bool {
-		for _, s := range c.servers {
+		for _, s := range c.Servers {
 			if m := s.Master(); m == nil {
 				return false
 			}
 		}
-		tb, ok := c.servers[0].Node().Tablet(master.SysCatalogTabletID)
+		tb, ok := c.Servers[0].Node().Tablet(master.SysCatalogTabletID)
 		return ok && len(tb.Group().Status().Voters) == 3
 	})
 
@@ -205,7 +124,7 @@ func TestBootstrapJoinDDLAndMasterFailover(t *testing.T) {
 		}
 		return true
 	})
-	for i, s := range c.servers {
+	for i, s := range c.Servers {
 		if n := len(s.Node().Tablets()); n != 8+1 {
 			t.Fatalf("node %d hosts %d tablets, want 8 and the sys catalog", i+1, n)
 		}
@@ -213,13 +132,13 @@ func TestBootstrapJoinDDLAndMasterFailover(t *testing.T) {
 
 	// Stop the master leader; the others elect a new one and DDL works.
 	var leaderIdx int
-	for i, s := range c.servers {
+	for i, s := range c.Servers {
 		if s.Master().IsLeader() {
 			leaderIdx = i
 		}
 	}
-	c.servers[leaderIdx].Stop()
-	c.servers[leaderIdx] = nil
+	c.Servers[leaderIdx].Stop()
+	c.Servers[leaderIdx] = nil
 	// With one of three nodes down an RF 3 table cannot be placed; RF 1 can.
 	start = time.Now()
 	err = ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
@@ -240,8 +159,8 @@ func TestBootstrapJoinDDLAndMasterFailover(t *testing.T) {
 	t.Logf("DDL after master leader failover answered in %v", time.Since(start))
 
 	// The stopped node restarts as itself and hosts its tablets again.
-	c.start(leaderIdx, []string{c.addrs[(leaderIdx+1)%3]})
-	if got := c.servers[leaderIdx].NodeID(); got != uint64(leaderIdx+1) {
+	c.Start(leaderIdx, []string{c.Addrs[(leaderIdx+1)%3]})
+	if got := c.Servers[leaderIdx].NodeID(); got != uint64(leaderIdx+1) {
 		t.Fatalf("restarted node has id %d, want %d", got, leaderIdx+1)
 	}
 	var ts *masterpb.ListTServersResponse
@@ -270,7 +189,7 @@ func TestBootstrapJoinDDLAndMasterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	consensustest.WaitFor(t, 20*time.Second, "kv2's replicas deleted everywhere", func() bool {
-		for _, s := range c.servers {
+		for _, s := range c.Servers {
 			if len(s.Node().Tablets()) != 8+1 {
 				return false
 			}
@@ -282,11 +201,11 @@ func TestBootstrapJoinDDLAndMasterFailover(t *testing.T) {
 // TestDataDirOfAnotherCluster: a node whose data dir belongs to another
 // cluster is refused with a clear error.
 func TestDataDirOfAnotherCluster(t *testing.T) {
-	a := newTestCluster(t, 1)
-	b := newTestCluster(t, 1)
-	cfg := b.config(0, []string{a.addrs[0]})
-	b.servers[0].Stop()
-	b.servers[0] = nil
+	a := servertest.New(t, 1)
+	b := servertest.New(t, 1)
+	cfg := b.Config(0, []string{a.Addrs[0]})
+	b.Servers[0].Stop()
+	b.Servers[0] = nil
 	cfg.RPCAddr = "127.0.0.1:0"
 	s, err := server.Start(cfg)
 	if err == nil {
@@ -301,17 +220,17 @@ func TestDataDirOfAnotherCluster(t *testing.T) {
 // than the follower-unavailable timeout its replicas are re-created on the
 // others.
 func TestAddNodeRebalancesAndDeadNodeIsReplaced(t *testing.T) {
-	c := newTestCluster(t, 3)
+	c := servertest.New(t, 3)
 	pool := rpc.NewPool()
 	defer pool.Close()
-	ms := client.NewMasters(pool, c.addrs)
-	if _, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
+	ms := client.NewMasters(pool, c.Addrs)
+	if _, err := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
 		return mc.CreateTable(ctx, kvTable("kv", 12))
 	}); err != nil {
 		t.Fatal(err)
 	}
 	listTS := func() []*masterpb.TServerInfo {
-		r, err := call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.ListTServersResponse, error) {
+		r, err := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.ListTServersResponse, error) {
 			return mc.ListTServers(ctx, &masterpb.ListTServersRequest{})
 		})
 		if err != nil {
@@ -338,13 +257,13 @@ func TestAddNodeRebalancesAndDeadNodeIsReplaced(t *testing.T) {
 	consensustest.WaitFor(t, 30*time.Second, "12 tablets on 3 nodes with leaders spread", balanced(3, 36))
 
 	start := time.Now()
-	added := c.addNode()
+	added := c.AddNode()
 	consensustest.WaitFor(t, 60*time.Second, "the new node filled to a quarter", balanced(4, 36))
 	t.Logf("node %d filled in %v: %v", added+1, time.Since(start), summary(ts))
 
 	// Node 4 dies; after the timeout its replicas move to the other three.
-	c.servers[added].Stop()
-	c.servers[added] = nil
+	c.Servers[added].Stop()
+	c.Servers[added] = nil
 	start = time.Now()
 	consensustest.WaitFor(t, 60*time.Second, "the dead node's replicas re-created", func() bool {
 		ts = listTS()

@@ -48,6 +48,7 @@ func TestNodeFailure(t *testing.T) {
 		acked    []string
 		after    atomic.Int64 // acks after the node stopped
 		failures atomic.Int64
+		slowest  atomic.Int64 // the longest put, ns: the unavailability seen
 		wg       sync.WaitGroup
 	)
 	for w := 0; w < writers; w++ {
@@ -56,7 +57,13 @@ func TestNodeFailure(t *testing.T) {
 			defer wg.Done()
 			for i := 0; !stop.Load(); i++ {
 				k := fmt.Sprintf("w%d-%d", w, i)
+				began := time.Now()
 				err := tb.Put(context.Background(), client.Row{"k": docdb.Text(k), "v": docdb.Int64(int64(i))})
+				for d := int64(time.Since(began)); ; {
+					if old := slowest.Load(); d <= old || slowest.CompareAndSwap(old, d) {
+						break
+					}
+				}
 				if err != nil {
 					failures.Add(1)
 					t.Logf("put %s: %v", k, err)
@@ -81,7 +88,8 @@ func TestNodeFailure(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	t.Logf("%d writes acknowledged, %d after the stop, %d failed, %d table lookups", len(acked), after.Load(), failures.Load(), cl.Stats().TableLoads)
+	t.Logf("%d writes acknowledged, %d after the stop, %d failed, slowest put %v, %d table lookups",
+		len(acked), after.Load(), failures.Load(), time.Duration(slowest.Load()), cl.Stats().TableLoads)
 	if after.Load() < 200 {
 		t.Fatalf("only %d writes succeeded after the node stopped", after.Load())
 	}

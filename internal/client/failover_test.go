@@ -19,6 +19,7 @@ import (
 // the writes continue and every acknowledged write reads back.
 func TestNodeFailure(t *testing.T) {
 	c := servertest.New(t, 3)
+	c.WaitMasters(30 * time.Second) // a master quorum survives the stop
 	cl := open(t, c)
 	tb := create(t, cl, hashTable("kv", 6))
 	putKV(t, tb, 0, 100) // every tablet has a leader

@@ -19,9 +19,12 @@ import (
 const (
 	backoffMin = 10 * time.Millisecond
 	backoffMax = time.Second
-	// replicaRounds is how many rounds over a tablet's replicas a request
-	// makes before asking the master for fresh locations.
-	replicaRounds = 3
+	// A request makes at least replicaRounds rounds over a tablet's
+	// replicas, for at least replicaPatience, before asking the master for
+	// fresh locations: an election is over sooner than the master hears
+	// of it.
+	replicaRounds   = 3
+	replicaPatience = 500 * time.Millisecond
 )
 
 // errReroute: the tablet asked does not own the key (any more): reload the
@@ -97,11 +100,13 @@ func pick(tab *tabletMeta, tried map[string]bool) *replica {
 // hints, tries the other replicas when the leader is unknown or
 // unreachable, and backs off between rounds, until success, the end of
 // ctx, an error retrying cannot fix, or an answer that needs fresh
-// locations (*rerouteError, also after replicaRounds fruitless rounds).
+// locations (*rerouteError, also after fruitless rounds; see
+// replicaRounds).
 func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 	var b backoff
 	tried := map[string]bool{}
 	rounds := 0
+	start := time.Now()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -109,7 +114,7 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 		r := pick(tab, tried)
 		if r == nil {
 			rounds++
-			if rounds >= replicaRounds {
+			if rounds >= replicaRounds && time.Since(start) >= replicaPatience {
 				return &rerouteError{cause: s.lastErr()}
 			}
 			if !b.wait(ctx) {

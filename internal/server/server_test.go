@@ -8,7 +8,6 @@ import (
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
-	"github.com/shaledb/shaledb/internal/master"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/server"
@@ -52,15 +51,7 @@ func TestBootstrapJoinDDLAndMasterFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	consensustest.WaitFor(t, 20*time.Second, "three master voters", func() bool {
-		for _, s := range c.Servers {
-			if m := s.Master(); m == nil {
-				return false
-			}
-		}
-		tb, ok := c.Servers[0].Node().Tablet(master.SysCatalogTabletID)
-		return ok && len(tb.Group().Status().Voters) == 3
-	})
+	c.WaitMasters(20 * time.Second)
 
 	var masters *masterpb.ListMastersResponse
 	if err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {

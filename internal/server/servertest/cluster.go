@@ -11,6 +11,8 @@ import (
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/master"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/server"
 	"github.com/shaledb/shaledb/internal/storage"
@@ -117,4 +119,21 @@ func Call[R interface{ GetError() *masterpb.MasterError }](t testing.TB, ms *cli
 		return r.GetError(), err
 	})
 	return out, err
+}
+
+// WaitMasters waits until every node of a cluster of up to three runs the
+// master role and the sys catalog has that many voters, so that losing one
+// node leaves a master quorum.
+func (c *Cluster) WaitMasters(timeout time.Duration) {
+	c.T.Helper()
+	want := min(len(c.Servers), 3)
+	consensustest.WaitFor(c.T, timeout, fmt.Sprintf("%d master voters", want), func() bool {
+		for _, s := range c.Servers[:want] {
+			if s == nil || s.Master() == nil {
+				return false
+			}
+		}
+		tb, ok := c.Servers[0].Node().Tablet(master.SysCatalogTabletID)
+		return ok && len(tb.Group().Status().Voters) == want
+	})
 }

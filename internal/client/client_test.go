@@ -318,25 +318,40 @@ func TestClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkKV(t, tb, []int{0, 3, 4, 5, 6}) // warm the cache
-		resp, err := servertest.Call(t, cl.Masters(), func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
-			return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "test", Name: "kv"})
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		// Move every tablet's leader and wait until the old leaders know
-		// the new ones, so their NOT_LEADER answers carry the hint.
-		for _, loc := range resp.GetTablets() {
-			id, old := loc.GetTablet().GetTabletId(), loc.GetLeaderNode()
-			if _, err := servertest.Call(t, cl.Masters(), func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.LeaderStepdownResponse, error) {
-				return mc.LeaderStepdown(ctx, &masterpb.LeaderStepdownRequest{TabletId: id})
-			}); err != nil {
-				t.Fatal(err)
-			}
+		// the new ones, so their NOT_LEADER answers carry the hint. The
+		// master's idea of the leader may lag (the balancer moves leaders
+		// too): a refused stepdown is tried again.
+		for i := 0; i < 6; i++ {
+			var id, old uint64
+			consensustest.Retry(t, 20*time.Second, "leader stepdown", func(ctx context.Context) error {
+				var resp *masterpb.GetTableResponse
+				err := cl.Masters().Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+					r, err := mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "test", Name: "kv"})
+					resp = r
+					return r.GetError(), err
+				})
+				if err != nil {
+					return err
+				}
+				loc := resp.GetTablets()[i]
+				id, old = loc.GetTablet().GetTabletId(), loc.GetLeaderNode()
+				return cl.Masters().Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+					r, err := mc.LeaderStepdown(ctx, &masterpb.LeaderStepdownRequest{TabletId: id})
+					return r.GetError(), err
+				})
+			})
 			consensustest.WaitFor(t, 10*time.Second, "a new leader known to the old one", func() bool {
-				tab, ok := c.Servers[c.Index(old)].Node().Tablet(id)
+				i := c.Index(old)
+				if i < 0 {
+					return false
+				}
+				tab, ok := c.Servers[i].Node().Tablet(id)
+				if !ok {
+					return false
+				}
 				l := tab.Group().Status().Leader
-				return ok && l != 0 && l != old
+				return l != 0 && l != old
 			})
 		}
 		before := cl.Stats().TableLoads

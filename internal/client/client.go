@@ -192,7 +192,9 @@ func (c *Client) OpenTable(ctx context.Context, namespace, name string) (*Table,
 	m, err := c.cache.byName(ctx, namespace, name)
 	if err != nil {
 		if e, ok := err.(*Error); ok && e.Table == "" {
-			e.Table = tableName(namespace, name)
+			cp := *e // shared by the callers of one lookup
+			cp.Op, cp.Table = "open", tableName(namespace, name)
+			return nil, &cp
 		}
 		return nil, err
 	}

@@ -131,8 +131,9 @@ type metaCache struct {
 
 	mu struct {
 		sync.Mutex
-		byID   map[uint32]*cacheEntry
-		byName map[string]uint32
+		byID      map[uint32]*cacheEntry
+		byName    map[string]uint32
+		nameLoads map[string]*loadCall
 	}
 	// loads counts master lookups (for tests).
 	loads atomic.Int64
@@ -142,41 +143,72 @@ func newMetaCache(load func(ctx context.Context, req *masterpb.GetTableRequest) 
 	mc := &metaCache{load: load}
 	mc.mu.byID = map[uint32]*cacheEntry{}
 	mc.mu.byName = map[string]uint32{}
+	mc.mu.nameLoads = map[string]*loadCall{}
 	return mc
 }
 
 func tableName(ns, name string) string { return ns + "." + name }
 
 // byName returns the cached locations of a table by name, loading them on
-// a miss.
+// a miss (once for all concurrent callers).
 func (mc *metaCache) byName(ctx context.Context, ns, name string) (*tableMeta, error) {
+	key := tableName(ns, name)
 	mc.mu.Lock()
-	id, ok := mc.mu.byName[tableName(ns, name)]
-	var m *tableMeta
-	if ok && mc.mu.byID[id] != nil {
-		m = mc.mu.byID[id].meta
-	}
-	mc.mu.Unlock()
-	if m != nil {
+	if id, ok := mc.mu.byName[key]; ok && mc.mu.byID[id] != nil && mc.mu.byID[id].meta != nil {
+		m := mc.mu.byID[id].meta
+		mc.mu.Unlock()
 		return m, nil
 	}
-	resp, err := mc.fetch(ctx, &masterpb.GetTableRequest{Namespace: ns, Name: name})
-	if err != nil {
-		return nil, err
+	call := mc.mu.nameLoads[key]
+	if call == nil {
+		call = &loadCall{done: make(chan struct{})}
+		mc.mu.nameLoads[key] = call
+		go mc.loadName(ctx, ns, name, call)
 	}
-	m = newTableMeta(resp)
+	mc.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.meta, call.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (mc *metaCache) loadName(ctx context.Context, ns, name string, call *loadCall) {
+	lctx, cancel := detached(ctx)
+	defer cancel()
+	resp, err := mc.fetch(lctx, &masterpb.GetTableRequest{Namespace: ns, Name: name})
+	key := tableName(ns, name)
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
-	e := mc.mu.byID[m.info.GetTableId()]
+	delete(mc.mu.nameLoads, key)
+	defer close(call.done)
+	if err != nil {
+		call.err = err
+		return
+	}
+	m := newTableMeta(resp)
+	id := m.info.GetTableId()
+	e := mc.mu.byID[id]
 	if e == nil {
 		e = &cacheEntry{}
-		mc.mu.byID[m.info.GetTableId()] = e
+		mc.mu.byID[id] = e
 	}
 	if e.meta == nil {
 		e.meta = m
 	}
-	mc.mu.byName[tableName(ns, name)] = m.info.GetTableId()
-	return e.meta, nil
+	mc.mu.byName[key] = id
+	call.meta = e.meta
+}
+
+// detached is ctx without its cancellation but with its deadline: a shared
+// lookup outlives the caller that started it (others may wait on it).
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	lctx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(lctx, dl)
+	}
+	return lctx, func() {}
 }
 
 // get returns the locations of table id: the cached ones unless they are
@@ -209,15 +241,10 @@ func (mc *metaCache) get(ctx context.Context, id uint32, stale *tableMeta) (*tab
 	}
 }
 
-// reload runs one shared lookup. It outlives the caller that started it
-// (others may wait on it), bounded by that caller's deadline.
+// reload runs one shared lookup of a table's locations.
 func (mc *metaCache) reload(ctx context.Context, id uint32, e *cacheEntry, call *loadCall) {
-	lctx := context.WithoutCancel(ctx)
-	if dl, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		lctx, cancel = context.WithDeadline(lctx, dl)
-		defer cancel()
-	}
+	lctx, cancel := detached(ctx)
+	defer cancel()
 	resp, err := mc.fetch(lctx, &masterpb.GetTableRequest{TableId: id})
 	mc.mu.Lock()
 	if err == nil {

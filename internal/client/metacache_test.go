@@ -113,3 +113,37 @@ func TestReloadCoalesces(t *testing.T) {
 		t.Fatal("an already refreshed snapshot was reloaded again")
 	}
 }
+
+// TestOpenCoalesces: concurrent opens of an uncached name share one
+// lookup, and a dropped table is forgotten by name.
+func TestOpenCoalesces(t *testing.T) {
+	var calls atomic.Int64
+	release := make(chan struct{})
+	mc := newMetaCache(func(ctx context.Context, req *masterpb.GetTableRequest) (*masterpb.GetTableResponse, error) {
+		calls.Add(1)
+		<-release
+		return testLocations(9, "", ""), nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if m, err := mc.byName(ctx, "ns", "t"); err != nil || m.info.GetTableId() != 9 {
+				t.Errorf("byName: %v, %v", m, err)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if calls.Load() != 1 {
+		t.Fatalf("%d master lookups for 16 opens", calls.Load())
+	}
+	mc.forgetName("ns", "t")
+	if _, err := mc.byName(ctx, "ns", "t"); err != nil || calls.Load() != 2 {
+		t.Fatalf("after forgetName: %v, %d lookups", err, calls.Load())
+	}
+}

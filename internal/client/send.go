@@ -206,13 +206,15 @@ func (s *sender) finish(ctx context.Context, op string, t *Table, err error) err
 	}
 	var e *Error
 	if errors.As(err, &e) {
-		if e.Op == "" {
-			e.Op = op
+		// A copy: one *Error may reach every caller of a shared lookup.
+		cp := *e
+		if cp.Op == "" {
+			cp.Op = op
 		}
-		if e.Table == "" {
-			e.Table = t.name
+		if cp.Table == "" {
+			cp.Table = t.name
 		}
-		return e
+		return &cp
 	}
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		s.mu.Lock()

@@ -119,6 +119,16 @@ type loadCall struct {
 	err  error
 }
 
+// wait returns the lookup's outcome, or ctx's error if ctx ends first.
+func (c *loadCall) wait(ctx context.Context) (*tableMeta, error) {
+	select {
+	case <-c.done:
+		return c.meta, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 type cacheEntry struct {
 	meta *tableMeta
 	load *loadCall
@@ -166,12 +176,7 @@ func (mc *metaCache) byName(ctx context.Context, ns, name string) (*tableMeta, e
 		go mc.loadName(ctx, ns, name, call)
 	}
 	mc.mu.Unlock()
-	select {
-	case <-call.done:
-		return call.meta, call.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return call.wait(ctx)
 }
 
 func (mc *metaCache) loadName(ctx context.Context, ns, name string, call *loadCall) {
@@ -233,12 +238,7 @@ func (mc *metaCache) get(ctx context.Context, id uint32, stale *tableMeta) (*tab
 		go mc.reload(ctx, id, e, call)
 	}
 	mc.mu.Unlock()
-	select {
-	case <-call.done:
-		return call.meta, call.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return call.wait(ctx)
 }
 
 // reload runs one shared lookup of a table's locations.

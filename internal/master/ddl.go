@@ -112,7 +112,12 @@ func tabletSpans(tableID uint32, p *pb.Partitioning, n int) ([]*tspb.TabletDescr
 	table := docdb.TableSpan(tableID)
 	bounds := [][]byte{table.Start}
 	for _, sp := range p.GetSplitPoints() {
-		// Split points are encoded range keys (or key prefixes) of this table.
+		// Split points are encoded range key prefixes (docdb.AppendKey of
+		// the leading range key columns), which the table's key prefix
+		// turns into row key bounds, or whole keys of this table.
+		if len(sp) > 0 && sp[0] != table.Start[0] {
+			sp = append(append([]byte(nil), table.Start...), sp...)
+		}
 		if !table.Contains(sp) || string(sp) <= string(bounds[len(bounds)-1]) {
 			return nil, fmt.Errorf("%w: split point %x is not an ascending key of table %d", ErrInvalidArgument, sp, tableID)
 		}

@@ -20,6 +20,8 @@ import (
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/master"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/server"
@@ -91,10 +93,39 @@ func (c *Cluster) Start(i int, join []string) {
 	c.Addrs[i] = s.RPCAddr()
 }
 
-// Stop stops node i.
+// Stop stops node i (if running).
 func (c *Cluster) Stop(i int) {
-	c.Servers[i].Stop()
-	c.Servers[i] = nil
+	if s := c.Servers[i]; s != nil {
+		s.Stop()
+		c.Servers[i] = nil
+	}
+}
+
+// Index returns the index of the running node with that id, or -1.
+func (c *Cluster) Index(nodeID uint64) int {
+	for i, s := range c.Servers {
+		if s != nil && s.NodeID() == nodeID {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitMasters waits until every node of a cluster of up to three runs the
+// master role and the sys catalog has that many voters, so that losing one
+// node leaves a master quorum.
+func (c *Cluster) WaitMasters(timeout time.Duration) {
+	c.t.Helper()
+	want := min(len(c.Servers), 3)
+	consensustest.WaitFor(c.t, timeout, fmt.Sprintf("%d master voters", want), func() bool {
+		for _, s := range c.Servers[:want] {
+			if s == nil || s.Master() == nil {
+				return false
+			}
+		}
+		tb, ok := c.Servers[0].Node().Tablet(master.SysCatalogTabletID)
+		return ok && len(tb.Group().Status().Voters) == want
+	})
 }
 
 // AddNode joins one more node and returns its index.

@@ -1,0 +1,97 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies an Error.
+type Code int
+
+// Codes of Error.
+const (
+	// CodeInternal: an unexpected failure.
+	CodeInternal Code = iota
+	// CodeInvalidArgument: bad input (unknown column, missing key column,
+	// wrong value type, a request the server refused as malformed);
+	// retrying cannot help.
+	CodeInvalidArgument
+	// CodeTableNotFound: no such table, or it was dropped while in use.
+	CodeTableNotFound
+	// CodeTimeout: the deadline passed and the operation did not take
+	// effect (a read, or a write known not to have been applied).
+	CodeTimeout
+	// CodeAmbiguous: the deadline passed after a write attempt whose
+	// outcome is unknown; it may or may not have been applied.
+	CodeAmbiguous
+)
+
+var codeNames = [...]string{"INTERNAL", "INVALID_ARGUMENT", "TABLE_NOT_FOUND", "TIMEOUT", "AMBIGUOUS"}
+
+func (c Code) String() string {
+	if int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("Code(%d)", int(c))
+}
+
+// Error is the error of a data operation. Err, when set, is the last
+// underlying failure (a server's answer or a transport error).
+type Error struct {
+	Code    Code
+	Op      string // "put", "get", "scan", …
+	Table   string // namespace.name
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	s := "client: "
+	if e.Op != "" {
+		s += e.Op + " "
+	}
+	if e.Table != "" {
+		s += e.Table + " "
+	}
+	s += e.Code.String()
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// CodeOf returns the Code of err's *Error, and false if it has none.
+func CodeOf(err error) (Code, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code, true
+	}
+	return 0, false
+}
+
+func hasCode(err error, c Code) bool {
+	got, ok := CodeOf(err)
+	return ok && got == c
+}
+
+// IsAmbiguous reports whether err is a write whose outcome is unknown.
+func IsAmbiguous(err error) bool { return hasCode(err, CodeAmbiguous) }
+
+// IsTimeout reports whether err is a deadline that passed with the
+// operation known not to have taken effect.
+func IsTimeout(err error) bool { return hasCode(err, CodeTimeout) }
+
+// IsInvalidArgument reports whether err is bad input.
+func IsInvalidArgument(err error) bool { return hasCode(err, CodeInvalidArgument) }
+
+// IsTableNotFound reports whether err names a missing (or dropped) table.
+func IsTableNotFound(err error) bool { return hasCode(err, CodeTableNotFound) }
+
+func invalidf(format string, args ...any) *Error {
+	return &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf(format, args...)}
+}

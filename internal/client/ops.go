@@ -1,0 +1,320 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/docdb"
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+)
+
+// OpKind is the kind of a write Op.
+type OpKind int
+
+// Write kinds.
+const (
+	// OpPut inserts or replaces the given columns and writes the row's
+	// liveness marker (an upsert, as CQL INSERT). Every key column is
+	// required; absent non-key columns are left as they are.
+	OpPut OpKind = iota + 1
+	// OpUpdate writes the given columns only (UPDATE): it writes no
+	// liveness marker.
+	OpUpdate
+	// OpDelete deletes the row named by the key columns.
+	OpDelete
+)
+
+var opNames = [...]string{"", "put", "update", "delete"}
+
+// Op is one write of Apply. A NULL value deletes that column.
+type Op struct {
+	Kind OpKind
+	Row  Row
+	// TTL, if positive, makes every value the op writes expire after it.
+	TTL time.Duration
+}
+
+// WriteOption modifies a single-row write.
+type WriteOption func(*Op)
+
+// WithTTL sets the time to live of the values a write writes.
+func WithTTL(ttl time.Duration) WriteOption { return func(op *Op) { op.TTL = ttl } }
+
+// Put inserts or replaces a row (an upsert); see OpPut.
+func (t *Table) Put(ctx context.Context, row Row, opts ...WriteOption) error {
+	return t.applyOne(ctx, Op{Kind: OpPut, Row: row}, opts)
+}
+
+// Update writes some columns of a row; see OpUpdate.
+func (t *Table) Update(ctx context.Context, row Row, opts ...WriteOption) error {
+	return t.applyOne(ctx, Op{Kind: OpUpdate, Row: row}, opts)
+}
+
+// Delete deletes the row with key's key columns.
+func (t *Table) Delete(ctx context.Context, key Row, opts ...WriteOption) error {
+	return t.applyOne(ctx, Op{Kind: OpDelete, Row: key}, opts)
+}
+
+func (t *Table) applyOne(ctx context.Context, op Op, opts []WriteOption) error {
+	for _, o := range opts {
+		o(&op)
+	}
+	return t.apply(ctx, opNames[op.Kind], []Op{op})
+}
+
+// Apply runs a batch of writes: it groups them by tablet and sends one
+// Write per tablet, in parallel. The ops of one tablet apply atomically, in
+// order; there is no atomicity across tablets. Writes are idempotent, so a
+// failed or ambiguous attempt is retried until the deadline; an error that
+// IsAmbiguous leaves open which ops applied.
+func (t *Table) Apply(ctx context.Context, ops []Op) error {
+	return t.apply(ctx, "apply", ops)
+}
+
+// keyedOps are the DocDB ops of one Op, with its row key.
+type keyedOps struct {
+	key []byte
+	ops []docdb.WriteOp
+}
+
+func (t *Table) prepare(op Op) (keyedOps, error) {
+	key, err := t.RowKey(op.Row)
+	if err != nil {
+		return keyedOps{}, err
+	}
+	if op.TTL < 0 {
+		return keyedOps{}, invalidf("negative TTL %v", op.TTL)
+	}
+	k := keyedOps{key: key}
+	switch op.Kind {
+	case OpPut, OpUpdate:
+		vals, nulls, err := t.columnValues(op.Row)
+		if err != nil {
+			return keyedOps{}, err
+		}
+		kind := docdb.OpPutRow
+		if op.Kind == OpUpdate {
+			kind = docdb.OpPutColumns
+			if len(vals) == 0 && len(nulls) == 0 {
+				return keyedOps{}, invalidf("update sets no column")
+			}
+		}
+		if kind == docdb.OpPutRow || len(vals) > 0 {
+			k.ops = append(k.ops, docdb.WriteOp{Kind: kind, RowKey: key, Columns: vals, TTL: op.TTL})
+		}
+		if len(nulls) > 0 {
+			k.ops = append(k.ops, docdb.WriteOp{Kind: docdb.OpDeleteColumns, RowKey: key, Columns: nulls})
+		}
+	case OpDelete:
+		for name := range op.Row {
+			if c, ok := t.schema.byName[name]; !ok || !c.IsKey() {
+				return keyedOps{}, invalidf("delete takes key columns only, not %q", name)
+			}
+		}
+		k.ops = append(k.ops, docdb.WriteOp{Kind: docdb.OpDeleteRow, RowKey: key, TTL: op.TTL})
+	default:
+		return keyedOps{}, invalidf("unknown op kind %d", op.Kind)
+	}
+	return k, nil
+}
+
+func (t *Table) apply(ctx context.Context, name string, ops []Op) error {
+	s := &sender{c: t.c, write: true}
+	prepared := make([]keyedOps, 0, len(ops))
+	for _, op := range ops {
+		k, err := t.prepare(op)
+		if err != nil {
+			return s.finish(ctx, name, t, err)
+		}
+		prepared = append(prepared, k)
+	}
+	if len(prepared) == 0 {
+		return nil
+	}
+	ctx, cancel := t.c.opContext(ctx)
+	defer cancel()
+	return s.finish(ctx, name, t, t.write(ctx, s, prepared))
+}
+
+// write routes ops to their tablets, one Write per tablet in parallel,
+// and routes again the ops whose tablet proved stale.
+func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps) error {
+	var stale *tableMeta
+	var b backoff
+	for {
+		m, err := t.c.cache.get(ctx, t.id, stale)
+		if err != nil {
+			if IsTableNotFound(err) || ctx.Err() != nil {
+				return err
+			}
+			s.note(err, false)
+			if !b.wait(ctx) {
+				return ctx.Err()
+			}
+			continue
+		}
+		groups := map[*tabletMeta][]keyedOps{}
+		var order []*tabletMeta
+		var next []keyedOps
+		for _, k := range pending {
+			tab := m.locate(k.key)
+			if tab == nil {
+				next = append(next, k)
+				continue
+			}
+			if groups[tab] == nil {
+				order = append(order, tab)
+			}
+			groups[tab] = append(groups[tab], k)
+		}
+		errs := make([]error, len(order))
+		send := func(i int) {
+			tab := order[i]
+			var wb docdb.WriteBatch
+			for _, k := range groups[tab] {
+				wb.Ops = append(wb.Ops, k.ops...)
+			}
+			batch := wb.Marshal()
+			errs[i] = s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, _ *replica) (*tspb.TabletError, error) {
+				resp, err := ts.Write(ctx, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now()})
+				if err != nil {
+					return nil, err
+				}
+				t.c.observe(resp.GetServerTime())
+				return resp.GetError(), nil
+			})
+		}
+		if len(order) == 1 {
+			send(0)
+		} else {
+			var wg sync.WaitGroup
+			for i := range order {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					send(i)
+				}()
+			}
+			wg.Wait()
+		}
+		var first error
+		for i, err := range errs {
+			var re *rerouteError
+			switch {
+			case err == nil:
+			case errors.As(err, &re):
+				next = append(next, groups[order[i]]...)
+			case first == nil:
+				first = err
+			}
+		}
+		if first != nil {
+			return first
+		}
+		if len(next) == 0 {
+			return nil
+		}
+		pending, stale = next, m
+		if !b.wait(ctx) {
+			return ctx.Err()
+		}
+	}
+}
+
+// ReadOptions configure a read.
+type ReadOptions struct {
+	// Columns to return (key columns are always returned); none: all.
+	Columns []string
+	// FollowerReads lets any replica answer if its data is at most
+	// MaxStaleness old (default 10 s); it falls back to the leader when
+	// the replica cannot (STALE_FOLLOWER) or does not support it.
+	FollowerReads bool
+	MaxStaleness  time.Duration
+}
+
+func (o *ReadOptions) staleness() uint32 {
+	if o.MaxStaleness <= 0 {
+		return 10_000
+	}
+	return uint32(max(o.MaxStaleness.Milliseconds(), 1))
+}
+
+// Get reads one row by its key columns; found is false if it does not
+// exist.
+func (t *Table) Get(ctx context.Context, key Row, columns ...string) (Row, bool, error) {
+	return t.Read(ctx, key, ReadOptions{Columns: columns})
+}
+
+// Read is Get with options.
+func (t *Table) Read(ctx context.Context, key Row, opts ReadOptions) (Row, bool, error) {
+	s := &sender{c: t.c}
+	rowKey, err := t.RowKey(key)
+	if err != nil {
+		return nil, false, s.finish(ctx, "get", t, err)
+	}
+	proj, err := t.projection(opts.Columns)
+	if err != nil {
+		return nil, false, s.finish(ctx, "get", t, err)
+	}
+	ctx, cancel := t.c.opContext(ctx)
+	defer cancel()
+	var resp *tspb.ReadResponse
+	read := func(tab *tabletMeta, consistency tspb.ReadConsistency) call {
+		return func(ctx context.Context, ts tspb.TabletServerClient, _ *replica) (*tspb.TabletError, error) {
+			r, err := ts.Read(ctx, &tspb.ReadRequest{TabletId: tab.id, RowKey: rowKey, Projection: proj,
+				Consistency: consistency, MaxStalenessMs: opts.staleness(), ClientTime: t.c.now()})
+			if err != nil {
+				return nil, err
+			}
+			t.c.observe(r.GetServerTime())
+			resp = r
+			return r.GetError(), nil
+		}
+	}
+	followed := false
+	if opts.FollowerReads {
+		if m, err := t.c.cache.get(ctx, t.id, nil); err == nil {
+			if tab := m.locate(rowKey); tab != nil {
+				followed = t.c.tryFollower(ctx, s, tab, read(tab, tspb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS))
+			}
+		}
+	}
+	if !followed {
+		err = t.routeKey(ctx, s, rowKey, func(tab *tabletMeta) call { return read(tab, tspb.ReadConsistency_LEADER) })
+		if err != nil {
+			return nil, false, s.finish(ctx, "get", t, err)
+		}
+	}
+	if !resp.GetFound() {
+		return nil, false, nil
+	}
+	row, err := t.decodeRow(resp.GetRow())
+	if err != nil {
+		return nil, false, s.finish(ctx, "get", t, err)
+	}
+	return row, true, nil
+}
+
+// tryFollower makes one follower read attempt at a random replica; false
+// means read at the leader instead. A replica that refuses the consistency
+// as unsupported turns follower reads off for a minute.
+func (c *Client) tryFollower(ctx context.Context, s *sender, tab *tabletMeta, f call) bool {
+	if time.Now().UnixNano() < c.followerOffUntil.Load() || len(tab.replicas) == 0 {
+		return false
+	}
+	r := &tab.replicas[rand.IntN(len(tab.replicas))]
+	te, err := s.attempt(ctx, r, f)
+	if err != nil {
+		return false
+	}
+	switch te.GetCode() {
+	case tspb.TabletError_OK:
+		return true
+	case tspb.TabletError_INVALID_ARGUMENT:
+		c.followerOffUntil.Store(time.Now().Add(time.Minute).UnixNano())
+	}
+	return false
+}

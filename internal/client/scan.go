@@ -1,0 +1,270 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+)
+
+// ScanOptions configure a Scan. Rows come in key order (for a hash table,
+// hash order: a full scan visits every tablet from hash 0x0000 up).
+type ScanOptions struct {
+	// Start and End bound the scan by key prefixes: every hash key column
+	// or none, then leading range key columns. Rows at or above Start and
+	// below End are returned; with EndInclusive, rows with End's prefix
+	// too. Empty: the table's start or end.
+	Start, End   Row
+	EndInclusive bool
+	// StartKey and EndKey, if set, are raw row-key bounds [StartKey,
+	// EndKey) used instead of Start and End.
+	StartKey, EndKey []byte
+	// Limit caps the number of rows (0: no limit).
+	Limit int
+	// Reverse scans from the end down.
+	Reverse bool
+	// PageSize is the number of rows asked of a tablet per request
+	// (default 1000).
+	PageSize int
+	ReadOptions
+}
+
+// Scanner iterates over the rows of a Scan:
+//
+//	sc := t.Scan(ctx, opts)
+//	for sc.Next() {
+//		row := sc.Row()
+//	}
+//	err := sc.Err()
+//
+// Every page after the first reads at the first page's hybrid time, so the
+// scan sees one snapshot of the table. Each page has the client's
+// operation deadline.
+type Scanner struct {
+	t    *Table
+	ctx  context.Context
+	opts ScanOptions
+	proj *tspb.Projection
+
+	lo, hi    []byte // what remains: [lo, hi), hi nil unbounded
+	readTime  uint64
+	remaining int // rows still allowed; -1: no limit
+	done      bool
+
+	buf []Row
+	row Row
+	err error
+}
+
+// Scan starts a scan; see Scanner.
+func (t *Table) Scan(ctx context.Context, opts ScanOptions) *Scanner {
+	sc := &Scanner{t: t, ctx: ctx, opts: opts, remaining: -1}
+	if opts.Limit > 0 {
+		sc.remaining = opts.Limit
+	}
+	if sc.opts.PageSize <= 0 {
+		sc.opts.PageSize = 1000
+	}
+	sc.err = sc.bounds()
+	if sc.err == nil {
+		sc.proj, sc.err = t.projection(opts.Columns)
+	}
+	if sc.err != nil {
+		sc.err = (&sender{c: t.c}).finish(ctx, "scan", t, sc.err)
+		sc.done = true
+	}
+	return sc
+}
+
+func (sc *Scanner) bounds() error {
+	t, o := sc.t, &sc.opts
+	if o.StartKey != nil || o.EndKey != nil {
+		sc.lo, sc.hi = o.StartKey, o.EndKey
+	} else {
+		var err error
+		if sc.lo, err = t.keyPrefix(o.Start); err != nil {
+			return err
+		}
+		end, err := t.keyPrefix(o.End)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(o.End) == 0:
+			sc.hi = prefixEnd(end) // the table's end
+		case o.EndInclusive:
+			sc.hi = prefixEnd(end)
+		default:
+			sc.hi = end
+		}
+	}
+	if len(sc.hi) == 0 {
+		sc.hi = nil
+	}
+	if sc.hi != nil && bytes.Compare(sc.lo, sc.hi) >= 0 {
+		sc.done = true
+	}
+	return nil
+}
+
+// Next advances to the next row; false at the end or on an error.
+func (sc *Scanner) Next() bool {
+	for len(sc.buf) == 0 {
+		if sc.done || sc.err != nil {
+			return false
+		}
+		sc.buf, sc.err = sc.page()
+	}
+	sc.row, sc.buf = sc.buf[0], sc.buf[1:]
+	return true
+}
+
+// Row is the current row.
+func (sc *Scanner) Row() Row { return sc.row }
+
+// Err is the error that ended the scan, if any.
+func (sc *Scanner) Err() error { return sc.err }
+
+// ScanAll runs a scan and returns every row.
+func (t *Table) ScanAll(ctx context.Context, opts ScanOptions) ([]Row, error) {
+	sc := t.Scan(ctx, opts)
+	var out []Row
+	for sc.Next() {
+		out = append(out, sc.Row())
+	}
+	return out, sc.Err()
+}
+
+// page fetches the next non-empty page of rows, or finds the end.
+func (sc *Scanner) page() ([]Row, error) {
+	t := sc.t
+	s := &sender{c: t.c}
+	ctx, cancel := t.c.opContext(sc.ctx)
+	defer cancel()
+	var stale *tableMeta
+	var b backoff
+	for !sc.done {
+		m, err := t.c.cache.get(ctx, t.id, stale)
+		if err != nil {
+			if IsTableNotFound(err) || ctx.Err() != nil {
+				return nil, s.finish(ctx, "scan", t, err)
+			}
+			s.note(err, false)
+			if !b.wait(ctx) {
+				return nil, s.finish(ctx, "scan", t, ctx.Err())
+			}
+			continue
+		}
+		tab := sc.nextTablet(m)
+		if tab == nil {
+			sc.done = true
+			break
+		}
+		limit := sc.opts.PageSize
+		if sc.remaining >= 0 {
+			limit = min(limit, sc.remaining)
+		}
+		var resp *tspb.ScanResponse
+		scan := func(consistency tspb.ReadConsistency) call {
+			return func(ctx context.Context, ts tspb.TabletServerClient, _ *replica) (*tspb.TabletError, error) {
+				r, err := ts.Scan(ctx, &tspb.ScanRequest{TabletId: tab.id, Span: &tspb.Span{Start: sc.lo, End: sc.hi},
+					Projection: sc.proj, Limit: uint32(limit), Reverse: sc.opts.Reverse, ReadTime: sc.readTime,
+					Consistency: consistency, MaxStalenessMs: sc.opts.staleness(), ClientTime: t.c.now()})
+				if err != nil {
+					return nil, err
+				}
+				t.c.observe(r.GetServerTime())
+				resp = r
+				return r.GetError(), nil
+			}
+		}
+		if !sc.opts.FollowerReads || !t.c.tryFollower(ctx, s, tab, scan(tspb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS)) {
+			err = s.toTablet(ctx, tab, scan(tspb.ReadConsistency_LEADER))
+		}
+		var re *rerouteError
+		if errors.As(err, &re) {
+			stale = m
+			if !b.wait(ctx) {
+				return nil, s.finish(ctx, "scan", t, ctx.Err())
+			}
+			continue
+		}
+		if err != nil {
+			return nil, s.finish(ctx, "scan", t, err)
+		}
+		if sc.readTime == 0 {
+			sc.readTime = resp.GetReadTime()
+		}
+		rows := make([]Row, 0, len(resp.GetRows()))
+		for _, r := range resp.GetRows() {
+			row, err := t.decodeRow(r)
+			if err != nil {
+				return nil, s.finish(ctx, "scan", t, err)
+			}
+			rows = append(rows, row)
+		}
+		sc.advance(tab, resp.GetResumeSpan())
+		if sc.remaining >= 0 {
+			sc.remaining -= len(rows)
+			if sc.remaining <= 0 {
+				sc.done = true
+			}
+		}
+		if len(rows) > 0 {
+			return rows, nil
+		}
+	}
+	return nil, nil
+}
+
+// nextTablet is the tablet holding the next rows of the scan, or nil when
+// no tablet overlaps what remains.
+func (sc *Scanner) nextTablet(m *tableMeta) *tabletMeta {
+	if !sc.opts.Reverse {
+		i := m.firstEndingAfter(sc.lo)
+		if i == len(m.tablets) {
+			return nil
+		}
+		tab := m.tablets[i]
+		if sc.hi != nil && bytes.Compare(tab.start, sc.hi) >= 0 {
+			return nil
+		}
+		return tab
+	}
+	i := m.lastStartingBefore(sc.hi)
+	if i < 0 {
+		return nil
+	}
+	tab := m.tablets[i]
+	if tab.end != nil && bytes.Compare(tab.end, sc.lo) <= 0 {
+		return nil
+	}
+	return tab
+}
+
+// advance narrows what remains after a page from tab: to the resume span
+// if the page was cut short, else past the tablet.
+func (sc *Scanner) advance(tab *tabletMeta, resume *tspb.Span) {
+	switch {
+	case resume != nil && !sc.opts.Reverse:
+		sc.lo = resume.GetStart()
+	case resume != nil:
+		sc.hi = resume.GetEnd()
+	case !sc.opts.Reverse:
+		if tab.end == nil {
+			sc.done = true
+		} else if bytes.Compare(tab.end, sc.lo) > 0 {
+			sc.lo = tab.end
+		}
+	default:
+		if bytes.Compare(tab.start, sc.lo) <= 0 {
+			sc.done = true
+		} else {
+			sc.hi = tab.start
+		}
+	}
+	if sc.hi != nil && bytes.Compare(sc.lo, sc.hi) >= 0 {
+		sc.done = true
+	}
+}

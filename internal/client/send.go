@@ -1,0 +1,273 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+)
+
+// Retry policy: exponential backoff with jitter between rounds, inside the
+// operation's deadline.
+const (
+	backoffMin = 10 * time.Millisecond
+	backoffMax = time.Second
+	// A request makes at least replicaRounds rounds over a tablet's
+	// replicas, for at least replicaPatience, before asking the master for
+	// fresh locations: an election is over sooner than the master hears
+	// of it.
+	replicaRounds   = 3
+	replicaPatience = 500 * time.Millisecond
+)
+
+// errReroute: the tablet asked does not own the key (any more): reload the
+// table's locations and route again.
+type rerouteError struct{ cause error }
+
+func (e *rerouteError) Error() string { return "client: stale tablet location: " + e.cause.Error() }
+
+// tabletError is a TabletError answer as a Go error.
+type tabletError struct{ e *tspb.TabletError }
+
+func (e *tabletError) Error() string { return fmt.Sprintf("%s: %s", e.e.GetCode(), e.e.GetMessage()) }
+
+// backoff sleeps for the current delay (with jitter) and doubles it; false
+// if ctx ended first.
+type backoff struct{ d time.Duration }
+
+func (b *backoff) wait(ctx context.Context) bool {
+	if b.d == 0 {
+		b.d = backoffMin
+	}
+	d := b.d/2 + rand.N(b.d/2+1)
+	b.d = min(2*b.d, backoffMax)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sender carries one operation's retry state: whether a write may have
+// been applied, and the last failure (reported when the deadline passes).
+type sender struct {
+	c     *Client
+	write bool
+
+	mu        sync.Mutex
+	ambiguous bool
+	last      error
+}
+
+func (s *sender) note(err error, ambiguous bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = err
+	if s.write && ambiguous {
+		s.ambiguous = true
+	}
+}
+
+// call is one RPC to one replica of a tablet; it returns the answer's
+// TabletError (nil: success) or a transport error.
+type call func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error)
+
+// pick returns the replica to try next: the leader if known and not yet
+// tried in this round, else the first untried replica.
+func pick(tab *tabletMeta, tried map[string]bool) *replica {
+	if l := tab.leader.Load(); l != nil && !tried[l.addr] {
+		return l
+	}
+	for i := range tab.replicas {
+		if r := &tab.replicas[i]; !tried[r.addr] {
+			return r
+		}
+	}
+	return nil
+}
+
+// toTablet sends a request to a tablet's leader. It follows NOT_LEADER
+// hints, tries the other replicas when the leader is unknown or
+// unreachable, and backs off between rounds, until success, the end of
+// ctx, an error retrying cannot fix, or an answer that needs fresh
+// locations (*rerouteError, also after fruitless rounds; see
+// replicaRounds).
+func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
+	var b backoff
+	tried := map[string]bool{}
+	rounds := 0
+	start := time.Now()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r := pick(tab, tried)
+		if r == nil {
+			rounds++
+			if rounds >= replicaRounds && time.Since(start) >= replicaPatience {
+				return &rerouteError{cause: s.lastErr()}
+			}
+			if !b.wait(ctx) {
+				return ctx.Err()
+			}
+			tried = map[string]bool{}
+			continue
+		}
+		tried[r.addr] = true
+		te, err := s.attempt(ctx, r, f)
+		if err != nil {
+			if ctx.Err() != nil {
+				s.note(err, sentMaybe(err))
+				return ctx.Err()
+			}
+			// The node is down or hung: forget it as leader, try others.
+			s.note(err, sentMaybe(err))
+			tab.leader.CompareAndSwap(r, nil)
+			continue
+		}
+		switch te.GetCode() {
+		case tspb.TabletError_OK:
+			if tab.leader.Load() != r {
+				tab.leader.Store(r)
+			}
+			return nil
+		case tspb.TabletError_NOT_LEADER:
+			s.note(&tabletError{te}, false)
+			tab.leader.CompareAndSwap(r, nil)
+			tab.setLeader(te.GetLeaderNode(), te.GetLeaderAddr())
+		case tspb.TabletError_TABLET_NOT_FOUND, tspb.TabletError_KEY_OUT_OF_RANGE, tspb.TabletError_TABLET_SPLIT:
+			s.note(&tabletError{te}, false)
+			return &rerouteError{cause: &tabletError{te}}
+		case tspb.TabletError_AMBIGUOUS, tspb.TabletError_TIMEOUT:
+			// Idempotent at this layer: try again (the same leader too).
+			s.note(&tabletError{te}, true)
+			delete(tried, r.addr)
+			if !b.wait(ctx) {
+				return ctx.Err()
+			}
+		case tspb.TabletError_INVALID_ARGUMENT:
+			return &Error{Code: CodeInvalidArgument, Err: &tabletError{te}}
+		default:
+			return &Error{Code: CodeInternal, Err: &tabletError{te}}
+		}
+	}
+}
+
+// attempt runs f once against r within the attempt timeout.
+func (s *sender) attempt(ctx context.Context, r *replica, f call) (*tspb.TabletError, error) {
+	ts, err := s.c.tserver(r.addr)
+	if err != nil {
+		return nil, err
+	}
+	actx, cancel := context.WithTimeout(ctx, s.c.cfg.AttemptTimeout)
+	defer cancel()
+	te, err := f(actx, ts, r)
+	if err != nil {
+		return nil, fmt.Errorf("%s (node %d): %w", r.addr, r.node, err)
+	}
+	return te, nil
+}
+
+// sentMaybe reports whether a transport error leaves open whether the
+// request reached the server (and so whether a write applied).
+func sentMaybe(err error) bool {
+	st, ok := status.FromError(errors.Unwrap(err))
+	if !ok {
+		return true
+	}
+	return st.Code() != codes.Unavailable
+}
+
+func (s *sender) lastErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		return errors.New("no replica answered")
+	}
+	return s.last
+}
+
+// finish turns an operation's outcome into the error returned to the
+// caller: *Error as is, and a passed deadline (or cancellation) as
+// CodeAmbiguous when a write may have been applied, else CodeTimeout.
+func (s *sender) finish(ctx context.Context, op string, t *Table, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		// A copy: one *Error may reach every caller of a shared lookup.
+		cp := *e
+		if cp.Op == "" {
+			cp.Op = op
+		}
+		if cp.Table == "" {
+			cp.Table = t.name
+		}
+		return &cp
+	}
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		code := CodeTimeout
+		if s.ambiguous {
+			code = CodeAmbiguous
+		}
+		cause := ctx.Err()
+		if cause == nil {
+			cause = err
+		}
+		if s.last != nil {
+			cause = fmt.Errorf("%w (last error: %v)", cause, s.last)
+		}
+		return &Error{Code: code, Op: op, Table: t.name, Err: cause}
+	}
+	return &Error{Code: CodeInternal, Op: op, Table: t.name, Err: err}
+}
+
+// routeKey sends a request for one key to the tablet holding it, reloading
+// the table's locations when they prove stale.
+func (t *Table) routeKey(ctx context.Context, s *sender, key []byte, f func(tab *tabletMeta) call) error {
+	var stale *tableMeta
+	var b backoff
+	for {
+		m, err := t.c.cache.get(ctx, t.id, stale)
+		if err != nil {
+			if IsTableNotFound(err) || ctx.Err() != nil {
+				return err
+			}
+			s.note(err, false)
+			if !b.wait(ctx) {
+				return ctx.Err()
+			}
+			continue
+		}
+		tab := m.locate(key)
+		if tab == nil {
+			stale = m
+			if !b.wait(ctx) {
+				return ctx.Err()
+			}
+			continue
+		}
+		err = s.toTablet(ctx, tab, f(tab))
+		var re *rerouteError
+		if !errors.As(err, &re) {
+			return err
+		}
+		stale = m
+		if !b.wait(ctx) {
+			return ctx.Err()
+		}
+	}
+}

@@ -38,7 +38,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newDemoCmd(), newStartCmd(), newClusterCmd(), newAdminCmd())
+	root.AddCommand(newVersionCmd(), newDemoCmd(), newStartCmd(), newClusterCmd(), newAdminCmd(), newWorkloadCmd())
 	return root
 }
 

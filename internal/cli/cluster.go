@@ -43,6 +43,7 @@ BASE/nodeK; BASE/cluster.json records the cluster.`,
 
 	var create struct {
 		nodes, rf, rpcPort, httpPort int
+		followerUnavailable          time.Duration
 	}
 	createCmd := &cobra.Command{
 		Use:   "create --nodes N --rf R [--base-dir D]",
@@ -56,7 +57,7 @@ BASE/nodeK; BASE/cluster.json records the cluster.`,
 			if err != nil {
 				return err
 			}
-			return c.create(cmd.Context(), create.nodes, create.rf, create.rpcPort, create.httpPort)
+			return c.create(cmd.Context(), create.nodes, create.rf, create.rpcPort, create.httpPort, create.followerUnavailable)
 		},
 	}
 	f := createCmd.Flags()
@@ -64,6 +65,7 @@ BASE/nodeK; BASE/cluster.json records the cluster.`,
 	f.IntVar(&create.rf, "rf", 3, "replication factor (1, 3, 5 or 7; at most --nodes)")
 	f.IntVar(&create.rpcPort, "rpc-port", server.DefaultRPCPort, "RPC port of every node")
 	f.IntVar(&create.httpPort, "http-port", server.DefaultHTTPPort, "HTTP port of every node")
+	f.DurationVar(&create.followerUnavailable, "follower-unavailable-timeout", 0, "passed to every node's start (0: the default, 5m)")
 
 	withNode := func(use, short string, run func(c *localCluster, ctx context.Context, k int) error) *cobra.Command {
 		return &cobra.Command{
@@ -211,6 +213,9 @@ func (c *localCluster) launch(n *clusterNode, join []string) (*launched, error) 
 	if len(join) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
+	if t := c.st.FollowerUnavailableTimeout; t != "" {
+		args = append(args, "--follower-unavailable-timeout", t)
+	}
 	cmd := exec.Command(c.exe, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -269,7 +274,7 @@ func tail(path string, n int) string {
 	return "  " + strings.Join(lines, "\n  ")
 }
 
-func (c *localCluster) create(ctx context.Context, nodes, rf, rpcPort, httpPort int) error {
+func (c *localCluster) create(ctx context.Context, nodes, rf, rpcPort, httpPort int, followerUnavailable time.Duration) error {
 	if _, err := os.Stat(filepath.Join(c.base, clusterStateFile)); err == nil {
 		return fmt.Errorf("a cluster exists in %s already (`%s cluster status --base-dir %s`; `%s cluster destroy --base-dir %s` removes it)",
 			c.base, self(), c.base, self(), c.base)
@@ -277,7 +282,10 @@ func (c *localCluster) create(ctx context.Context, nodes, rf, rpcPort, httpPort 
 	if err := os.MkdirAll(c.base, 0o755); err != nil {
 		return err
 	}
-	c.st = &clusterState{RF: rf, RPCPort: rpcPort, HTTPPort: httpPort}
+	c.st = &clusterState{RF: rf, RPCPort: rpcPort, HTTPPort: httpPort, FollowerUnavailableTimeout: followerUnavailable.String()}
+	if followerUnavailable == 0 {
+		c.st.FollowerUnavailableTimeout = ""
+	}
 	if err := c.st.save(c.base); err != nil {
 		return err
 	}

@@ -5,33 +5,60 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// buildShale builds the shale binary into a temporary directory with the
-// go command on PATH.
+// built is the shale binary the process tests share, built once.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildShale builds the shale binary (once per test run) with the go
+// command on PATH.
 func buildShale(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the process test builds the binary and needs go on PATH: %v", err)
+	built.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("the process tests build the binary and need go on PATH: %w", err)
+			return
+		}
+		if built.dir, built.err = os.MkdirTemp("", "shale-bin-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "shale")
+		start := time.Now()
+		if out, err := exec.Command(goBin, "build", "-o", built.bin, "../../cmd/shale").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		t.Logf("built %s in %v", built.bin, time.Since(start).Round(time.Millisecond))
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	bin := filepath.Join(t.TempDir(), "shale")
-	start := time.Now()
-	out, err := exec.Command(goBin, "build", "-o", bin, "../../cmd/shale").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	t.Logf("built %s in %v", bin, time.Since(start).Round(time.Millisecond))
-	return bin
+	return built.bin
 }
 
 // freePort returns a port free on 127.0.0.1 just now; the nodes listen on

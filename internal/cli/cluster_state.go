@@ -14,10 +14,13 @@ import (
 // clusterState is a local cluster as `shale cluster` keeps it in
 // base/cluster.json. Node K runs on 127.0.0.K with its data in base/nodeK.
 type clusterState struct {
-	RF       int           `json:"rf"`
-	RPCPort  int           `json:"rpc_port"`
-	HTTPPort int           `json:"http_port"`
-	Nodes    []clusterNode `json:"nodes"`
+	RF       int `json:"rf"`
+	RPCPort  int `json:"rpc_port"`
+	HTTPPort int `json:"http_port"`
+	// FollowerUnavailableTimeout is passed to every node ("" for the
+	// default).
+	FollowerUnavailableTimeout string        `json:"follower_unavailable_timeout,omitempty"`
+	Nodes                      []clusterNode `json:"nodes"`
 }
 
 type clusterNode struct {

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/master/masterpb"
 
 	"github.com/shaledb/shaledb/internal/server/servertest"
 	"github.com/shaledb/shaledb/internal/workload"
@@ -97,4 +99,79 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestKeyValueUnderSplits splits every tablet of the workload's table
+// while the workload runs: the client follows TABLET_SPLIT to the children,
+// no operation fails beyond retries, every read checks out, and afterwards
+// a full scan returns every written key exactly once.
+func TestKeyValueUnderSplits(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	c.WaitMasters(20 * time.Second)
+	out := &syncBuffer{}
+	done := make(chan struct{})
+	var sum workload.Summary
+	var err error
+	const keys = 3000
+	go func() {
+		defer close(done)
+		sum, err = workload.Run(context.Background(), workload.Config{
+			Nodes: c.Addrs, WriteThreads: 4, ReadThreads: 4, UniqueKeys: keys, ValueSize: 32,
+			Duration: 5 * time.Second, NumTablets: 2, Verify: true, ReportEvery: 500 * time.Millisecond, Out: out,
+		})
+	}()
+	consensustest.WaitFor(t, 30*time.Second, "the workload under way", func() bool {
+		return strings.Count(out.String(), "| Uptime: ") >= 2
+	})
+	ms := c.Masters()
+	tbl, gerr := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
+		return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "workload", Name: "kv"})
+	})
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	for _, loc := range tbl.GetTablets() {
+		if _, err := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.SplitTabletResponse, error) {
+			return mc.SplitTablet(ctx, &masterpb.SplitTabletRequest{TabletId: loc.GetTablet().GetTabletId()})
+		}); err != nil {
+			t.Fatalf("split %d: %v", loc.GetTablet().GetTabletId(), err)
+		}
+	}
+	<-done
+	if err != nil {
+		t.Fatalf("workload: %v\n%s", err, out.String())
+	}
+	if sum.Write.Errors != 0 || sum.Read.Errors != 0 || sum.Mismatches != 0 || sum.Lost != 0 {
+		t.Fatalf("summary after splits: %+v", sum)
+	}
+	// Every written key exactly once, across the four children.
+	cl, err := client.Open(context.Background(), client.Config{Masters: c.Addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	table, err := cl.OpenTable(context.Background(), "workload", "kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := table.ScanAll(context.Background(), client.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[string(r["k"].Bytes)]++
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("key %s seen %d times", k, n)
+		}
+	}
+	if uint64(len(seen)) != sum.Verified {
+		t.Fatalf("scan found %d keys, the workload wrote %d", len(seen), sum.Verified)
+	}
+	after, _ := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
+		return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "workload", Name: "kv"})
+	})
+	t.Logf("%d tablets after the splits; %d writes, %d reads, %d keys scanned once each", len(after.GetTablets()), sum.Write.Ops, sum.Read.Ops, len(seen))
 }

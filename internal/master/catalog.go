@@ -21,7 +21,7 @@ const (
 	SysCatalogTabletID uint64 = 1
 
 	// User table and tablet ids start above the reserved ones.
-	firstTableID  uint32 = 1000
+	firstTableID         = tablet.FirstUserTableID
 	firstTabletID uint64 = 1000
 	firstNodeID   uint64 = 1
 

@@ -7,6 +7,11 @@ import (
 	"github.com/shaledb/shaledb/internal/storage"
 )
 
+// FirstUserTableID is the lowest table id of user tables; the ids below it
+// are reserved for system tables (the sys catalog is table 1), which are
+// not reachable through the tablet server's data path.
+const FirstUserTableID uint32 = 1000
+
 // Descriptor names a tablet and the span of row keys it owns.
 type Descriptor struct {
 	ID      uint64

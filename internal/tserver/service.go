@@ -78,6 +78,16 @@ func (n *Node) lookup(id uint64) (*tablet.Tablet, error) {
 	return nil, fmt.Errorf("%w: tablet %d on node %d", errTabletNotFound, id, n.cfg.NodeID)
 }
 
+// lookupData is lookup for the data path: system tablets (the sys catalog)
+// are written only by their owner on the node, never by clients.
+func (n *Node) lookupData(id uint64) (*tablet.Tablet, error) {
+	tb, err := n.lookup(id)
+	if err == nil && tb.Descriptor().TableID < tablet.FirstUserTableID {
+		return nil, fmt.Errorf("%w: tablet %d belongs to a system table", errInvalid, id)
+	}
+	return tb, err
+}
+
 // observe folds a caller's hybrid time into the node clock.
 func (n *Node) observe(t uint64) error {
 	if t == 0 {
@@ -93,7 +103,7 @@ func (s *service) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 		if err := n.observe(req.GetClientTime()); err != nil {
 			return err
 		}
-		tb, err := n.lookup(req.GetTabletId())
+		tb, err := n.lookupData(req.GetTabletId())
 		if err != nil {
 			return err
 		}
@@ -136,7 +146,7 @@ func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRespon
 		if err := n.observe(req.GetClientTime()); err != nil {
 			return err
 		}
-		tb, err := n.lookup(req.GetTabletId())
+		tb, err := n.lookupData(req.GetTabletId())
 		if err != nil {
 			return err
 		}
@@ -180,7 +190,7 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 		if err := n.observe(req.GetClientTime()); err != nil {
 			return err
 		}
-		tb, err := n.lookup(req.GetTabletId())
+		tb, err := n.lookupData(req.GetTabletId())
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/shaledb/shaledb/internal/tserver"
 )
 
-const tableID = 7
+const tableID = tablet.FirstUserTableID + 7 // a user table: the data path refuses system tables
 
 var desc = tablet.Descriptor{ID: 1, TableID: tableID, Span: docdb.TableSpan(tableID)}
 

@@ -43,6 +43,7 @@ lint: deps
 # as a table against the targets (see docs/benchmarks.md); a few minutes.
 bench: deps
 	GO=$(GO) ./scripts/bench.sh
+	GO=$(GO) ./scripts/bench-cluster.sh
 
 # run: builds, then starts a local 3-node RF 3 cluster in the background
 # (nodes on 127.0.0.1-3, data in ./shale-data) and prints how to connect and

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -61,6 +63,11 @@ type Config struct {
 	// Register, if set, registers more services (the master's) on the
 	// node's gRPC server before it starts serving.
 	Register func(*grpc.Server)
+	// HistoryRetention of every tablet (see tablet.Config); GCInterval is
+	// how often the node garbage-collects its tablets' old versions.
+	// Defaults: docdb.DefaultRetention and one minute.
+	HistoryRetention time.Duration
+	GCInterval       time.Duration
 	// ServerOptions are passed on to the node's gRPC server (RPC metrics
 	// interceptors, for example).
 	ServerOptions []grpc.ServerOption
@@ -75,6 +82,9 @@ type Node struct {
 	// safePoints caches, by tablet id, the last safe point learned for
 	// follower reads.
 	safePoints sync.Map
+	// The GC loop and what it removed.
+	gcStop, gcDone chan struct{}
+	gcDeleted      atomic.Uint64
 
 	mu struct {
 		sync.Mutex
@@ -147,8 +157,44 @@ func Start(cfg Config) (*Node, error) {
 		_ = h.Stop()
 		return nil, fmt.Errorf("tserver: node %d: reopen tablets: %w", cfg.NodeID, err)
 	}
+	if n.cfg.GCInterval <= 0 {
+		n.cfg.GCInterval = time.Minute
+	}
+	n.gcStop = make(chan struct{})
+	n.gcDone = make(chan struct{})
+	go n.gcLoop()
 	return n, nil
 }
+
+// gcLoop collects old versions of every tablet replica periodically, one
+// tablet at a time so the node's foreground work keeps most of the disk.
+func (n *Node) gcLoop() {
+	defer close(n.gcDone)
+	t := time.NewTicker(n.cfg.GCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.gcStop:
+			return
+		case <-t.C:
+		}
+		for _, tb := range n.Tablets() {
+			select {
+			case <-n.gcStop:
+				return
+			default:
+			}
+			deleted, err := tb.GC()
+			if err != nil {
+				slog.Warn("tserver: gc", "node", n.cfg.NodeID, "tablet", tb.Descriptor().ID, "err", err)
+			}
+			n.gcDeleted.Add(uint64(deleted))
+		}
+	}
+}
+
+// GCDeleted counts the versions this node's GC has removed.
+func (n *Node) GCDeleted() uint64 { return n.gcDeleted.Load() }
 
 // ID returns the node's id.
 func (n *Node) ID() uint64 { return n.cfg.NodeID }
@@ -215,6 +261,8 @@ func (n *Node) openTablet(desc tablet.Descriptor, bootstrap []uint64) (*tablet.T
 		Clock:      n.cfg.Clock,
 		Bootstrap:  bootstrap,
 		OnSplit:    n.openChildren,
+
+		HistoryRetention: n.cfg.HistoryRetention,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tserver: node %d: tablet %d: %w", n.cfg.NodeID, desc.ID, err)
@@ -284,6 +332,8 @@ func (n *Node) Stop() error {
 	}
 	n.mu.stopped = true
 	n.mu.Unlock()
+	close(n.gcStop)
+	<-n.gcDone
 	err := n.host.Stop()
 	n.pool.Close()
 	return err

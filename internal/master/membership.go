@@ -159,6 +159,11 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			newRec = &pb.TServerRecord{NodeId: rec.GetNodeId(), RpcAddr: req.GetRpcAddr(), HttpAddr: req.GetHttpAddr(), Placement: req.GetPlacement()}
 		}
 		resp.Masters = mastersOf(c, c.config)
+		if _, hasCatalog := reported[SysCatalogTabletID]; !hasCatalog {
+			for _, id := range c.config.GetMasters() {
+				resp.BecomeMaster = resp.BecomeMaster || id == req.GetNodeId()
+			}
+		}
 		resp.Tservers = map[uint64]string{}
 		for id, ts := range c.tservers {
 			resp.Tservers[id] = ts.rec.GetRpcAddr()
@@ -274,8 +279,64 @@ func (m *Master) deleteOrphan(addr string, id uint64) {
 func (m *Master) leaderWork() {
 	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
 	defer cancel()
+	m.replaceDeadMaster(ctx)
 	m.growMasters(ctx)
 	m.balance(ctx)
+}
+
+// replaceDeadMaster swaps a master that has been silent longer than the
+// follower-unavailable timeout for a live tserver without the master role:
+// the cluster config names the new one (its heartbeat answer asks it to
+// take the role), growMasters adds and promotes it, and then removes the
+// dead one from the sys catalog. One replacement at a time.
+func (m *Master) replaceDeadMaster(ctx context.Context) {
+	nowMs := time.Now().UnixMilli()
+	var cfg *pb.ClusterConfig
+	var dead, repl uint64
+	_ = m.withCatalog(func(c *catalog) error {
+		isMaster := map[uint64]bool{}
+		for _, id := range c.config.GetMasters() {
+			isMaster[id] = true
+		}
+		for _, id := range c.config.GetMasters() {
+			ts, ok := c.tservers[id]
+			if id == m.node.ID() || !ok || time.Duration(nowMs-ts.lastHeartbeat)*time.Millisecond < m.cfg.FollowerUnavailableTimeout {
+				continue
+			}
+			for _, cand := range m.liveTServers(c, nowMs) {
+				if cid := cand.rec.GetNodeId(); !isMaster[cid] && (repl == 0 || cid < repl) {
+					repl = cid
+				}
+			}
+			if repl != 0 {
+				dead = id
+				break
+			}
+		}
+		if dead == 0 {
+			return nil
+		}
+		cfg = cloneConfig(c.config)
+		for i, id := range cfg.Masters {
+			if id == dead {
+				cfg.Masters[i] = repl
+			}
+		}
+		return nil
+	})
+	if cfg == nil {
+		return
+	}
+	m.ddl.Lock()
+	var b batch
+	b.put(kindConfig, 0, cfg)
+	err := m.commit(ctx, &b, func(c *catalog) { c.config = cfg })
+	m.ddl.Unlock()
+	if err != nil {
+		m.log.Warn("master: replacing a dead master", "dead", dead, "new", repl, "err", err)
+		return
+	}
+	m.log.Info("master: replacing a dead master", "dead", dead, "new", repl)
 }
 
 // growMasters adds the masters named in the cluster config to the sys
@@ -323,6 +384,24 @@ func (m *Master) growMasters(ctx context.Context) {
 			}
 		}
 		if _, ok := consensus.IsNotLeader(ctx.Err()); ok {
+			return
+		}
+	}
+	// Once every wanted master votes, drop replicas the config no longer
+	// names (a replaced dead master).
+	st = g.Status()
+	for _, id := range want {
+		if !in(st.Voters, id) {
+			return
+		}
+	}
+	for _, id := range append(append([]uint64(nil), st.Voters...), st.Learners...) {
+		if !in(want, id) && id != m.node.ID() {
+			if err := g.RemoveReplica(ctx, id); err != nil {
+				m.log.Warn("master: removing a replaced master", "node", id, "err", err)
+			} else {
+				m.log.Info("master: replaced master removed", "node", id)
+			}
 			return
 		}
 	}

@@ -23,6 +23,9 @@ type heartbeater struct {
 	placement *masterpb.Placement
 	interval  time.Duration
 	onMasters func(map[uint64]string)
+	// onBecomeMaster is called when the master asks this node to take the
+	// master role (it replaces a dead master).
+	onBecomeMaster func()
 	// onWrongCluster is called when the master says this node belongs to
 	// another cluster.
 	onWrongCluster func(msg string)
@@ -118,6 +121,9 @@ func (h *heartbeater) beat(ctx context.Context) {
 				if id != h.node.ID() {
 					h.node.AddPeer(id, a)
 				}
+			}
+			if resp.GetBecomeMaster() && h.onBecomeMaster != nil {
+				h.onBecomeMaster()
 			}
 			if len(resp.GetMasters()) > 0 {
 				h.setMasters(resp.GetMasters())

@@ -184,11 +184,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	_, hostsCatalog := s.node.Tablet(master.SysCatalogTabletID)
 	if bootstrap || becomeMaster || hostsCatalog {
-		m, err := master.Start(master.Config{
-			Node: s.node, RPCAddr: rpcAddr, HTTPAddr: cfg.HTTPAddr, Bootstrap: bootstrap,
-			ReplicationFactor: cfg.ReplicationFactor, FollowerUnavailableTimeout: cfg.FollowerUnavailableTimeout,
-			TServerDeadAfter: cfg.TServerDeadAfter, Logger: cfg.Logger,
-		})
+		m, err := master.Start(s.masterConfig(bootstrap))
 		if err != nil {
 			return nil, err
 		}
@@ -213,6 +209,7 @@ func Start(cfg Config) (*Server, error) {
 		node: s.node, pool: s.pool, clusterID: id.ClusterID, rpcAddr: rpcAddr, httpAddr: cfg.HTTPAddr,
 		placement: cfg.Placement, interval: cfg.HeartbeatInterval,
 		onMasters:      s.learnMasters,
+		onBecomeMaster: s.becomeMaster,
 		onWrongCluster: func(msg string) { s.fail(fmt.Errorf("%w: %s", ErrWrongCluster, msg)) },
 	}
 	s.hb.setMasters(id.Masters)
@@ -225,6 +222,33 @@ func Start(cfg Config) (*Server, error) {
 	ok = true
 	s.log.Info("node started", "node", id.NodeID, "cluster", id.ClusterID, "rpc", rpcAddr, "master", s.mu.master != nil)
 	return s, nil
+}
+
+// becomeMaster starts the master role on a running node: its sys catalog
+// replica starts empty and the master leader fills it.
+func (s *Server) becomeMaster() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.master != nil || s.ctx.Err() != nil {
+		return
+	}
+	m, err := master.Start(s.masterConfig(false))
+	if err != nil {
+		s.log.Warn("taking the master role", "err", err)
+		return
+	}
+	s.mu.master = m
+	s.ref.Set(m)
+	s.log.Info("took the master role", "node", s.node.ID())
+}
+
+// masterConfig is the configuration of this node's master role.
+func (s *Server) masterConfig(bootstrap bool) master.Config {
+	return master.Config{
+		Node: s.node, RPCAddr: s.node.Addr(), HTTPAddr: s.cfg.HTTPAddr, Bootstrap: bootstrap,
+		ReplicationFactor: s.cfg.ReplicationFactor, FollowerUnavailableTimeout: s.cfg.FollowerUnavailableTimeout,
+		TServerDeadAfter: s.cfg.TServerDeadAfter, Logger: s.cfg.Logger,
+	}
 }
 
 // join calls Join on the given masters, following NOT_LEADER hints, until

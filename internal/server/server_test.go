@@ -348,3 +348,69 @@ func TestSplitTabletThroughMaster(t *testing.T) {
 		t.Fatalf("split of a split tablet: %v", err)
 	}
 }
+
+// TestDeadMasterIsReplaced: a master dead for longer than the
+// follower-unavailable timeout is replaced by a live tserver: the new one
+// takes the master role, joins the sys catalog, and the dead one leaves
+// its configuration, so the masters tolerate another failure.
+func TestDeadMasterIsReplaced(t *testing.T) {
+	c := servertest.NewCluster(t, 4)
+	c.WaitMasters(20 * time.Second)
+	if c.Servers[3].Master() != nil {
+		t.Fatal("the fourth node took the master role at join")
+	}
+	// Stop a master that is not the leader.
+	victim := 2
+	if c.Servers[victim].Master().IsLeader() {
+		victim = 1
+	}
+	deadID := c.Servers[victim].NodeID()
+	c.Stop(victim)
+	ms := c.Masters()
+	consensustest.WaitFor(t, 60*time.Second, "the dead master replaced", func() bool {
+		r, err := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.ListMastersResponse, error) {
+			return mc.ListMasters(ctx, &masterpb.ListMastersRequest{})
+		})
+		if err != nil || len(r.GetMasters()) != 3 {
+			return false
+		}
+		for _, m := range r.GetMasters() {
+			if m.GetNodeId() == deadID {
+				return false
+			}
+		}
+		for _, s := range c.Servers {
+			if s == nil || s.Master() == nil {
+				continue
+			}
+			if tb, ok := s.Node().Tablet(master.SysCatalogTabletID); ok && tb.Group().HasLease() {
+				st := tb.Group().Status()
+				for _, v := range st.Voters {
+					if v == deadID {
+						return false
+					}
+				}
+				return len(st.Voters) == 3 && len(st.Learners) == 0
+			}
+		}
+		return false
+	})
+	if c.Servers[3].Master() == nil {
+		t.Fatal("the fourth node did not take the master role")
+	}
+	// With another master down the remaining two are a quorum of the new
+	// configuration: DDL still works.
+	for i, s := range c.Servers {
+		if s != nil && s.Master() != nil && !s.Master().IsLeader() {
+			c.Stop(i)
+			break
+		}
+	}
+	if _, err := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
+		req := servertest.KVTable("after", 2)
+		req.ReplicationFactor = 1
+		return mc.CreateTable(ctx, req)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -713,7 +713,10 @@ type HeartbeatResponse struct {
 	Masters map[uint64]string      `protobuf:"bytes,2,rep,name=masters,proto3" json:"masters,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// tservers maps every known tserver's id to its RPC address, so raft
 	// transports can resolve peers.
-	Tservers      map[uint64]string `protobuf:"bytes,3,rep,name=tservers,proto3" json:"tservers,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Tservers map[uint64]string `protobuf:"bytes,3,rep,name=tservers,proto3" json:"tservers,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// become_master asks a node without the master role to take it: it
+	// replaces a master that has been dead too long.
+	BecomeMaster  bool `protobuf:"varint,4,opt,name=become_master,json=becomeMaster,proto3" json:"become_master,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -767,6 +770,13 @@ func (x *HeartbeatResponse) GetTservers() map[uint64]string {
 		return x.Tservers
 	}
 	return nil
+}
+
+func (x *HeartbeatResponse) GetBecomeMaster() bool {
+	if x != nil {
+		return x.BecomeMaster
+	}
+	return false
 }
 
 // ColumnSchema describes one column. Types are DocDB value type names
@@ -2543,11 +2553,12 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\tplacement\x18\x05 \x01(\v2\x19.shaledb.master.PlacementR\tplacement\x126\n" +
 	"\atablets\x18\x06 \x03(\v2\x1c.shaledb.master.TabletReportR\atablets\x12\x1d\n" +
 	"\n" +
-	"data_bytes\x18\a \x01(\x04R\tdataBytes\"\xd6\x02\n" +
+	"data_bytes\x18\a \x01(\x04R\tdataBytes\"\xfb\x02\n" +
 	"\x11HeartbeatResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12H\n" +
 	"\amasters\x18\x02 \x03(\v2..shaledb.master.HeartbeatResponse.MastersEntryR\amasters\x12K\n" +
-	"\btservers\x18\x03 \x03(\v2/.shaledb.master.HeartbeatResponse.TserversEntryR\btservers\x1a:\n" +
+	"\btservers\x18\x03 \x03(\v2/.shaledb.master.HeartbeatResponse.TserversEntryR\btservers\x12#\n" +
+	"\rbecome_master\x18\x04 \x01(\bR\fbecomeMaster\x1a:\n" +
 	"\fMastersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +

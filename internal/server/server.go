@@ -22,6 +22,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/master"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
@@ -254,47 +255,23 @@ func (s *Server) masterConfig(bootstrap bool) master.Config {
 // join calls Join on the given masters, following NOT_LEADER hints, until
 // one answers or a deadline passes.
 func (s *Server) join(addrs []string, req *masterpb.JoinRequest) (*masterpb.JoinResponse, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
-		queue := append([]string(nil), addrs...)
-		tried := map[string]bool{}
-		for len(queue) > 0 {
-			addr := queue[0]
-			queue = queue[1:]
-			if tried[addr] {
-				continue
-			}
-			tried[addr] = true
-			cc, err := s.pool.Conn(addr)
-			if err != nil {
-				last = err
-				continue
-			}
-			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-			resp, err := masterpb.NewMasterClient(cc).Join(ctx, req)
-			cancel()
-			if err != nil {
-				last = fmt.Errorf("join %s: %w", addr, err)
-				continue
-			}
-			switch e := resp.GetError(); e.GetCode() {
-			case masterpb.MasterError_OK:
-				return resp, nil
-			case masterpb.MasterError_NOT_LEADER:
-				if l := e.GetLeaderAddr(); l != "" {
-					queue = append([]string{l}, queue...)
-				}
-				last = fmt.Errorf("join %s: %s", addr, e.GetMessage())
-			case masterpb.MasterError_WRONG_CLUSTER:
-				return nil, fmt.Errorf("%w: %s", ErrWrongCluster, e.GetMessage())
-			default:
-				return nil, fmt.Errorf("server: join %s: %s: %s", addr, e.GetCode(), e.GetMessage())
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	var resp *masterpb.JoinResponse
+	err := client.NewMasters(s.pool, addrs).Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		var err error
+		resp, err = mc.Join(ctx, req)
+		return resp.GetError(), err
+	})
+	var me *client.MasterError
+	switch {
+	case err == nil:
+		return resp, nil
+	case errors.As(err, &me) && me.Code == masterpb.MasterError_WRONG_CLUSTER:
+		return nil, fmt.Errorf("%w: %s", ErrWrongCluster, me.Message)
+	default:
+		return nil, fmt.Errorf("server: could not join through %v: %w", addrs, err)
 	}
-	return nil, fmt.Errorf("server: could not join through %v: %v", addrs, last)
 }
 
 // learnMasters records the masters a heartbeat answer named.

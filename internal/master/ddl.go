@@ -280,9 +280,27 @@ func (m *Master) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	m.createReplicas(ctx, created)
+	// The replicas are created on the master's own context: a caller that
+	// gives up (a table of thousands of tablets takes a while) must not
+	// leave tablets that exist in the catalog but on no tserver.
+	done := make(chan struct{})
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(done)
+		cctx, cancel := context.WithTimeout(m.ctx, 10*time.Minute)
+		defer cancel()
+		m.createReplicas(cctx, created)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 	return info, nil
 }
+
+// maxParallelCreates bounds the CreateTablet RPCs in flight for one DDL.
+const maxParallelCreates = 64
 
 // waitLiveTServers waits, up to TServerDeadAfter, until rf tservers (0:
 // the cluster's factor) are live.
@@ -310,6 +328,7 @@ func (m *Master) waitLiveTServers(ctx context.Context, rf int) {
 // balancer (the tablet has a majority elsewhere, or waits for it).
 func (m *Master) createReplicas(ctx context.Context, tablets []*pb.TabletLocation) {
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallelCreates)
 	for _, t := range tablets {
 		voters := make([]uint64, 0, len(t.GetReplicas()))
 		addrs := map[uint64]string{}
@@ -319,8 +338,10 @@ func (m *Master) createReplicas(ctx context.Context, tablets []*pb.TabletLocatio
 		}
 		for _, r := range t.GetReplicas() {
 			wg.Add(1)
+			sem <- struct{}{}
 			go func(addr string) {
 				defer wg.Done()
+				defer func() { <-sem }()
 				req := &tspb.CreateTabletRequest{Tablet: t.GetTablet(), Voters: voters, PeerAddrs: addrs}
 				err := m.tserverCall(ctx, addr, func(ctx context.Context, c tspb.TabletServerClient) (*tspb.TabletError, error) {
 					resp, err := c.CreateTablet(ctx, req)

@@ -161,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	defer cl.Close()
-	_, err = cl.CreateTable(ctx, &masterpb.CreateTableRequest{
+	req := &masterpb.CreateTableRequest{
 		Namespace: cfg.Namespace, Name: cfg.Table, IfNotExists: true,
 		ReplicationFactor: int32(cfg.RF),
 		Schema: &masterpb.Schema{Columns: []*masterpb.ColumnSchema{
@@ -169,7 +169,17 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			{Id: 2, Name: "v", Type: "bytes", Nullable: true},
 		}},
 		Partitioning: &masterpb.Partitioning{Kind: masterpb.Partitioning_HASH, NumTablets: uint32(cfg.NumTablets)},
-	})
+	}
+	// A table of thousands of tablets takes longer than one operation's
+	// deadline; the master finishes it anyway, and IfNotExists makes the
+	// retry safe.
+	var definitive *client.MasterError // the master's answer: retrying cannot help
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		_, err = cl.CreateTable(ctx, req)
+		if err == nil || errors.As(err, &definitive) || ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		return Summary{}, fmt.Errorf("workload: create table: %w", err)
 	}

@@ -167,8 +167,10 @@ func TestKeyValueUnderSplits(t *testing.T) {
 			t.Fatalf("key %s seen %d times", k, n)
 		}
 	}
-	if uint64(len(seen)) != sum.Verified {
-		t.Fatalf("scan found %d keys, the workload wrote %d", len(seen), sum.Verified)
+	// Every acknowledged key (verified above) is there; a write cut off
+	// by the end of the run may have landed too.
+	if n := uint64(len(seen)); n < sum.Verified || n > keys {
+		t.Fatalf("scan found %d keys; the workload acknowledged writes of %d of %d keys", n, sum.Verified, keys)
 	}
 	after, _ := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
 		return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "workload", Name: "kv"})

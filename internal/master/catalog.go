@@ -87,6 +87,9 @@ type tserverState struct {
 	dataBytes uint64
 	// reported maps tablet id to the tserver's last report of it.
 	reported map[uint64]*reportedReplica
+	// missing records, per tablet, since when (unix ms) this tserver has
+	// not reported a tablet its leader counts it a voter of.
+	missing map[uint64]int64
 }
 
 type reportedReplica struct {

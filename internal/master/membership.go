@@ -106,6 +106,8 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	var orphans []uint64
 	var splits map[uint64]*tspb.TabletStatus
 	var newRec *pb.TServerRecord
+	var lostTablets []uint64
+	var lostLeaders []string
 	err := m.withCatalog(func(c *catalog) error {
 		if req.GetClusterId() != c.config.GetClusterId() {
 			return fmt.Errorf("%w: node %d belongs to cluster %q, this is %s", ErrWrongCluster, req.GetNodeId(), req.GetClusterId(), c.config.GetClusterId())
@@ -152,6 +154,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			}
 		}
 		ts.reported = reported
+		lostTablets, lostLeaders = m.missingReplicas(c, ts, req.GetNodeId(), nowMs)
 		if rec := ts.rec; rec.GetRpcAddr() != req.GetRpcAddr() || rec.GetHttpAddr() != req.GetHttpAddr() ||
 			!proto.Equal(rec.GetPlacement(), req.GetPlacement()) {
 			// The registration changed (a restart on another address or
@@ -196,6 +199,9 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	for _, id := range orphans {
 		go m.deleteOrphan(req.GetRpcAddr(), id)
 	}
+	for i, id := range lostTablets {
+		go m.removeMissingReplica(lostLeaders[i], id, req.GetNodeId())
+	}
 	if splits != nil {
 		m.wg.Add(1)
 		go func() {
@@ -206,6 +212,80 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		}()
 	}
 	return resp, nil
+}
+
+// missingReplicas returns the tablets whose leader counts node as a voter
+// while node has not reported them for the follower-unavailable timeout: a
+// replica whose creation failed, or a node that lost its data. Raft cannot
+// refill such a replica in place (the leader believes it holds what it
+// acknowledged), so the master removes it from the configuration and the
+// balancer adds a fresh one through learner and snapshot.
+func (m *Master) missingReplicas(c *catalog, ts *tserverState, node uint64, nowMs int64) (tablets []uint64, leaders []string) {
+	if ts.missing == nil {
+		ts.missing = map[uint64]int64{}
+	}
+	// Children of a split parent this node still holds appear when it
+	// applies the split.
+	pending := map[uint64]bool{}
+	for id := range ts.reported {
+		if loc, ok := c.tablets[id]; ok {
+			for _, child := range loc.GetSplitInto() {
+				pending[child] = true
+			}
+		}
+	}
+	seen := map[uint64]bool{}
+	for id, loc := range c.tablets {
+		if len(loc.GetSplitInto()) > 0 || ts.reported[id] != nil || pending[id] {
+			continue
+		}
+		lr := c.report(loc.GetLeaderNode(), id)
+		if lr == nil || lr.role != int32(tspb.TabletStatus_LEADER) {
+			continue
+		}
+		voter := false
+		for _, v := range lr.voters {
+			voter = voter || v == node
+		}
+		if !voter {
+			continue
+		}
+		seen[id] = true
+		since, ok := ts.missing[id]
+		if !ok {
+			ts.missing[id] = nowMs
+			continue
+		}
+		if time.Duration(nowMs-since)*time.Millisecond >= m.cfg.FollowerUnavailableTimeout {
+			if lt, ok := c.tservers[loc.GetLeaderNode()]; ok {
+				tablets = append(tablets, id)
+				leaders = append(leaders, lt.rec.GetRpcAddr())
+				ts.missing[id] = nowMs // not again before another timeout
+			}
+		}
+	}
+	for id := range ts.missing {
+		if !seen[id] {
+			delete(ts.missing, id)
+		}
+	}
+	return tablets, leaders
+}
+
+// removeMissingReplica removes node's lost replica of a tablet through the
+// tablet's leader.
+func (m *Master) removeMissingReplica(leaderAddr string, tablet, node uint64) {
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	err := m.tserverCall(ctx, leaderAddr, func(ctx context.Context, c tspb.TabletServerClient) (*tspb.TabletError, error) {
+		resp, err := c.ChangeReplicas(ctx, &tspb.ChangeReplicasRequest{TabletId: tablet, Op: tspb.ChangeReplicasRequest_REMOVE_REPLICA, NodeId: node})
+		return resp.GetError(), err
+	})
+	if err != nil {
+		m.log.Warn("master: removing a lost replica", "tablet", tablet, "node", node, "err", err)
+		return
+	}
+	m.log.Info("master: removed a lost replica (the balancer adds a new one)", "tablet", tablet, "node", node)
 }
 
 // applyLeaderReport folds a leader's view of its tablet into the catalog:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/master"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
@@ -413,4 +414,51 @@ func TestDeadMasterIsReplaced(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestMissingReplicaIsRecreated: a tserver that lost a replica its tablet's
+// leader still counts (its creation failed, or its data went) is removed
+// from the tablet's configuration after the follower-unavailable timeout,
+// and the balancer gives the tablet a fresh third replica by snapshot.
+func TestMissingReplicaIsRecreated(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	c.WaitMasters(20 * time.Second)
+	ms := c.Masters()
+	if _, err := servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
+		return mc.CreateTable(ctx, servertest.KVTable("kv", 1))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var tbl *masterpb.GetTableResponse
+	consensustest.WaitFor(t, 20*time.Second, "a leader", func() bool {
+		tbl, _ = servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
+			return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "test", Name: "kv"})
+		})
+		return len(tbl.GetTablets()) == 1 && tbl.GetTablets()[0].GetLeaderNode() != 0
+	})
+	id := tbl.GetTablets()[0].GetTablet().GetTabletId()
+	// Drop the replica on a node that is not the leader.
+	victim := -1
+	for i, s := range c.Servers {
+		if s.NodeID() != tbl.GetTablets()[0].GetLeaderNode() {
+			victim = i
+		}
+	}
+	if err := c.Servers[victim].Node().DeleteTablet(id); err != nil {
+		t.Fatal(err)
+	}
+	consensustest.WaitFor(t, 30*time.Second, "three caught-up voters again", func() bool {
+		for _, s := range c.Servers {
+			tb, ok := s.Node().Tablet(id)
+			if !ok || tb.Group().Status().AppliedIndex == 0 {
+				return false
+			}
+			if st := tb.Group().Status(); st.Role == consensus.RoleLeader {
+				if len(st.Voters) != 3 || len(st.Learners) != 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }

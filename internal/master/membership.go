@@ -162,10 +162,21 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			newRec = &pb.TServerRecord{NodeId: rec.GetNodeId(), RpcAddr: req.GetRpcAddr(), HttpAddr: req.GetHttpAddr(), Placement: req.GetPlacement()}
 		}
 		resp.Masters = mastersOf(c, c.config)
-		if _, hasCatalog := reported[SysCatalogTabletID]; !hasCatalog {
-			for _, id := range c.config.GetMasters() {
-				resp.BecomeMaster = resp.BecomeMaster || id == req.GetNodeId()
+		isMaster := false
+		for _, id := range c.config.GetMasters() {
+			isMaster = isMaster || id == req.GetNodeId()
+		}
+		_, hasCatalog := reported[SysCatalogTabletID]
+		resp.BecomeMaster = isMaster && !hasCatalog
+		if hasCatalog && !isMaster {
+			// Replaced while it was away: its replica is no longer in the
+			// sys catalog's configuration (removed by growMasters).
+			st := m.sys.Group().Status()
+			member := false
+			for _, v := range append(append([]uint64(nil), st.Voters...), st.Learners...) {
+				member = member || v == req.GetNodeId()
 			}
+			resp.DropMaster = !member
 		}
 		resp.Tservers = map[uint64]string{}
 		for id, ts := range c.tservers {

@@ -26,6 +26,9 @@ type heartbeater struct {
 	// onBecomeMaster is called when the master asks this node to take the
 	// master role (it replaces a dead master).
 	onBecomeMaster func()
+	// onDropMaster is called when the master says this node was replaced
+	// as a master.
+	onDropMaster func()
 	// onWrongCluster is called when the master says this node belongs to
 	// another cluster.
 	onWrongCluster func(msg string)
@@ -124,6 +127,9 @@ func (h *heartbeater) beat(ctx context.Context) {
 			}
 			if resp.GetBecomeMaster() && h.onBecomeMaster != nil {
 				h.onBecomeMaster()
+			}
+			if resp.GetDropMaster() && h.onDropMaster != nil {
+				h.onDropMaster()
 			}
 			if len(resp.GetMasters()) > 0 {
 				h.setMasters(resp.GetMasters())

@@ -211,6 +211,7 @@ func Start(cfg Config) (*Server, error) {
 		placement: cfg.Placement, interval: cfg.HeartbeatInterval,
 		onMasters:      s.learnMasters,
 		onBecomeMaster: s.becomeMaster,
+		onDropMaster:   s.dropMaster,
 		onWrongCluster: func(msg string) { s.fail(fmt.Errorf("%w: %s", ErrWrongCluster, msg)) },
 	}
 	s.hb.setMasters(id.Masters)
@@ -241,6 +242,24 @@ func (s *Server) becomeMaster() {
 	s.mu.master = m
 	s.ref.Set(m)
 	s.log.Info("took the master role", "node", s.node.ID())
+}
+
+// dropMaster gives up the master role of a node that was replaced as a
+// master while it was away, and deletes its stale sys catalog replica.
+func (s *Server) dropMaster() {
+	s.mu.Lock()
+	m := s.mu.master
+	s.mu.master = nil
+	s.mu.Unlock()
+	if m == nil {
+		return
+	}
+	s.ref.Set(nil)
+	m.Stop()
+	if err := s.node.DeleteTablet(master.SysCatalogTabletID); err != nil {
+		s.log.Warn("deleting the stale sys catalog replica", "err", err)
+	}
+	s.log.Info("gave up the master role: replaced while away", "node", s.node.ID())
 }
 
 // masterConfig is the configuration of this node's master role.

@@ -399,6 +399,13 @@ func TestDeadMasterIsReplaced(t *testing.T) {
 	if c.Servers[3].Master() == nil {
 		t.Fatal("the fourth node did not take the master role")
 	}
+	// The replaced master comes back: it gives up the role and its stale
+	// sys catalog replica.
+	c.Start(victim, []string{c.Addrs[3]})
+	consensustest.WaitFor(t, 30*time.Second, "the returning node gives up the master role", func() bool {
+		_, hosts := c.Servers[victim].Node().Tablet(master.SysCatalogTabletID)
+		return c.Servers[victim].Master() == nil && !hosts
+	})
 	// With another master down the remaining two are a quorum of the new
 	// configuration: DDL still works.
 	for i, s := range c.Servers {

@@ -716,7 +716,11 @@ type HeartbeatResponse struct {
 	Tservers map[uint64]string `protobuf:"bytes,3,rep,name=tservers,proto3" json:"tservers,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// become_master asks a node without the master role to take it: it
 	// replaces a master that has been dead too long.
-	BecomeMaster  bool `protobuf:"varint,4,opt,name=become_master,json=becomeMaster,proto3" json:"become_master,omitempty"`
+	BecomeMaster bool `protobuf:"varint,4,opt,name=become_master,json=becomeMaster,proto3" json:"become_master,omitempty"`
+	// drop_master tells a node that still hosts a sys catalog replica but was
+	// replaced as a master (it was dead too long) to give up the role and
+	// delete the replica.
+	DropMaster    bool `protobuf:"varint,5,opt,name=drop_master,json=dropMaster,proto3" json:"drop_master,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -775,6 +779,13 @@ func (x *HeartbeatResponse) GetTservers() map[uint64]string {
 func (x *HeartbeatResponse) GetBecomeMaster() bool {
 	if x != nil {
 		return x.BecomeMaster
+	}
+	return false
+}
+
+func (x *HeartbeatResponse) GetDropMaster() bool {
+	if x != nil {
+		return x.DropMaster
 	}
 	return false
 }
@@ -2553,12 +2564,14 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\tplacement\x18\x05 \x01(\v2\x19.shaledb.master.PlacementR\tplacement\x126\n" +
 	"\atablets\x18\x06 \x03(\v2\x1c.shaledb.master.TabletReportR\atablets\x12\x1d\n" +
 	"\n" +
-	"data_bytes\x18\a \x01(\x04R\tdataBytes\"\xfb\x02\n" +
+	"data_bytes\x18\a \x01(\x04R\tdataBytes\"\x9c\x03\n" +
 	"\x11HeartbeatResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12H\n" +
 	"\amasters\x18\x02 \x03(\v2..shaledb.master.HeartbeatResponse.MastersEntryR\amasters\x12K\n" +
 	"\btservers\x18\x03 \x03(\v2/.shaledb.master.HeartbeatResponse.TserversEntryR\btservers\x12#\n" +
-	"\rbecome_master\x18\x04 \x01(\bR\fbecomeMaster\x1a:\n" +
+	"\rbecome_master\x18\x04 \x01(\bR\fbecomeMaster\x12\x1f\n" +
+	"\vdrop_master\x18\x05 \x01(\bR\n" +
+	"dropMaster\x1a:\n" +
 	"\fMastersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +

@@ -146,5 +146,25 @@ func TestWorkloadSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("unavailability window (longest gap between successful writes): %d ms; write errors %d, read errors %d",
 		sum.MaxUnavailableMs, sum.Write.Errors, sum.Read.Errors)
+
+	// The operator commands on the workload's table: list its tablets,
+	// move a leader, split a tablet.
+	listTablets := func() []tabletRow {
+		var doc struct{ Tablets []tabletRow }
+		if err := json.Unmarshal([]byte(r.must("admin", "--master-addrs", masters, "list-tablets", "workload.kv", "--json")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Tablets
+	}
+	tablets := listTablets()
+	if len(tablets) != 12 {
+		t.Fatalf("list-tablets: %d tablets, want 12", len(tablets))
+	}
+	first := strconv.FormatUint(tablets[0].TabletID, 10)
+	r.must("admin", "--master-addrs", masters, "leader-stepdown", first)
+	r.must("admin", "--master-addrs", masters, "split-tablet", first)
+	if n := len(listTablets()); n != 13 {
+		t.Fatalf("after split-tablet: %d tablets, want 13", n)
+	}
 	r.must("cluster", "destroy", "--base-dir", base)
 }

@@ -42,6 +42,7 @@ type Client struct {
 	// followerOffUntil (unix ns): follower reads were refused as
 	// unsupported; read at leaders until then.
 	followerOffUntil atomic.Int64
+	data             dataConns // data streams to tservers
 }
 
 // Open returns a client of the cluster whose masters are cfg.Masters and
@@ -77,6 +78,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 
 // Close releases the client's connections (if it owns its pool).
 func (c *Client) Close() {
+	c.closeData()
 	if c.ownPool {
 		c.pool.Close()
 	}

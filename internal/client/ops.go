@@ -178,8 +178,8 @@ func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps) error 
 				wb.Ops = append(wb.Ops, k.ops...)
 			}
 			batch := wb.Marshal()
-			errs[i] = s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, _ *replica) (*tspb.TabletError, error) {
-				resp, err := ts.Write(ctx, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now()})
+			errs[i] = s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
+				resp, err := t.c.writeAt(ctx, ts, r.addr, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now()})
 				if err != nil {
 					return nil, err
 				}
@@ -263,8 +263,8 @@ func (t *Table) Read(ctx context.Context, key Row, opts ReadOptions) (Row, bool,
 	defer cancel()
 	var resp *tspb.ReadResponse
 	read := func(tab *tabletMeta, consistency tspb.ReadConsistency) call {
-		return func(ctx context.Context, ts tspb.TabletServerClient, _ *replica) (*tspb.TabletError, error) {
-			r, err := ts.Read(ctx, &tspb.ReadRequest{TabletId: tab.id, RowKey: rowKey, Projection: proj,
+		return func(ctx context.Context, ts tspb.TabletServerClient, rep *replica) (*tspb.TabletError, error) {
+			r, err := t.c.readAt(ctx, ts, rep.addr, &tspb.ReadRequest{TabletId: tab.id, RowKey: rowKey, Projection: proj,
 				Consistency: consistency, MaxStalenessMs: opts.staleness(), ClientTime: t.c.now()})
 			if err != nil {
 				return nil, err

@@ -46,7 +46,8 @@ func GetRow(r pebble.Reader, rowKey []byte, opts ReadOptions) (Row, bool, error)
 	if err != nil {
 		return Row{}, false, err
 	}
-	rr := newRowReader(it, opts.ReadTime, opts.Columns)
+	var rr rowReader
+	rr.init(it, opts.ReadTime, opts.Columns)
 	row, ok, err := rr.readRow(rowKey)
 	if cerr := it.Close(); err == nil {
 		err = cerr
@@ -160,10 +161,18 @@ type rowReader struct {
 	cols     []uint32 // sorted, unique projection; nil = all columns
 	seekBuf  []byte
 	colBuf   []byte
+	buf      [96]byte // backing of seekBuf for typical keys
 }
 
 func newRowReader(it *pebble.Iterator, readTime hlc.Timestamp, cols []uint32) *rowReader {
-	rr := &rowReader{it: it, readTime: readTime, readVer: readVersion(readTime)}
+	rr := &rowReader{}
+	rr.init(it, readTime, cols)
+	return rr
+}
+
+func (rr *rowReader) init(it *pebble.Iterator, readTime hlc.Timestamp, cols []uint32) {
+	rr.it, rr.readTime, rr.readVer = it, readTime, readVersion(readTime)
+	rr.seekBuf = rr.buf[:0]
 	if cols != nil {
 		rr.cols = make([]uint32, 0, len(cols))
 		for _, c := range cols {
@@ -174,7 +183,6 @@ func newRowReader(it *pebble.Iterator, readTime hlc.Timestamp, cols []uint32) *r
 		slices.Sort(rr.cols)
 		rr.cols = slices.Compact(rr.cols)
 	}
-	return rr
 }
 
 // rowLevel is what the row-level versions of a row say at the read time.
@@ -183,6 +191,10 @@ type rowLevel struct {
 	markerHT   hlc.Timestamp
 	hasDel     bool
 	del        version // newest visible row tombstone
+	// pastRowLevel: the iterator is where a SeekGE to the row's first
+	// column sub-key would put it (on the first key after the row-level
+	// versions, or exhausted), so reading the columns needs no seek.
+	pastRowLevel bool
 }
 
 func (rr *rowReader) readRowLevel(rowKey []byte) (rowLevel, error) {
@@ -210,9 +222,13 @@ func (rr *rowReader) readRowLevel(rowKey []byte) (rowLevel, error) {
 		}
 		if sv.tombstone {
 			rl.hasDel, rl.del = true, v
-			break // older row tombstones hide less
+			return rl, rr.it.Error() // older row tombstones hide less
 		}
 	}
+	// Every key from the seek key up to here was a row-level version, and
+	// they all sort below the column sub-keys, which sort below the row's
+	// end: the iterator is on the first key at or above column 0, if any.
+	rl.pastRowLevel = true
 	return rl, rr.it.Error()
 }
 
@@ -318,8 +334,13 @@ const nextTries = 3
 
 func (rr *rowReader) readAllColumns(rowKey []byte, rl rowLevel, emit emitFunc) error {
 	it := rr.it
-	rr.seekBuf = appendColumnSubKey(append(rr.seekBuf[:0], rowKey...), 0)
-	valid := it.SeekGE(rr.seekBuf)
+	var valid bool
+	if rl.pastRowLevel {
+		valid = it.Valid()
+	} else {
+		rr.seekBuf = appendColumnSubKey(append(rr.seekBuf[:0], rowKey...), 0)
+		valid = it.SeekGE(rr.seekBuf)
+	}
 	prefixLen := len(rowKey) + columnSubKeyLen
 	for valid {
 		key := it.Key()

@@ -1943,6 +1943,208 @@ func (x *ListTabletsResponse) GetTablets() []*TabletStatus {
 	return nil
 }
 
+// DataRequest is one call on the Data stream.
+type DataRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The caller's remaining time for this call (the deadline of the unary
+	// call); 0: none.
+	TimeoutUs uint64 `protobuf:"varint,2,opt,name=timeout_us,json=timeoutUs,proto3" json:"timeout_us,omitempty"`
+	// cancel: the caller gave up on the call with this id (as a unary call's
+	// cancellation); nothing else is set and nothing answers it.
+	Cancel bool `protobuf:"varint,5,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	// Types that are valid to be assigned to Req:
+	//
+	//	*DataRequest_Read
+	//	*DataRequest_Write
+	Req           isDataRequest_Req `protobuf_oneof:"req"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataRequest) Reset() {
+	*x = DataRequest{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataRequest) ProtoMessage() {}
+
+func (x *DataRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataRequest.ProtoReflect.Descriptor instead.
+func (*DataRequest) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *DataRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *DataRequest) GetTimeoutUs() uint64 {
+	if x != nil {
+		return x.TimeoutUs
+	}
+	return 0
+}
+
+func (x *DataRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+func (x *DataRequest) GetReq() isDataRequest_Req {
+	if x != nil {
+		return x.Req
+	}
+	return nil
+}
+
+func (x *DataRequest) GetRead() *ReadRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_Read); ok {
+			return x.Read
+		}
+	}
+	return nil
+}
+
+func (x *DataRequest) GetWrite() *WriteRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_Write); ok {
+			return x.Write
+		}
+	}
+	return nil
+}
+
+type isDataRequest_Req interface {
+	isDataRequest_Req()
+}
+
+type DataRequest_Read struct {
+	Read *ReadRequest `protobuf:"bytes,3,opt,name=read,proto3,oneof"`
+}
+
+type DataRequest_Write struct {
+	Write *WriteRequest `protobuf:"bytes,4,opt,name=write,proto3,oneof"`
+}
+
+func (*DataRequest_Read) isDataRequest_Req() {}
+
+func (*DataRequest_Write) isDataRequest_Req() {}
+
+// DataResponse answers the DataRequest with the same id.
+type DataResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Resp:
+	//
+	//	*DataResponse_Read
+	//	*DataResponse_Write
+	Resp          isDataResponse_Resp `protobuf_oneof:"resp"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataResponse) Reset() {
+	*x = DataResponse{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataResponse) ProtoMessage() {}
+
+func (x *DataResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataResponse.ProtoReflect.Descriptor instead.
+func (*DataResponse) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *DataResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *DataResponse) GetResp() isDataResponse_Resp {
+	if x != nil {
+		return x.Resp
+	}
+	return nil
+}
+
+func (x *DataResponse) GetRead() *ReadResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_Read); ok {
+			return x.Read
+		}
+	}
+	return nil
+}
+
+func (x *DataResponse) GetWrite() *WriteResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_Write); ok {
+			return x.Write
+		}
+	}
+	return nil
+}
+
+type isDataResponse_Resp interface {
+	isDataResponse_Resp()
+}
+
+type DataResponse_Read struct {
+	Read *ReadResponse `protobuf:"bytes,2,opt,name=read,proto3,oneof"`
+}
+
+type DataResponse_Write struct {
+	Write *WriteResponse `protobuf:"bytes,3,opt,name=write,proto3,oneof"`
+}
+
+func (*DataResponse_Read) isDataResponse_Resp() {}
+
+func (*DataResponse_Write) isDataResponse_Resp() {}
+
 var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
 const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
@@ -2111,16 +2313,30 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\aLEARNER\x10\x02\x12\r\n" +
 	"\tCANDIDATE\x10\x03\"N\n" +
 	"\x13ListTabletsResponse\x127\n" +
-	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets*=\n" +
+	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\xc6\x01\n" +
+	"\vDataRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
+	"\n" +
+	"timeout_us\x18\x02 \x01(\x04R\ttimeoutUs\x12\x16\n" +
+	"\x06cancel\x18\x05 \x01(\bR\x06cancel\x122\n" +
+	"\x04read\x18\x03 \x01(\v2\x1c.shaledb.tserver.ReadRequestH\x00R\x04read\x125\n" +
+	"\x05write\x18\x04 \x01(\v2\x1d.shaledb.tserver.WriteRequestH\x00R\x05writeB\x05\n" +
+	"\x03req\"\x93\x01\n" +
+	"\fDataResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x123\n" +
+	"\x04read\x18\x02 \x01(\v2\x1d.shaledb.tserver.ReadResponseH\x00R\x04read\x126\n" +
+	"\x05write\x18\x03 \x01(\v2\x1e.shaledb.tserver.WriteResponseH\x00R\x05writeB\x06\n" +
+	"\x04resp*=\n" +
 	"\x0fReadConsistency\x12\n" +
 	"\n" +
 	"\x06LEADER\x10\x00\x12\x1e\n" +
-	"\x1aFOLLOWER_BOUNDED_STALENESS\x10\x012\xe5\x06\n" +
+	"\x1aFOLLOWER_BOUNDED_STALENESS\x10\x012\xae\a\n" +
 	"\fTabletServer\x12F\n" +
 	"\x05Write\x12\x1d.shaledb.tserver.WriteRequest\x1a\x1e.shaledb.tserver.WriteResponse\x12C\n" +
 	"\x04Read\x12\x1c.shaledb.tserver.ReadRequest\x1a\x1d.shaledb.tserver.ReadResponse\x12C\n" +
 	"\x04Scan\x12\x1c.shaledb.tserver.ScanRequest\x1a\x1d.shaledb.tserver.ScanResponse\x12O\n" +
-	"\bSafeTime\x12 .shaledb.tserver.SafeTimeRequest\x1a!.shaledb.tserver.SafeTimeResponse\x12[\n" +
+	"\bSafeTime\x12 .shaledb.tserver.SafeTimeRequest\x1a!.shaledb.tserver.SafeTimeResponse\x12G\n" +
+	"\x04Data\x12\x1c.shaledb.tserver.DataRequest\x1a\x1d.shaledb.tserver.DataResponse(\x010\x01\x12[\n" +
 	"\fCreateTablet\x12$.shaledb.tserver.CreateTabletRequest\x1a%.shaledb.tserver.CreateTabletResponse\x12[\n" +
 	"\fDeleteTablet\x12$.shaledb.tserver.DeleteTabletRequest\x1a%.shaledb.tserver.DeleteTabletResponse\x12a\n" +
 	"\x0eChangeReplicas\x12&.shaledb.tserver.ChangeReplicasRequest\x1a'.shaledb.tserver.ChangeReplicasResponse\x12a\n" +
@@ -2141,7 +2357,7 @@ func file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_tserver_tserverpb_tserver_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_internal_tserver_tserverpb_tserver_proto_goTypes = []any{
 	(ReadConsistency)(0),           // 0: shaledb.tserver.ReadConsistency
 	(TabletError_Code)(0),          // 1: shaledb.tserver.TabletError.Code
@@ -2174,7 +2390,9 @@ var file_internal_tserver_tserverpb_tserver_proto_goTypes = []any{
 	(*ListTabletsRequest)(nil),     // 28: shaledb.tserver.ListTabletsRequest
 	(*TabletStatus)(nil),           // 29: shaledb.tserver.TabletStatus
 	(*ListTabletsResponse)(nil),    // 30: shaledb.tserver.ListTabletsResponse
-	nil,                            // 31: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	(*DataRequest)(nil),            // 31: shaledb.tserver.DataRequest
+	(*DataResponse)(nil),           // 32: shaledb.tserver.DataResponse
+	nil,                            // 33: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
 }
 var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	1,  // 0: shaledb.tserver.TabletError.code:type_name -> shaledb.tserver.TabletError.Code
@@ -2193,7 +2411,7 @@ var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	5,  // 13: shaledb.tserver.ScanResponse.resume_span:type_name -> shaledb.tserver.Span
 	4,  // 14: shaledb.tserver.SafeTimeResponse.error:type_name -> shaledb.tserver.TabletError
 	6,  // 15: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	31, // 16: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	33, // 16: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
 	4,  // 17: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
 	4,  // 18: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
 	2,  // 19: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
@@ -2205,31 +2423,37 @@ var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	6,  // 25: shaledb.tserver.TabletStatus.tablet:type_name -> shaledb.tserver.TabletDescriptor
 	3,  // 26: shaledb.tserver.TabletStatus.role:type_name -> shaledb.tserver.TabletStatus.Role
 	29, // 27: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
-	10, // 28: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
-	12, // 29: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
-	14, // 30: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
-	16, // 31: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
-	18, // 32: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
-	20, // 33: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
-	22, // 34: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
-	24, // 35: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
-	26, // 36: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
-	28, // 37: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
-	11, // 38: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
-	13, // 39: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
-	15, // 40: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
-	17, // 41: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
-	19, // 42: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
-	21, // 43: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
-	23, // 44: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
-	25, // 45: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
-	27, // 46: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
-	30, // 47: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
-	38, // [38:48] is the sub-list for method output_type
-	28, // [28:38] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	12, // 28: shaledb.tserver.DataRequest.read:type_name -> shaledb.tserver.ReadRequest
+	10, // 29: shaledb.tserver.DataRequest.write:type_name -> shaledb.tserver.WriteRequest
+	13, // 30: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
+	11, // 31: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
+	10, // 32: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
+	12, // 33: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
+	14, // 34: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
+	16, // 35: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
+	31, // 36: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
+	18, // 37: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
+	20, // 38: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
+	22, // 39: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
+	24, // 40: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
+	26, // 41: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
+	28, // 42: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
+	11, // 43: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
+	13, // 44: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
+	15, // 45: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
+	17, // 46: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
+	32, // 47: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
+	19, // 48: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
+	21, // 49: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
+	23, // 50: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
+	25, // 51: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
+	27, // 52: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
+	30, // 53: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
+	43, // [43:54] is the sub-list for method output_type
+	32, // [32:43] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_internal_tserver_tserverpb_tserver_proto_init() }
@@ -2237,13 +2461,21 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 	if File_internal_tserver_tserverpb_tserver_proto != nil {
 		return
 	}
+	file_internal_tserver_tserverpb_tserver_proto_msgTypes[27].OneofWrappers = []any{
+		(*DataRequest_Read)(nil),
+		(*DataRequest_Write)(nil),
+	}
+	file_internal_tserver_tserverpb_tserver_proto_msgTypes[28].OneofWrappers = []any{
+		(*DataResponse_Read)(nil),
+		(*DataResponse_Write)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_tserver_tserverpb_tserver_proto_rawDesc), len(file_internal_tserver_tserverpb_tserver_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

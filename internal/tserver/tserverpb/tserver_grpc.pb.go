@@ -29,6 +29,7 @@ const (
 	TabletServer_Read_FullMethodName           = "/shaledb.tserver.TabletServer/Read"
 	TabletServer_Scan_FullMethodName           = "/shaledb.tserver.TabletServer/Scan"
 	TabletServer_SafeTime_FullMethodName       = "/shaledb.tserver.TabletServer/SafeTime"
+	TabletServer_Data_FullMethodName           = "/shaledb.tserver.TabletServer/Data"
 	TabletServer_CreateTablet_FullMethodName   = "/shaledb.tserver.TabletServer/CreateTablet"
 	TabletServer_DeleteTablet_FullMethodName   = "/shaledb.tserver.TabletServer/DeleteTablet"
 	TabletServer_ChangeReplicas_FullMethodName = "/shaledb.tserver.TabletServer/ChangeReplicas"
@@ -50,6 +51,11 @@ type TabletServerClient interface {
 	// stamped at or below safe_time is applied at or below applied_index.
 	// Followers use it to serve bounded-staleness reads.
 	SafeTime(ctx context.Context, in *SafeTimeRequest, opts ...grpc.CallOption) (*SafeTimeResponse, error)
+	// Data multiplexes Reads and Writes over one long-lived stream per
+	// client and node: each request is exactly the unary call of the same
+	// name, answered out of order under its id. It saves the per-call HTTP/2
+	// stream and headers of a unary call.
+	Data(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DataRequest, DataResponse], error)
 	// Control path (the master).
 	CreateTablet(ctx context.Context, in *CreateTabletRequest, opts ...grpc.CallOption) (*CreateTabletResponse, error)
 	DeleteTablet(ctx context.Context, in *DeleteTabletRequest, opts ...grpc.CallOption) (*DeleteTabletResponse, error)
@@ -106,6 +112,19 @@ func (c *tabletServerClient) SafeTime(ctx context.Context, in *SafeTimeRequest, 
 	}
 	return out, nil
 }
+
+func (c *tabletServerClient) Data(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DataRequest, DataResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &TabletServer_ServiceDesc.Streams[0], TabletServer_Data_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DataRequest, DataResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TabletServer_DataClient = grpc.BidiStreamingClient[DataRequest, DataResponse]
 
 func (c *tabletServerClient) CreateTablet(ctx context.Context, in *CreateTabletRequest, opts ...grpc.CallOption) (*CreateTabletResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -180,6 +199,11 @@ type TabletServerServer interface {
 	// stamped at or below safe_time is applied at or below applied_index.
 	// Followers use it to serve bounded-staleness reads.
 	SafeTime(context.Context, *SafeTimeRequest) (*SafeTimeResponse, error)
+	// Data multiplexes Reads and Writes over one long-lived stream per
+	// client and node: each request is exactly the unary call of the same
+	// name, answered out of order under its id. It saves the per-call HTTP/2
+	// stream and headers of a unary call.
+	Data(grpc.BidiStreamingServer[DataRequest, DataResponse]) error
 	// Control path (the master).
 	CreateTablet(context.Context, *CreateTabletRequest) (*CreateTabletResponse, error)
 	DeleteTablet(context.Context, *DeleteTabletRequest) (*DeleteTabletResponse, error)
@@ -208,6 +232,9 @@ func (UnimplementedTabletServerServer) Scan(context.Context, *ScanRequest) (*Sca
 }
 func (UnimplementedTabletServerServer) SafeTime(context.Context, *SafeTimeRequest) (*SafeTimeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SafeTime not implemented")
+}
+func (UnimplementedTabletServerServer) Data(grpc.BidiStreamingServer[DataRequest, DataResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method Data not implemented")
 }
 func (UnimplementedTabletServerServer) CreateTablet(context.Context, *CreateTabletRequest) (*CreateTabletResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CreateTablet not implemented")
@@ -319,6 +346,13 @@ func _TabletServer_SafeTime_Handler(srv interface{}, ctx context.Context, dec fu
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _TabletServer_Data_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(TabletServerServer).Data(&grpc.GenericServerStream[DataRequest, DataResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TabletServer_DataServer = grpc.BidiStreamingServer[DataRequest, DataResponse]
 
 func _TabletServer_CreateTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateTabletRequest)
@@ -476,6 +510,13 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _TabletServer_ListTablets_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Data",
+			Handler:       _TabletServer_Data_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "internal/tserver/tserverpb/tserver.proto",
 }

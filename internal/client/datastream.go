@@ -1,0 +1,290 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+)
+
+// The data path (Read and Write) travels over one long-lived Data stream
+// per tserver, multiplexed by request id, rather than one unary call per
+// operation: a unary call costs an HTTP/2 stream, request headers, response
+// headers and trailers on both sides, which was most of the client's and a
+// good part of the node's CPU per operation. Each request is the unary
+// request itself and carries the call's remaining time; the answer is the
+// unary answer. A node that does not serve Data (Unimplemented) is called
+// with unary RPCs from then on.
+
+// errNoDataStream: the node does not serve the Data stream; use unary.
+var errNoDataStream = errors.New("client: node has no data stream")
+
+// dataConns holds the client's data streams by address.
+type dataConns struct {
+	mu     sync.Mutex
+	closed bool
+	conns  map[string]*dataConn
+}
+
+// dataConn is the data stream to one address: the current stream, opened
+// on first use and again after it breaks.
+type dataConn struct {
+	mu          sync.Mutex
+	cur         *dataStream
+	unsupported bool
+}
+
+// dataStream is one Data stream and its calls in flight.
+type dataStream struct {
+	ready  chan struct{} // closed once the stream is open (or failed to)
+	cancel context.CancelFunc
+	stream tspb.TabletServer_DataClient
+	sendMu sync.Mutex
+
+	mu      sync.Mutex
+	err     error // set when the stream broke; then pending is empty
+	nextID  uint64
+	pending map[uint64]chan *tspb.DataResponse
+}
+
+func (c *Client) dataConn(addr string) (*dataConn, error) {
+	d := &c.data
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, status.Error(codes.Canceled, "client closed")
+	}
+	if d.conns == nil {
+		d.conns = make(map[string]*dataConn)
+	}
+	dc := d.conns[addr]
+	if dc == nil {
+		dc = &dataConn{}
+		d.conns[addr] = dc
+	}
+	return dc, nil
+}
+
+// closeData ends every data stream.
+func (c *Client) closeData() {
+	d := &c.data
+	d.mu.Lock()
+	d.closed = true
+	conns := d.conns
+	d.conns = nil
+	d.mu.Unlock()
+	for _, dc := range conns {
+		dc.mu.Lock()
+		if dc.cur != nil {
+			dc.cur.cancel()
+		}
+		dc.mu.Unlock()
+	}
+}
+
+// stream returns the open stream to addr, opening one if there is none
+// or the last one broke.
+func (dc *dataConn) stream(ts tspb.TabletServerClient) (*dataStream, error) {
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	if dc.unsupported {
+		return nil, errNoDataStream
+	}
+	if ds := dc.cur; ds != nil {
+		ds.mu.Lock()
+		broken := ds.err != nil
+		ds.mu.Unlock()
+		if !broken {
+			return ds, nil
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ds := &dataStream{ready: make(chan struct{}), cancel: cancel, pending: make(map[uint64]chan *tspb.DataResponse)}
+	dc.cur = ds
+	go ds.run(ctx, ts, dc)
+	return ds, nil
+}
+
+// run opens the stream and delivers its answers until it breaks.
+func (ds *dataStream) run(ctx context.Context, ts tspb.TabletServerClient, dc *dataConn) {
+	defer ds.cancel()
+	stream, err := ts.Data(ctx)
+	if err != nil {
+		ds.fail(err, dc)
+		close(ds.ready)
+		return
+	}
+	ds.stream = stream
+	close(ds.ready)
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			ds.fail(err, dc)
+			return
+		}
+		ds.mu.Lock()
+		ch := ds.pending[resp.GetId()]
+		delete(ds.pending, resp.GetId())
+		ds.mu.Unlock()
+		if ch != nil {
+			ch <- resp // buffered: never blocks
+		}
+	}
+}
+
+// fail marks the stream broken and fails its calls in flight with err, as
+// the same failure would have failed their unary calls.
+func (ds *dataStream) fail(err error, dc *dataConn) {
+	if errors.Is(err, io.EOF) {
+		err = status.Error(codes.Unavailable, "client: data stream closed by the node")
+	}
+	if status.Code(err) == codes.Unimplemented {
+		dc.mu.Lock()
+		dc.unsupported = true
+		dc.mu.Unlock()
+		err = errNoDataStream
+	}
+	ds.mu.Lock()
+	if ds.err == nil {
+		ds.err = err
+	}
+	pending := ds.pending
+	ds.pending = nil
+	ds.mu.Unlock()
+	for _, ch := range pending {
+		ch <- nil
+	}
+	ds.cancel()
+}
+
+// call sends req on the stream and waits for its answer or the end of ctx.
+func (ds *dataStream) call(ctx context.Context, req *tspb.DataRequest) (*tspb.DataResponse, error) {
+	select {
+	case <-ds.ready:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	// As a unary call, send nothing once ctx has ended (both cases of the
+	// select above may have been ready).
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return nil, status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	ch := make(chan *tspb.DataResponse, 1)
+	ds.mu.Lock()
+	if ds.err != nil {
+		err := ds.err
+		ds.mu.Unlock()
+		return nil, err
+	}
+	ds.nextID++
+	id := ds.nextID
+	ds.pending[id] = ch
+	ds.mu.Unlock()
+	req.Id = id
+	if timeout > 0 {
+		req.TimeoutUs = uint64(max(timeout.Microseconds(), 1))
+	}
+	ds.sendMu.Lock()
+	err := ds.stream.Send(req)
+	ds.sendMu.Unlock()
+	if err != nil {
+		// Send reports a broken stream as io.EOF; the reader sees why.
+		select {
+		case resp := <-ch:
+			if resp != nil {
+				return resp, nil
+			}
+		case <-ctx.Done():
+			ds.forget(id)
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		ds.mu.Lock()
+		err = ds.err
+		ds.mu.Unlock()
+		return nil, err
+	}
+	select {
+	case resp := <-ch:
+		if resp == nil {
+			ds.mu.Lock()
+			err = ds.err
+			ds.mu.Unlock()
+			return nil, err
+		}
+		return resp, nil
+	case <-ctx.Done():
+		ds.forget(id)
+		// Tell the node, as a unary call's cancellation would: a write
+		// not yet proposed is then dropped rather than applied late.
+		ds.sendMu.Lock()
+		_ = ds.stream.Send(&tspb.DataRequest{Id: id, Cancel: true})
+		ds.sendMu.Unlock()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+func (ds *dataStream) forget(id uint64) {
+	ds.mu.Lock()
+	if ds.pending != nil {
+		delete(ds.pending, id)
+	}
+	ds.mu.Unlock()
+}
+
+// dataCall runs one data request at addr over its stream; errNoDataStream
+// means the caller must use the unary call.
+func (c *Client) dataCall(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.DataRequest) (*tspb.DataResponse, error) {
+	dc, err := c.dataConn(addr)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := dc.stream(ts)
+	if err != nil {
+		return nil, err
+	}
+	return ds.call(ctx, req)
+}
+
+// readAt is the Read of one replica, over the data stream when it can.
+func (c *Client) readAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.ReadRequest) (*tspb.ReadResponse, error) {
+	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Read{Read: req}})
+	if errors.Is(err, errNoDataStream) {
+		return ts.Read(ctx, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.GetResp().(*tspb.DataResponse_Read)
+	if !ok {
+		return nil, status.Error(codes.Internal, "client: data stream answered a read with another kind")
+	}
+	return r.Read, nil
+}
+
+// writeAt is the Write of one replica, over the data stream when it can.
+func (c *Client) writeAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.WriteRequest) (*tspb.WriteResponse, error) {
+	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Write{Write: req}})
+	if errors.Is(err, errNoDataStream) {
+		return ts.Write(ctx, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w, ok := resp.GetResp().(*tspb.DataResponse_Write)
+	if !ok {
+		return nil, status.Error(codes.Internal, "client: data stream answered a write with another kind")
+	}
+	return w.Write, nil
+}

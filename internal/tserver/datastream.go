@@ -1,0 +1,109 @@
+package tserver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+)
+
+// Data serves the multiplexed data stream: every request is handled as
+// the unary Read or Write of the same payload would be, concurrently, and
+// answered under its id when done; a cancel message cancels the context
+// of the call it names, as the cancellation of a unary call would. A pool of workers that lives as long as
+// the stream runs the calls (no fresh goroutine stack per request).
+func (s *service) Data(stream pb.TabletServer_DataServer) error {
+	sctx := stream.Context()
+	var sendMu sync.Mutex
+	var sendErr error
+	send := func(resp *pb.DataResponse) {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		if sendErr == nil {
+			sendErr = stream.Send(resp)
+		}
+	}
+	type job struct {
+		ctx    context.Context
+		cancel context.CancelFunc
+		req    *pb.DataRequest
+	}
+	var mu sync.Mutex
+	free := 0                                   // workers waiting for a job
+	inflight := map[uint64]context.CancelFunc{} // calls being served, by id
+	jobs := make(chan job)
+	var workers sync.WaitGroup
+	worker := func(j job) {
+		defer workers.Done()
+		for {
+			resp := s.serveData(j.ctx, j.req)
+			mu.Lock()
+			delete(inflight, j.req.GetId())
+			free++
+			mu.Unlock()
+			j.cancel()
+			send(resp)
+			var ok bool
+			if j, ok = <-jobs; !ok {
+				return
+			}
+		}
+	}
+	defer func() {
+		close(jobs)
+		workers.Wait()
+	}()
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return nil // the client closed the stream or went away
+		}
+		if req.GetCancel() {
+			mu.Lock()
+			if cancel := inflight[req.GetId()]; cancel != nil {
+				cancel()
+			}
+			mu.Unlock()
+			continue
+		}
+		j := job{req: req}
+		if t := req.GetTimeoutUs(); t > 0 {
+			j.ctx, j.cancel = context.WithTimeout(sctx, time.Duration(t)*time.Microsecond)
+		} else {
+			j.ctx, j.cancel = context.WithCancel(sctx)
+		}
+		mu.Lock()
+		inflight[req.GetId()] = j.cancel
+		handoff := free > 0
+		if handoff {
+			free--
+		}
+		mu.Unlock()
+		if handoff {
+			jobs <- j
+			continue
+		}
+		workers.Add(1)
+		go worker(j)
+	}
+}
+
+// serveData runs one call of the data stream.
+func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataResponse {
+	out := &pb.DataResponse{Id: req.GetId()}
+	switch r := req.GetReq().(type) {
+	case *pb.DataRequest_Read:
+		resp, _ := s.Read(ctx, r.Read)
+		out.Resp = &pb.DataResponse_Read{Read: resp}
+	case *pb.DataRequest_Write:
+		resp, _ := s.Write(ctx, r.Write)
+		out.Resp = &pb.DataResponse_Write{Write: resp}
+	default:
+		// A request kind this node does not know: answer as the unary
+		// call of an unknown kind would, with an error the client sees.
+		out.Resp = &pb.DataResponse_Read{Read: &pb.ReadResponse{Error: &pb.TabletError{
+			Code: pb.TabletError_INVALID_ARGUMENT, Message: "tserver: unknown data request"}}}
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package tserver_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/rpc"
+	"github.com/shaledb/shaledb/internal/tablet"
+	"github.com/shaledb/shaledb/internal/tserver"
+	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+)
+
+// TestDataStream: many reads and writes multiplexed on one Data stream are
+// each answered once, under their own id, with what the unary calls would
+// answer; a cancelled call gets no answer, and the stream goes on.
+func TestDataStream(t *testing.T) {
+	n, err := tserver.Start(tserver.Config{NodeID: 1, ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(), Raft: testRaft(), Engine: storageOpts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if _, err := n.CreateTablet(desc, []uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	retry(t, []*tserver.Node{n}, "leader", func(ctx context.Context, tb *tablet.Tablet) error { return nil })
+	pool := rpc.NewPool()
+	defer pool.Close()
+	cc, err := pool.Conn(n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := pb.NewTabletServerClient(cc).Data(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writes = 50
+	for i := 0; i < writes; i++ {
+		if err := st.Send(&pb.DataRequest{Id: uint64(i + 1), TimeoutUs: 10_000_000,
+			Req: &pb.DataRequest_Write{Write: &pb.WriteRequest{TabletId: desc.ID, Batch: put(i, i+1).Marshal()}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A call cancelled at once: nothing answers it.
+	if err := st.Send(&pb.DataRequest{Id: 1000, Req: &pb.DataRequest_Read{Read: &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(0)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&pb.DataRequest{Id: 1000, Cancel: true}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64]bool{}
+	for len(got) < writes {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GetId() == 1000 {
+			continue // the read may have been answered before the cancel arrived
+		}
+		if got[r.GetId()] || r.GetId() == 0 || r.GetId() > writes {
+			t.Fatalf("unexpected or repeated answer id %d", r.GetId())
+		}
+		got[r.GetId()] = true
+		if w := r.GetWrite(); w == nil || w.GetError() != nil || w.GetWriteTime() == 0 {
+			t.Fatalf("answer %d: %v", r.GetId(), r)
+		}
+	}
+	// Reads on the same stream see the writes.
+	for i := 0; i < writes; i++ {
+		if err := st.Send(&pb.DataRequest{Id: uint64(2000 + i), Req: &pb.DataRequest_Read{Read: &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seen := 0; seen < writes; {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GetId() < 2000 {
+			continue
+		}
+		seen++
+		rd := r.GetRead()
+		i := int(r.GetId() - 2000)
+		if rd == nil || rd.GetError() != nil || !rd.GetFound() {
+			t.Fatalf("read %d: %v", i, r)
+		}
+		v, err := docdb.DecodeValue(rd.GetRow().GetColumns()[0].GetValue())
+		if err != nil || string(v.Bytes) != fmt.Sprintf("v%d", i) {
+			t.Fatalf("read %d: %v %v", i, v, err)
+		}
+	}
+	if err := st.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	consensustest.WaitFor(t, 5*time.Second, "the stream to end", func() bool {
+		_, err := st.Recv()
+		return err != nil
+	})
+}

@@ -29,6 +29,72 @@
 //
 // GC (gc.go) removes versions that no read at or after a horizon can see.
 //
+// # Transactions: intents
+//
+// Distributed transactions (YugabyteDB style) write provisional records,
+// intents, instead of versions; intents.go has the encoding and operations.
+// An intent is a lock of one type on one key (the row level of a row, or one
+// column), and a strong write intent also carries the provisional value:
+//
+//	intent key    IntentPrefix | row key without DataPrefix | ['K' column id] | type | ^hybrid time | ^write id
+//	intent value  txn id (16) | strong write: flags | [TTL ns] | [value encoding unless tombstone]
+//	txn index     TxnIndexPrefix | tablet id (8 BE) | txn id | intent key without IntentPrefix  (empty value)
+//
+// Types: a write to a column takes a strong write on the column and a weak
+// write on its row; a write of the row level (INSERT's liveness marker, a
+// row delete) a strong write on the row; a serializable read a strong read
+// on what it read and a weak read on the row of a column it read. Two intents
+// of different transactions on the same key conflict iff one is strong and
+// one is a write (IntentsConflict). The write id (the order of the write in
+// its transaction) is in the key so that two writes of one transaction to one
+// key never collide, and it becomes the version's write id when the intent
+// is applied. The TTL is stored, not an expiry: the expiry counts from the
+// commit time, unknown until then.
+//
+// The reverse index finds a transaction's intents in one tablet (apply,
+// abort, savepoint rollback) with one prefix scan. It is keyed by tablet
+// (Raft group) id, not by table: the node's engine is shared by every
+// tablet, and several tablets of one table routinely live on one node
+// (CreateTable places two per tserver, and split children stay on their
+// parent's nodes). Snapshots and replica removal work on spans, clearing
+// each span with a range deletion; a per-table index span would wipe or ship
+// the sibling tablets' entries, and a table | txn layout has no contiguous
+// span per tablet at all. TxnIndexSpan(tablet) is exactly one tablet's index,
+// so a snapshot copies, and a removal deletes, the tablet's data span,
+// IntentSpanOf(data span) and TxnIndexSpan(tablet id) with nothing else in
+// them. Scoping every by-transaction operation to one tablet also keeps
+// replicas identical: applying a transaction in one tablet's Raft entry must
+// not touch the intents of another tablet that happens to share the engine.
+// A split moves the parent's index to the children (SplitTxnIndex, in the
+// batch applying the split); the intents themselves do not move.
+//
+// Reading: GetRow and Scan see applied versions only. The tablet reads
+// ReadIntents for the same rows and combines, per key (the row level and each
+// column), in this order:
+//   - committed data from GetRow/Scan at the read time;
+//   - other transactions' intents (RowIntents.Others): ask the status record
+//     of each. ABORTED or PENDING with a commit time that can only be later
+//     than the read time: ignore. COMMITTED at c <= read time but not yet
+//     applied: the intent counts as a version at (c, write id), competing
+//     with the committed data like any version (newest wins; a row-level
+//     tombstone hides column versions at or below it; TTL counts from c).
+//     COMMITTED at c > read time: ignore. PENDING whose commit time might
+//     still land at or below the read time: wait, or restart the read;
+//   - the reader's own intents (RowIntents.Own) last, overriding everything:
+//     per key the highest write id wins, and an own row-level tombstone
+//     hides committed columns and own column intents with lower write ids;
+//     an own row-level live intent is the liveness marker.
+//
+// Row existence follows the usual rule on the combined result (marker or any
+// column visible). GetRow's Row does not say whether the marker was visible,
+// so the combination needs a marker-aware read: that comes with the
+// intent-aware reader once read.go settles.
+//
+// Conflicts is checked by the tablet under its write latches before it
+// proposes WriteIntents/WriteReadIntents; ApplyIntents (commit),
+// RemoveIntents (abort) and RemoveIntentsAfter (savepoint rollback) are Raft
+// commands of the tablet like any write. GC never looks at intents.
+//
 // # Usage
 //
 //	key := docdb.DocKey{TableID: 7, RangeParts: []docdb.KeyPart{{Value: docdb.Int64(42)}}}.Encode()

@@ -9,7 +9,11 @@ import (
 const (
 	LocalPrefix  byte = 0x01
 	IntentPrefix byte = 0x02
-	DataPrefix   byte = 0x10
+	// TxnIndexPrefix holds the reverse index of the intents: per tablet
+	// (Raft group) and transaction, the intent keys it wrote (see
+	// docdb.TxnIndexSpan). Replicated like the intents it indexes.
+	TxnIndexPrefix byte = 0x03
+	DataPrefix     byte = 0x10
 )
 
 // Kinds of node-local keys under a group.
@@ -81,6 +85,9 @@ func LocalSpan() Span { return Span{Start: []byte{LocalPrefix}, End: []byte{Loca
 
 // IntentSpan covers the whole intents key space.
 func IntentSpan() Span { return Span{Start: []byte{IntentPrefix}, End: []byte{IntentPrefix + 1}} }
+
+// TxnIndexSpan covers the whole transaction reverse-index key space.
+func TxnIndexSpan() Span { return Span{Start: []byte{TxnIndexPrefix}, End: []byte{TxnIndexPrefix + 1}} }
 
 // DataSpan covers the whole regular data key space.
 func DataSpan() Span { return Span{Start: []byte{DataPrefix}, End: []byte{DataPrefix + 1}} }

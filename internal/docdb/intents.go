@@ -1,0 +1,984 @@
+package docdb
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+// Provisional records ("intents") of distributed transactions, YugabyteDB
+// style. See doc.go ("Transactions: intents") for the model; this file has
+// the encoding and the operations the tablet layer drives through Raft.
+//
+// Intent key (intents key space):
+//
+//	IntentPrefix | row key without its DataPrefix | ['K' | column id (4 BE)] | type (1) | ^hybrid time (8 BE) | ^write id (4 BE)
+//
+// Intent value:
+//
+//	txn id (16) | payload
+//	payload, strong write intents: flags (1) | [TTL ns (8 BE) if flagged] | [value encoding unless tombstone]
+//	payload, other intents:        empty
+//
+// Reverse index (TxnIndexPrefix key space), one empty-valued key per intent:
+//
+//	TxnIndexPrefix | tablet id (8 BE) | txn id (16) | intent key without its IntentPrefix
+
+// TxnID identifies a distributed transaction: a UUID. The zero TxnID is no
+// transaction (a reader outside any transaction passes it to ReadIntents).
+type TxnID [16]byte
+
+// String formats the id as a UUID.
+func (t TxnID) String() string {
+	u := hex.EncodeToString(t[:])
+	return u[0:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
+}
+
+// IsZero reports whether t is the zero TxnID.
+func (t TxnID) IsZero() bool { return t == TxnID{} }
+
+// IntentType is the kind of lock an intent takes on its key. The values are
+// bits, as in YugabyteDB, so that a set of types fits a byte; every stored
+// intent has exactly one.
+type IntentType uint8
+
+// Intent types. A write to a column takes a strong write intent on the
+// column and a weak write intent on its row; a write of the row level (the
+// liveness marker of an INSERT, a row tombstone) takes a strong write intent
+// on the row. A serializable read takes a strong read intent on what it read
+// and a weak read intent on the row of a column it read.
+const (
+	WeakRead IntentType = 1 << iota
+	WeakWrite
+	StrongRead
+	StrongWrite
+)
+
+func (t IntentType) valid() bool {
+	return t == WeakRead || t == WeakWrite || t == StrongRead || t == StrongWrite
+}
+
+func (t IntentType) strong() bool { return t&(StrongRead|StrongWrite) != 0 }
+func (t IntentType) write() bool  { return t&(WeakWrite|StrongWrite) != 0 }
+
+// String returns weak_read, weak_write, strong_read or strong_write.
+func (t IntentType) String() string {
+	switch t {
+	case WeakRead:
+		return "weak_read"
+	case WeakWrite:
+		return "weak_write"
+	case StrongRead:
+		return "strong_read"
+	case StrongWrite:
+		return "strong_write"
+	}
+	return fmt.Sprintf("intent_type(%d)", uint8(t))
+}
+
+// IntentsConflict reports whether intents of types a and b of two different
+// transactions on the same key conflict: at least one is strong, and at
+// least one is a write. So a strong write conflicts with everything, a
+// strong read with writes, weak intents only with strong ones, and reads
+// never with reads (serializable: a write conflicts with a read).
+func IntentsConflict(a, b IntentType) bool {
+	return (a.strong() || b.strong()) && (a.write() || b.write())
+}
+
+// IntentKey names what an intent is on: the row level of a row (Column 0,
+// the LivenessColumn, which is where the marker and row tombstones live) or
+// one column of it.
+type IntentKey struct {
+	RowKey []byte
+	Column uint32
+}
+
+func (k IntentKey) String() string {
+	if k.Column == LivenessColumn {
+		return fmt.Sprintf("%x", k.RowKey)
+	}
+	return fmt.Sprintf("%x/%d", k.RowKey, k.Column)
+}
+
+// Access is an intent a transaction wants: see WriteAccesses and
+// ReadAccesses for the accesses WriteIntents and WriteReadIntents take.
+type Access struct {
+	Key  IntentKey
+	Type IntentType
+}
+
+// Conflict is an intent of another transaction that conflicts with a wanted
+// access.
+type Conflict struct {
+	Txn    TxnID
+	Key    IntentKey
+	Type   IntentType // the type the other transaction holds
+	Wanted IntentType // the access that conflicts with it
+}
+
+// Intent is one decoded intent.
+type Intent struct {
+	Txn     TxnID
+	RowKey  []byte // in the data key space (DataPrefix), as DocKey.Encode returns it
+	Column  uint32 // 0 = the row level
+	Type    IntentType
+	HT      hlc.Timestamp // when the intent was written (not the commit time)
+	WriteID uint32        // order of the write within its transaction
+
+	// The provisional value, strong write intents only. At the row level a
+	// live value is the liveness marker (Value is NULL).
+	Tombstone bool
+	TTL       time.Duration // 0 = no expiry; the expiry is counted from the commit time
+	Value     Value
+}
+
+func (in Intent) String() string {
+	s := fmt.Sprintf("%s %s@%s#%d", in.Type, IntentKey{in.RowKey, in.Column}, in.HT, in.WriteID)
+	if in.Type != StrongWrite {
+		return s
+	}
+	switch {
+	case in.Tombstone:
+		s += " tombstone"
+	case in.Column == LivenessColumn:
+		s += " marker"
+	default:
+		s += " " + in.Value.String()
+	}
+	if in.TTL > 0 {
+		s += " ttl=" + in.TTL.String()
+	}
+	return s
+}
+
+// ---- Encoding ----
+
+const (
+	intentSuffixLen  = 1 + 8 + 4
+	txnIDLen         = 16
+	txnIndexPrefixLn = 1 + 8 + txnIDLen
+)
+
+// Flags of a strong write intent's payload.
+const (
+	ivTombstone byte = 1 << 0
+	ivTTL       byte = 1 << 1
+)
+
+// appendIntentSubKey appends the intent-space prefix of every intent on
+// (rowKey, col): IntentPrefix | row key without DataPrefix | ['K' col].
+func appendIntentSubKey(dst, rowKey []byte, col uint32) []byte {
+	dst = append(dst, storage.IntentPrefix)
+	dst = append(dst, rowKey[1:]...)
+	if col != LivenessColumn {
+		dst = appendColumnSubKey(dst, col)
+	}
+	return dst
+}
+
+func appendIntentKey(dst, rowKey []byte, col uint32, typ IntentType, ht hlc.Timestamp, wid uint32) []byte {
+	dst = appendIntentSubKey(dst, rowKey, col)
+	dst = append(dst, byte(typ))
+	dst = binary.BigEndian.AppendUint64(dst, ^uint64(ht))
+	return binary.BigEndian.AppendUint32(dst, ^wid)
+}
+
+// intentSubKeySpan is the span of every intent on exactly (rowKey, col).
+// Row-level intents have a type byte (< 'K') right after the row key, so
+// they end where the row's column intents start.
+func intentSubKeySpan(rowKey []byte, col uint32) storage.Span {
+	start := appendIntentSubKey(nil, rowKey, col)
+	if col == LivenessColumn {
+		return storage.Span{Start: start, End: append(append([]byte(nil), start...), columnMarker)}
+	}
+	return storage.Span{Start: start, End: storage.PrefixEnd(start)}
+}
+
+// intentRowKeyLen returns the length of the row key (with its IntentPrefix)
+// at the front of an intent key. It mirrors rowKeyLen for the data space.
+func intentRowKeyLen(key []byte) (int, error) {
+	if len(key) < tablePrefixLen+1 || key[0] != storage.IntentPrefix {
+		return 0, corruptf("not an intent key: %x", key)
+	}
+	i := tablePrefixLen
+	groups := 1
+	if key[i] == hashMarker {
+		i += 3
+		groups = 2
+	}
+	for ; groups > 0; groups-- {
+		for {
+			if i >= len(key) {
+				return 0, errTruncated
+			}
+			if key[i] == GroupEnd {
+				i++
+				break
+			}
+			n, err := skipKey(key[i:])
+			if err != nil {
+				return 0, err
+			}
+			i += n
+		}
+	}
+	return i, nil
+}
+
+// decodedIntentKey is a decoded intent key; row aliases the key and still
+// carries the IntentPrefix.
+type decodedIntentKey struct {
+	row []byte
+	col uint32
+	typ IntentType
+	ht  hlc.Timestamp
+	wid uint32
+}
+
+func (k decodedIntentKey) dataRowKey() []byte {
+	rk := make([]byte, len(k.row))
+	rk[0] = storage.DataPrefix
+	copy(rk[1:], k.row[1:])
+	return rk
+}
+
+func decodeIntentKey(key []byte) (decodedIntentKey, error) {
+	var k decodedIntentKey
+	n, err := intentRowKeyLen(key)
+	if err != nil {
+		return k, err
+	}
+	k.row = key[:n]
+	s := key[n:]
+	if len(s) > 0 && s[0] == columnMarker {
+		if len(s) < columnSubKeyLen {
+			return k, errTruncated
+		}
+		k.col = binary.BigEndian.Uint32(s[1:])
+		if k.col == LivenessColumn {
+			return k, corruptf("column intent on the liveness column in %x", key)
+		}
+		s = s[columnSubKeyLen:]
+	}
+	if len(s) != intentSuffixLen || !IntentType(s[0]).valid() {
+		return k, corruptf("bad intent suffix in key %x", key)
+	}
+	k.typ = IntentType(s[0])
+	k.ht = hlc.Timestamp(^binary.BigEndian.Uint64(s[1:]))
+	k.wid = ^binary.BigEndian.Uint32(s[9:])
+	return k, nil
+}
+
+// intentValue is a decoded intent value; value aliases the decoded bytes.
+type intentValue struct {
+	txn       TxnID
+	tombstone bool
+	ttl       time.Duration
+	value     Value
+}
+
+func appendIntentValue(dst []byte, typ IntentType, iv intentValue) []byte {
+	dst = append(dst, iv.txn[:]...)
+	if typ != StrongWrite {
+		return dst
+	}
+	var flags byte
+	if iv.tombstone {
+		flags |= ivTombstone
+	} else if iv.ttl > 0 {
+		flags |= ivTTL
+	}
+	dst = append(dst, flags)
+	if flags&ivTTL != 0 {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(iv.ttl))
+	}
+	if !iv.tombstone {
+		dst = AppendValue(dst, iv.value)
+	}
+	return dst
+}
+
+// decodeIntentValue decodes the value of an intent of type typ. It rejects
+// malformed input with an error wrapping ErrCorrupt and never panics.
+func decodeIntentValue(typ IntentType, b []byte) (intentValue, error) {
+	var iv intentValue
+	if !typ.valid() {
+		return iv, corruptf("bad intent type %d", typ)
+	}
+	if len(b) < txnIDLen {
+		return iv, errTruncated
+	}
+	copy(iv.txn[:], b)
+	if iv.txn.IsZero() {
+		return iv, corruptf("intent of the zero transaction")
+	}
+	b = b[txnIDLen:]
+	if typ != StrongWrite {
+		if len(b) != 0 {
+			return iv, corruptf("%s intent with a %d-byte payload", typ, len(b))
+		}
+		return iv, nil
+	}
+	if len(b) == 0 {
+		return iv, errTruncated
+	}
+	flags := b[0]
+	b = b[1:]
+	switch flags {
+	case 0:
+	case ivTombstone:
+		if len(b) != 0 {
+			return iv, corruptf("tombstone intent with a %d-byte value", len(b))
+		}
+		iv.tombstone = true
+		return iv, nil
+	case ivTTL:
+		if len(b) < 8 {
+			return iv, errTruncated
+		}
+		ttl := binary.BigEndian.Uint64(b)
+		if ttl == 0 || ttl > math.MaxInt64 {
+			return iv, corruptf("bad intent TTL %d", ttl)
+		}
+		iv.ttl = time.Duration(ttl)
+		b = b[8:]
+	default:
+		return iv, corruptf("bad intent flags %#x", flags)
+	}
+	v, err := DecodeValue(b)
+	if err != nil {
+		return iv, err
+	}
+	iv.value = v
+	return iv, nil
+}
+
+// TxnIndexSpan is the span of the reverse index of one tablet (Raft group):
+// the tablet layer adds it to the spans a snapshot copies and a replica
+// removal deletes, next to its data span and IntentSpanOf(data span).
+func TxnIndexSpan(tablet uint64) storage.Span {
+	start := binary.BigEndian.AppendUint64([]byte{storage.TxnIndexPrefix}, tablet)
+	return storage.Span{Start: start, End: storage.PrefixEnd(start)}
+}
+
+func txnIndexPrefix(dst []byte, tablet uint64, txn TxnID) []byte {
+	dst = append(dst, storage.TxnIndexPrefix)
+	dst = binary.BigEndian.AppendUint64(dst, tablet)
+	return append(dst, txn[:]...)
+}
+
+func txnIndexKey(dst []byte, tablet uint64, txn TxnID, intentKey []byte) []byte {
+	return append(txnIndexPrefix(dst, tablet, txn), intentKey[1:]...)
+}
+
+// intentKeyOfIndex returns the intent key an index key points at.
+func intentKeyOfIndex(indexKey []byte) ([]byte, error) {
+	if len(indexKey) <= txnIndexPrefixLn || indexKey[0] != storage.TxnIndexPrefix {
+		return nil, corruptf("not a txn index key: %x", indexKey)
+	}
+	ik := make([]byte, 1+len(indexKey)-txnIndexPrefixLn)
+	ik[0] = storage.IntentPrefix
+	copy(ik[1:], indexKey[txnIndexPrefixLn:])
+	return ik, nil
+}
+
+// ---- Which intents an operation takes ----
+
+type intentFunc func(key IntentKey, typ IntentType, iv intentValue) error
+
+// forEachWriteIntent calls fn for every intent op takes (iv.txn unset).
+func forEachWriteIntent(op *WriteOp, fn intentFunc) error {
+	var ttl time.Duration
+	if op.TTL > 0 {
+		ttl = op.TTL
+	}
+	row := IntentKey{RowKey: op.RowKey}
+	var err error
+	switch op.Kind {
+	case OpPutRow:
+		err = fn(row, StrongWrite, intentValue{ttl: ttl, value: Null()})
+	case OpDeleteRow:
+		return fn(row, StrongWrite, intentValue{tombstone: true})
+	default:
+		err = fn(row, WeakWrite, intentValue{})
+	}
+	if err != nil {
+		return err
+	}
+	tomb := op.Kind == OpDeleteColumns
+	for _, c := range op.Columns {
+		iv := intentValue{tombstone: tomb}
+		if !tomb {
+			iv.ttl, iv.value = ttl, c.Value
+		}
+		if err := fn(IntentKey{RowKey: op.RowKey, Column: c.ID}, StrongWrite, iv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func forEachReadIntent(keys []IntentKey, strong bool, fn intentFunc) error {
+	for _, k := range keys {
+		typ := WeakRead
+		if strong {
+			typ = StrongRead
+		}
+		if err := fn(k, typ, intentValue{}); err != nil {
+			return err
+		}
+		if k.Column != LivenessColumn {
+			if err := fn(IntentKey{RowKey: k.RowKey}, WeakRead, intentValue{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// WriteAccesses returns the accesses WriteIntents takes for ops: a strong
+// write on every key an op writes and a weak write on the row of an op that
+// writes only columns. Pass them to Conflicts before writing.
+func WriteAccesses(ops []WriteOp) []Access {
+	var acc []Access
+	for i := range ops {
+		_ = forEachWriteIntent(&ops[i], func(k IntentKey, typ IntentType, _ intentValue) error {
+			acc = append(acc, Access{Key: k, Type: typ})
+			return nil
+		})
+	}
+	return acc
+}
+
+// ReadAccesses returns the accesses WriteReadIntents takes for keys.
+func ReadAccesses(keys []IntentKey, strong bool) []Access {
+	var acc []Access
+	_ = forEachReadIntent(keys, strong, func(k IntentKey, typ IntentType, _ intentValue) error {
+		acc = append(acc, Access{Key: k, Type: typ})
+		return nil
+	})
+	return acc
+}
+
+// ---- Writing ----
+
+// atomically runs fn against w, through a private batch applied at the end
+// (without sync: replicated writes are durable in the Raft log) unless w is
+// a batch already, like ApplyWriteBatch.
+func atomically(w pebble.Writer, fn func(pebble.Writer) error) error {
+	if _, isBatch := w.(*pebble.Batch); !isBatch {
+		if bm, ok := w.(batchMaker); ok {
+			b := bm.NewBatch()
+			defer b.Close()
+			if err := fn(b); err != nil {
+				return err
+			}
+			return w.Apply(b, pebble.NoSync)
+		}
+	}
+	return fn(w)
+}
+
+type intentWriter struct {
+	w          pebble.Writer
+	tablet     uint64
+	txn        TxnID
+	ht         hlc.Timestamp
+	key, index []byte
+	val        []byte
+}
+
+func (iw *intentWriter) put(k IntentKey, typ IntentType, wid uint32, iv intentValue) error {
+	iv.txn = iw.txn
+	iw.key = appendIntentKey(iw.key[:0], k.RowKey, k.Column, typ, iw.ht, wid)
+	iw.val = appendIntentValue(iw.val[:0], typ, iv)
+	if err := iw.w.Set(iw.key, iw.val, pebble.NoSync); err != nil {
+		return err
+	}
+	iw.index = txnIndexKey(iw.index[:0], iw.tablet, iw.txn, iw.key)
+	return iw.w.Set(iw.index, nil, pebble.NoSync)
+}
+
+// WriteIntents writes the intents of ops for transaction txn, written at
+// hybrid time ht by tablet (the Raft group whose log carries them, which
+// owns every row key of ops). Op i gets write id writeID+i; the transaction
+// layer hands out write ids in the order of the transaction's writes, so
+// that the newest write of a key has the highest id (read-your-own-writes,
+// savepoints, and the order of the versions ApplyIntents writes).
+//
+// Every op is validated first and nothing is written if any is malformed.
+// (ht, write id) must not repeat for a key across transactions: the tablet
+// stamps a distinct hybrid time on every Raft entry and puts the intents of
+// one transaction in an entry.
+func WriteIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestamp, ops []WriteOp, writeID uint32) error {
+	if txn.IsZero() {
+		return errors.New("docdb: WriteIntents: zero transaction id")
+	}
+	if uint64(writeID)+uint64(len(ops)) > math.MaxUint32+1 {
+		return fmt.Errorf("docdb: WriteIntents: write ids overflow (%d + %d ops)", writeID, len(ops))
+	}
+	for i := range ops {
+		if err := ops[i].validate(); err != nil {
+			return fmt.Errorf("op %d: %w", i, err)
+		}
+	}
+	return atomically(w, func(w pebble.Writer) error {
+		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht}
+		for i := range ops {
+			wid := writeID + uint32(i)
+			err := forEachWriteIntent(&ops[i], func(k IntentKey, typ IntentType, iv intentValue) error {
+				return iw.put(k, typ, wid, iv)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// WriteReadIntents writes read locks for transaction txn (serializable
+// reads, SELECT ... FOR SHARE): with strong, a strong read intent on each key
+// plus a weak read intent on the row of each column key; without, weak read
+// intents on the keys only. Every intent gets write id writeID (so a
+// savepoint rollback releases the locks taken after it, as PostgreSQL does).
+func WriteReadIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestamp, keys []IntentKey, strong bool, writeID uint32) error {
+	if txn.IsZero() {
+		return errors.New("docdb: WriteReadIntents: zero transaction id")
+	}
+	for _, k := range keys {
+		if !IsRowKey(k.RowKey) {
+			return fmt.Errorf("docdb: WriteReadIntents: malformed row key %x", k.RowKey)
+		}
+	}
+	return atomically(w, func(w pebble.Writer) error {
+		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht}
+		return forEachReadIntent(keys, strong, func(k IntentKey, typ IntentType, iv intentValue) error {
+			return iw.put(k, typ, writeID, iv)
+		})
+	})
+}
+
+// ---- Conflicts ----
+
+// Conflicts returns the intents of transactions other than txn that
+// conflict with the wanted accesses (IntentsConflict), once per holding
+// transaction, key and held type, in the order of want. The caller (the
+// tablet, under its latches) then waits for those transactions, or aborts
+// one side. Only intents are considered: a snapshot-isolation writer must
+// also check for committed versions newer than its read time in the data.
+func Conflicts(r pebble.Reader, txn TxnID, want []Access) ([]Conflict, error) {
+	is := storage.IntentSpan()
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: is.Start, UpperBound: is.End})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	type seenKey struct {
+		txn TxnID
+		key string
+		typ IntentType
+	}
+	seen := map[seenKey]bool{}
+	var out []Conflict
+	for _, a := range want {
+		if !IsRowKey(a.Key.RowKey) || !a.Type.valid() {
+			return nil, fmt.Errorf("docdb: Conflicts: bad access %s %s", a.Type, a.Key)
+		}
+		span := intentSubKeySpan(a.Key.RowKey, a.Key.Column)
+		for valid := it.SeekGE(span.Start); valid && bytes.Compare(it.Key(), span.End) < 0; valid = it.Next() {
+			key := it.Key()
+			if len(key) != len(span.Start)+intentSuffixLen {
+				return nil, corruptf("bad intent key %x", key)
+			}
+			typ := IntentType(key[len(span.Start)])
+			if !typ.valid() {
+				return nil, corruptf("bad intent type in key %x", key)
+			}
+			if !IntentsConflict(a.Type, typ) {
+				continue
+			}
+			raw, err := it.ValueAndErr()
+			if err != nil {
+				return nil, err
+			}
+			if len(raw) < txnIDLen {
+				return nil, corruptf("intent value of %d bytes", len(raw))
+			}
+			var holder TxnID
+			copy(holder[:], raw)
+			if holder == txn {
+				continue
+			}
+			sk := seenKey{holder, string(span.Start), typ}
+			if seen[sk] {
+				continue
+			}
+			seen[sk] = true
+			out = append(out, Conflict{Txn: holder, Key: IntentKey{RowKey: append([]byte(nil), a.Key.RowKey...), Column: a.Key.Column}, Type: typ, Wanted: a.Type})
+		}
+		if err := it.Error(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ---- By transaction: list, apply, remove ----
+
+// indexedIntentKeys returns the intent keys of txn in tablet, in key order.
+func indexedIntentKeys(r pebble.Reader, tablet uint64, txn TxnID) ([][]byte, error) {
+	prefix := txnIndexPrefix(nil, tablet, txn)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: storage.PrefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	var keys [][]byte
+	for valid := it.First(); valid; valid = it.Next() {
+		ik, err := intentKeyOfIndex(it.Key())
+		if err != nil {
+			_ = it.Close()
+			return nil, err
+		}
+		keys = append(keys, ik)
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return nil, err
+	}
+	return keys, it.Close()
+}
+
+// getIntent reads and decodes the intent at key, which the index of txn
+// names. The result owns its memory.
+func getIntent(r pebble.Reader, key []byte, txn TxnID) (Intent, error) {
+	k, err := decodeIntentKey(key)
+	if err != nil {
+		return Intent{}, err
+	}
+	raw, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Intent{}, corruptf("txn index names a missing intent %x", key)
+	}
+	if err != nil {
+		return Intent{}, err
+	}
+	val := append([]byte(nil), raw...)
+	_ = closer.Close()
+	iv, err := decodeIntentValue(k.typ, val)
+	if err != nil {
+		return Intent{}, err
+	}
+	if iv.txn != txn {
+		return Intent{}, corruptf("txn index of %s names an intent of %s at %x", txn, iv.txn, key)
+	}
+	return makeIntent(k, iv), nil
+}
+
+func makeIntent(k decodedIntentKey, iv intentValue) Intent {
+	return Intent{
+		Txn: iv.txn, RowKey: k.dataRowKey(), Column: k.col, Type: k.typ, HT: k.ht, WriteID: k.wid,
+		Tombstone: iv.tombstone, TTL: iv.ttl, Value: iv.value,
+	}
+}
+
+// IntentsOf lists the intents of txn in tablet, in key order.
+func IntentsOf(r pebble.Reader, tablet uint64, txn TxnID) ([]Intent, error) {
+	keys, err := indexedIntentKeys(r, tablet, txn)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Intent, 0, len(keys))
+	for _, k := range keys {
+		in, err := getIntent(r, k, txn)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// TxnsWithIntents lists the transactions that have intents in tablet, in id
+// order (one seek per transaction). A tablet that restarts or receives a
+// snapshot learns from it which transactions it takes part in.
+func TxnsWithIntents(r pebble.Reader, tablet uint64) ([]TxnID, error) {
+	span := TxnIndexSpan(tablet)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+	if err != nil {
+		return nil, err
+	}
+	var out []TxnID
+	for valid := it.First(); valid; {
+		key := it.Key()
+		if len(key) <= txnIndexPrefixLn {
+			_ = it.Close()
+			return nil, corruptf("bad txn index key %x", key)
+		}
+		var t TxnID
+		copy(t[:], key[1+8:])
+		out = append(out, t)
+		valid = it.SeekGE(storage.PrefixEnd(key[:txnIndexPrefixLn]))
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return nil, err
+	}
+	return out, it.Close()
+}
+
+// ApplyIntents resolves the intents of committed transaction txn in tablet:
+// every strong write intent becomes the MVCC version ApplyWriteBatch would
+// have written for its op at commitHT (version (commitHT, write id), expiry
+// commitHT+TTL), so existing reads see it; every intent of txn in tablet and
+// its index key are deleted. It returns the number of versions written.
+//
+// Applying one transaction as several statements gives exactly the versions
+// of one ApplyWriteBatch of all its ops in write-id order. r must see the
+// intents (the engine, or w when w is an indexed batch); the writes go to w
+// atomically. Applying again finds nothing: it is idempotent.
+func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp) (int, error) {
+	keys, err := indexedIntentKeys(r, tablet, txn)
+	if err != nil {
+		return 0, err
+	}
+	intents := make([]Intent, 0, len(keys))
+	for _, k := range keys {
+		in, err := getIntent(r, k, txn)
+		if err != nil {
+			return 0, err
+		}
+		intents = append(intents, in)
+	}
+	n := 0
+	err = atomically(w, func(w pebble.Writer) error {
+		var key, val []byte
+		for i, in := range intents {
+			if in.Type == StrongWrite {
+				v := version{ht: commitHT, wid: in.WriteID}
+				if in.Column == LivenessColumn {
+					key = rowVersionKey(key[:0], in.RowKey, v)
+				} else {
+					key = columnVersionKey(key[:0], in.RowKey, in.Column, v)
+				}
+				hasExpiry := in.TTL > 0 && !in.Tombstone
+				var expiry hlc.Timestamp
+				if hasExpiry {
+					expiry = expiryOf(commitHT, in.TTL)
+				}
+				val = appendStoredValue(val[:0], in.Tombstone, hasExpiry, expiry, in.Value)
+				if err := w.Set(key, val, pebble.NoSync); err != nil {
+					return err
+				}
+				n++
+			}
+			if err := deleteIntent(w, tablet, txn, keys[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func deleteIntent(w pebble.Writer, tablet uint64, txn TxnID, intentKey []byte) error {
+	if err := w.Delete(intentKey, pebble.NoSync); err != nil {
+		return err
+	}
+	return w.Delete(txnIndexKey(nil, tablet, txn, intentKey), pebble.NoSync)
+}
+
+// RemoveIntents deletes every intent of txn in tablet and its index keys:
+// the cleanup of an aborted transaction. It returns the number of intents
+// removed.
+func RemoveIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID) (int, error) {
+	return removeIntents(r, w, tablet, txn, func(uint32) bool { return true })
+}
+
+// RemoveIntentsAfter deletes the intents of txn in tablet whose write id is
+// greater than writeID: a rollback to the savepoint taken when writeID was
+// the last write id handed out.
+func RemoveIntentsAfter(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, writeID uint32) (int, error) {
+	return removeIntents(r, w, tablet, txn, func(wid uint32) bool { return wid > writeID })
+}
+
+func removeIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, remove func(wid uint32) bool) (int, error) {
+	keys, err := indexedIntentKeys(r, tablet, txn)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = atomically(w, func(w pebble.Writer) error {
+		for _, ik := range keys {
+			k, err := decodeIntentKey(ik)
+			if err != nil {
+				return err
+			}
+			if !remove(k.wid) {
+				continue
+			}
+			if err := deleteIntent(w, tablet, txn, ik); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// SplitTxnIndex moves the reverse index of a tablet that splits at splitKey
+// (a data-space key: the right child's span start) to its children: entries
+// of rows below splitKey to left, the others to right. The intents
+// themselves do not move (the children own sub-spans of the same keys). The
+// tablet layer calls it in the batch that applies the split on every
+// replica. It returns the number of entries moved.
+func SplitTxnIndex(r pebble.Reader, w pebble.Writer, parent uint64, splitKey []byte, left, right uint64) (int, error) {
+	span := TxnIndexSpan(parent)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+	if err != nil {
+		return 0, err
+	}
+	var keys [][]byte
+	for valid := it.First(); valid; valid = it.Next() {
+		keys = append(keys, append([]byte(nil), it.Key()...))
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return 0, err
+	}
+	if err := it.Close(); err != nil {
+		return 0, err
+	}
+	err = atomically(w, func(w pebble.Writer) error {
+		var nk []byte
+		for _, key := range keys {
+			ik, err := intentKeyOfIndex(key)
+			if err != nil {
+				return err
+			}
+			k, err := decodeIntentKey(ik)
+			if err != nil {
+				return err
+			}
+			child := left
+			if bytes.Compare(k.dataRowKey(), splitKey) >= 0 {
+				child = right
+			}
+			var txn TxnID
+			copy(txn[:], key[1+8:])
+			nk = txnIndexKey(nk[:0], child, txn, ik)
+			if err := w.Set(nk, nil, pebble.NoSync); err != nil {
+				return err
+			}
+			if err := w.Delete(key, pebble.NoSync); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(keys), nil
+}
+
+// ---- The read side ----
+
+// RowIntents is what a reader finds in the intents of one row: the
+// provisional writes of its own transaction and those of others.
+type RowIntents struct {
+	RowKey []byte
+	// Own holds the reading transaction's provisional writes, the newest
+	// (highest write id) per key: the row level first, then columns in
+	// ascending order.
+	Own []Intent
+	// Others holds the strong write intents of other transactions, the
+	// newest per transaction and key, whose commit status the reader must
+	// resolve (ask the status record).
+	Others []Intent
+}
+
+// ReadIntents returns the provisional writes (strong write intents) on the
+// rows of span (a row-key span in the data space, as for Scan; rows that
+// start before span.Start are skipped), one RowIntents per row that has any,
+// in key order. readTxn is the reading transaction (zero for a read outside
+// any transaction, which has no own writes). Locks (weak and read intents)
+// carry no data and are not returned: readers do not wait on locks.
+//
+// See doc.go for how the tablet combines the result with GetRow.
+func ReadIntents(r pebble.Reader, span storage.Span, readTxn TxnID) ([]RowIntents, error) {
+	is := IntentSpanOf(span)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: is.Start, UpperBound: is.End})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []RowIntents
+	var cur *RowIntents
+	for valid := it.First(); valid; valid = it.Next() {
+		key := it.Key()
+		k, err := decodeIntentKey(key)
+		if err != nil {
+			return nil, err
+		}
+		if k.typ != StrongWrite {
+			continue
+		}
+		if cur == nil || len(cur.RowKey) != len(k.row) || !bytes.Equal(cur.RowKey[1:], k.row[1:]) {
+			rk := k.dataRowKey()
+			if bytes.Compare(rk, span.Start) < 0 {
+				continue
+			}
+			out = append(out, RowIntents{RowKey: rk})
+			cur = &out[len(out)-1]
+		}
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		iv, err := decodeIntentValue(k.typ, append([]byte(nil), raw...))
+		if err != nil {
+			return nil, err
+		}
+		in := makeIntent(k, iv)
+		in.RowKey = cur.RowKey
+		if iv.txn == readTxn {
+			cur.Own = mergeNewest(cur.Own, in)
+		} else {
+			cur.Others = mergeNewest(cur.Others, in)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mergeNewest keeps, per transaction and column, the intent with the
+// highest write id.
+func mergeNewest(list []Intent, in Intent) []Intent {
+	for i := range list {
+		if list[i].Txn == in.Txn && list[i].Column == in.Column {
+			if in.WriteID > list[i].WriteID {
+				list[i] = in
+			}
+			return list
+		}
+	}
+	return append(list, in)
+}

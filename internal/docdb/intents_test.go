@@ -1,0 +1,736 @@
+package docdb
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+// TestIntentHistories runs the scripts in testdata/intent_histories, in the
+// style of TestMVCCHistories (whose commands — put_row, get, scan, gc, dump
+// ... — also work here, on table 1). Each file gets a fresh engine.
+// Regenerate expectations with: go test ./internal/docdb -run TestIntentHistories -rewrite
+//
+// Conventions: txn=<name> names a transaction (its id is the name's bytes);
+// tablet=<id> is the tablet (default 1); a key spec is [t<table>:]<row>[/<column>]
+// (table 1 by default; no column = the row level); op lines are those of
+// `batch`, plus t=<table>.
+//
+//	write_intents txn= ts= [wid=] [tablet=]          (one op per input line)
+//	lock txn= ts= keys=<spec>,... [wid=] [weak] [tablet=]
+//	conflicts txn=                                   (input: op lines, or "read keys=... [weak]")
+//	apply txn= commit= [tablet=]
+//	remove txn= [after=<wid>] [tablet=]
+//	intents_of txn= [tablet=]
+//	txns [tablet=]
+//	read_intents txn= [k=] [start=] [end=] [t=]      (txn=none: outside a transaction)
+//	split tablet= at=<row> left= right= [t=]
+//	count                                            (keys in the intent, index and data spaces)
+//	dump_intents                                     (every intent and index key, decoded)
+func TestIntentHistories(t *testing.T) {
+	datadriven.Walk(t, "testdata/intent_histories", func(t *testing.T, path string) {
+		eng := openTestEngine(t)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			out, err := runIntentCmd(eng, d.Cmd, d.CmdArgs, d.Input)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return out
+		})
+	})
+}
+
+func testTxn(name string) TxnID {
+	var t TxnID
+	if name == "none" {
+		return t
+	}
+	copy(t[:], name)
+	return t
+}
+
+func fmtTxn(t TxnID) string {
+	if t.IsZero() {
+		return "none"
+	}
+	if s := string(bytes.TrimRight(t[:], "\x00")); s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < 'a' || r > 'z' }) {
+		return s
+	}
+	return t.String()
+}
+
+func rowKeyIn(table uint32, k string) []byte {
+	return DocKey{TableID: table, RangeParts: []KeyPart{{Value: Text(k)}}}.Encode()
+}
+
+func parseTable(s string) (uint32, error) {
+	if s == "" {
+		return 1, nil
+	}
+	n, err := strconv.ParseUint(strings.TrimPrefix(s, "t"), 10, 32)
+	return uint32(n), err
+}
+
+// parseKeySpec parses [t<table>:]<row>[/<column>].
+func parseKeySpec(s string) (IntentKey, error) {
+	table := uint32(1)
+	if tb, rest, ok := strings.Cut(s, ":"); ok {
+		var err error
+		if table, err = parseTable(tb); err != nil {
+			return IntentKey{}, fmt.Errorf("bad key %q", s)
+		}
+		s = rest
+	}
+	row, col, hasCol := strings.Cut(s, "/")
+	k := IntentKey{RowKey: rowKeyIn(table, row)}
+	if hasCol {
+		c, err := strconv.ParseUint(col, 10, 32)
+		if err != nil {
+			return k, fmt.Errorf("bad key %q", s)
+		}
+		k.Column = uint32(c)
+	}
+	return k, nil
+}
+
+func parseKeySpecs(s string) ([]IntentKey, error) {
+	var keys []IntentKey
+	for _, spec := range strings.Split(s, ",") {
+		k, err := parseKeySpec(spec)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+func fmtDataRowKey(rowKey []byte) string {
+	k, err := DecodeDocKey(rowKey)
+	if err != nil {
+		return fmt.Sprintf("<bad key %x: %v>", rowKey, err)
+	}
+	s := fmtRowKey(rowKey)
+	if k.TableID != 1 {
+		s = fmt.Sprintf("t%d:%s", k.TableID, s)
+	}
+	return s
+}
+
+func fmtIntentKey(k IntentKey) string {
+	s := fmtDataRowKey(k.RowKey)
+	if k.Column != LivenessColumn {
+		s += "/" + strconv.FormatUint(uint64(k.Column), 10)
+	}
+	return s
+}
+
+func fmtIntent(in Intent) string {
+	s := fmt.Sprintf("%s %s %s @%s#%d", fmtTxn(in.Txn), fmtIntentKey(IntentKey{in.RowKey, in.Column}), in.Type, fmtTS(in.HT), in.WriteID)
+	if in.Type != StrongWrite {
+		return s
+	}
+	switch {
+	case in.Tombstone:
+		s += " -> tombstone"
+	case in.Column == LivenessColumn:
+		s += " -> marker"
+	default:
+		s += " -> " + in.Value.String()
+	}
+	if in.TTL > 0 {
+		s += " ttl=" + in.TTL.String()
+	}
+	return s
+}
+
+func parseOpLines(input string) ([]WriteOp, error) {
+	var ops []WriteOp
+	for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		la := cmdArgs{}
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			la[k] = v
+		}
+		op, err := parseOp(fields[0], la)
+		if err != nil {
+			return nil, err
+		}
+		table, err := parseTable(la["t"])
+		if err != nil {
+			return nil, err
+		}
+		op.RowKey = rowKeyIn(table, la["k"])
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+func (a cmdArgs) uint(k string, def uint64) (uint64, error) {
+	if !a.has(k) {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(a[k], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad %s=%q", k, a[k])
+	}
+	return n, nil
+}
+
+func runIntentCmd(eng *storage.Engine, cmd string, args []datadriven.CmdArg, input string) (string, error) {
+	a := argsOf(args)
+	var ts hlc.Timestamp
+	if a.has("ts") {
+		var err error
+		if ts, err = parseTS(a["ts"]); err != nil {
+			return "", err
+		}
+	}
+	txn := testTxn(a["txn"])
+	tablet, err := a.uint("tablet", 1)
+	if err != nil {
+		return "", err
+	}
+	wid, err := a.uint("wid", 0)
+	if err != nil {
+		return "", err
+	}
+	switch cmd {
+	case "write_intents":
+		ops, err := parseOpLines(input)
+		if err != nil {
+			return "", err
+		}
+		return "", WriteIntents(eng, tablet, txn, ts, ops, uint32(wid))
+	case "lock":
+		keys, err := parseKeySpecs(a["keys"])
+		if err != nil {
+			return "", err
+		}
+		return "", WriteReadIntents(eng, tablet, txn, ts, keys, !a.has("weak"), uint32(wid))
+	case "conflicts":
+		var want []Access
+		for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
+			if rest, ok := strings.CutPrefix(line, "read "); ok {
+				la := cmdArgs{}
+				for _, f := range strings.Fields(rest) {
+					k, v, _ := strings.Cut(f, "=")
+					la[k] = v
+				}
+				keys, err := parseKeySpecs(la["keys"])
+				if err != nil {
+					return "", err
+				}
+				want = append(want, ReadAccesses(keys, !la.has("weak"))...)
+				continue
+			}
+			ops, err := parseOpLines(line)
+			if err != nil {
+				return "", err
+			}
+			want = append(want, WriteAccesses(ops)...)
+		}
+		cs, err := Conflicts(eng, txn, want)
+		if err != nil {
+			return "", err
+		}
+		if len(cs) == 0 {
+			return "conflicts: none\n", nil
+		}
+		var sb strings.Builder
+		for _, c := range cs {
+			fmt.Fprintf(&sb, "conflict: %s holds %s on %s (wanted %s)\n", fmtTxn(c.Txn), c.Type, fmtIntentKey(c.Key), c.Wanted)
+		}
+		return sb.String(), nil
+	case "apply":
+		commit, err := parseTS(a["commit"])
+		if err != nil {
+			return "", err
+		}
+		n, err := ApplyIntents(eng, eng, tablet, txn, commit)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("apply: %d versions written\n", n), nil
+	case "remove":
+		var n int
+		if a.has("after") {
+			after, err := a.uint("after", 0)
+			if err != nil {
+				return "", err
+			}
+			n, err = RemoveIntentsAfter(eng, eng, tablet, txn, uint32(after))
+			if err != nil {
+				return "", err
+			}
+		} else if n, err = RemoveIntents(eng, eng, tablet, txn); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("remove: %d intents removed\n", n), nil
+	case "intents_of":
+		ins, err := IntentsOf(eng, tablet, txn)
+		if err != nil {
+			return "", err
+		}
+		if len(ins) == 0 {
+			return "<none>\n", nil
+		}
+		var sb strings.Builder
+		for _, in := range ins {
+			sb.WriteString(fmtIntent(in) + "\n")
+		}
+		return sb.String(), nil
+	case "txns":
+		ts, err := TxnsWithIntents(eng, tablet)
+		if err != nil {
+			return "", err
+		}
+		var names []string
+		for _, t := range ts {
+			names = append(names, fmtTxn(t))
+		}
+		return fmt.Sprintf("txns: [%s]\n", strings.Join(names, " ")), nil
+	case "read_intents":
+		return runReadIntents(eng, txn, a)
+	case "split":
+		table, err := parseTable(a["t"])
+		if err != nil {
+			return "", err
+		}
+		left, err := a.uint("left", 0)
+		if err != nil {
+			return "", err
+		}
+		right, err := a.uint("right", 0)
+		if err != nil {
+			return "", err
+		}
+		n, err := SplitTxnIndex(eng, eng, tablet, rowKeyIn(table, a["at"]), left, right)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("split: %d index entries moved\n", n), nil
+	case "count":
+		var parts []string
+		for _, sp := range []struct {
+			name string
+			span storage.Span
+		}{{"intents", storage.IntentSpan()}, {"index", storage.TxnIndexSpan()}, {"data", storage.DataSpan()}} {
+			n, err := countKeys(eng, sp.span)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, fmt.Sprintf("%s=%d", sp.name, n))
+		}
+		return "count: " + strings.Join(parts, " ") + "\n", nil
+	case "dump_intents":
+		return dumpIntents(eng)
+	case "get":
+		if a.has("t") {
+			table, err := parseTable(a["t"])
+			if err != nil {
+				return "", err
+			}
+			row, ok, err := GetRow(eng, rowKeyIn(table, a["k"]), ReadOptions{ReadTime: ts})
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return fmt.Sprintf("get: t%d:%s -> <no row>\n", table, a["k"]), nil
+			}
+			return fmt.Sprintf("get: t%d:%s\n", table, fmtRow(row)), nil
+		}
+	}
+	return runHistoryCmd(eng, cmd, args, input)
+}
+
+func runReadIntents(eng *storage.Engine, txn TxnID, a cmdArgs) (string, error) {
+	table, err := parseTable(a["t"])
+	if err != nil {
+		return "", err
+	}
+	span := TableSpan(table)
+	if a.has("k") {
+		rk := rowKeyIn(table, a["k"])
+		span = storage.Span{Start: rk, End: rowEnd(rk)}
+	}
+	if a.has("start") {
+		span.Start = rowKeyIn(table, a["start"])
+	}
+	if a.has("end") {
+		span.End = rowKeyIn(table, a["end"])
+	}
+	rows, err := ReadIntents(eng, span, txn)
+	if err != nil {
+		return "", err
+	}
+	if len(rows) == 0 {
+		return "read_intents: <none>\n", nil
+	}
+	var sb strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&sb, "row %s:\n", fmtDataRowKey(r.RowKey))
+		for _, in := range r.Own {
+			fmt.Fprintf(&sb, "  own   %s\n", fmtIntent(in))
+		}
+		for _, in := range r.Others {
+			fmt.Fprintf(&sb, "  other %s\n", fmtIntent(in))
+		}
+	}
+	return sb.String(), nil
+}
+
+func countKeys(r pebble.Reader, span storage.Span) (int, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		n++
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return 0, err
+	}
+	return n, it.Close()
+}
+
+func dumpIntents(eng *storage.Engine) (string, error) {
+	var sb strings.Builder
+	for _, span := range []storage.Span{storage.IntentSpan(), storage.TxnIndexSpan()} {
+		it, err := eng.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+		if err != nil {
+			return "", err
+		}
+		for valid := it.First(); valid; valid = it.Next() {
+			key := it.Key()
+			if key[0] == storage.TxnIndexPrefix {
+				ik, err := intentKeyOfIndex(key)
+				if err != nil {
+					_ = it.Close()
+					return "", err
+				}
+				var txn TxnID
+				copy(txn[:], key[9:])
+				k, err := decodeIntentKey(ik)
+				if err != nil {
+					_ = it.Close()
+					return "", err
+				}
+				tablet := uint64(0)
+				for _, b := range key[1:9] {
+					tablet = tablet<<8 | uint64(b)
+				}
+				fmt.Fprintf(&sb, "index tablet=%d %s -> %s %s @%s#%d\n", tablet, fmtTxn(txn),
+					fmtIntentKey(IntentKey{k.dataRowKey(), k.col}), k.typ, fmtTS(k.ht), k.wid)
+				continue
+			}
+			k, err := decodeIntentKey(key)
+			if err != nil {
+				_ = it.Close()
+				return "", err
+			}
+			iv, err := decodeIntentValue(k.typ, it.Value())
+			if err != nil {
+				_ = it.Close()
+				return "", err
+			}
+			sb.WriteString("intent " + fmtIntent(makeIntent(k, iv)) + "\n")
+		}
+		if err := it.Close(); err != nil {
+			return "", err
+		}
+	}
+	if sb.Len() == 0 {
+		return "<empty>\n", nil
+	}
+	return sb.String(), nil
+}
+
+func TestIntentsConflictMatrix(t *testing.T) {
+	types := []IntentType{WeakRead, WeakWrite, StrongRead, StrongWrite}
+	// want[i][j]: does types[i] conflict with types[j]?
+	want := [4][4]bool{
+		//       WR     WW     SR     SW
+		/*WR*/ {false, false, false, true},
+		/*WW*/ {false, false, true, true},
+		/*SR*/ {false, true, false, true},
+		/*SW*/ {true, true, true, true},
+	}
+	for i, a := range types {
+		for j, b := range types {
+			if got := IntentsConflict(a, b); got != want[i][j] {
+				t.Errorf("IntentsConflict(%s, %s) = %v, want %v", a, b, got, want[i][j])
+			}
+		}
+	}
+}
+
+// randomOps returns n random valid ops on a few rows and columns of table 1.
+func randomOps(rng *rand.Rand, n int) []WriteOp {
+	rows := []string{"a", "b", "c", "d"}
+	ops := make([]WriteOp, n)
+	for i := range ops {
+		op := &ops[i]
+		op.Kind = OpKind(1 + rng.Intn(int(maxOpKind)))
+		op.RowKey = testRowKey(rows[rng.Intn(len(rows))])
+		if rng.Intn(4) == 0 {
+			op.TTL = time.Duration(1+rng.Intn(20)) * time.Second
+		}
+		if op.Kind == OpDeleteRow {
+			continue
+		}
+		for c := 0; c < 1+rng.Intn(3); c++ {
+			cv := ColumnValue{ID: uint32(1 + rng.Intn(4))}
+			if op.Kind != OpDeleteColumns {
+				switch rng.Intn(3) {
+				case 0:
+					cv.Value = Int64(rng.Int63n(100))
+				case 1:
+					cv.Value = Text(strconv.Itoa(rng.Intn(1000)))
+				default:
+					cv.Value = Null()
+				}
+			}
+			op.Columns = append(op.Columns, cv)
+		}
+	}
+	return ops
+}
+
+func engineKVs(t *testing.T, r pebble.Reader, span storage.Span) [][2]string {
+	t.Helper()
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var kvs [][2]string
+	for valid := it.First(); valid; valid = it.Next() {
+		kvs = append(kvs, [2]string{string(it.Key()), string(it.Value())})
+	}
+	return kvs
+}
+
+// TestApplyIntentsMatchesApplyWriteBatch checks, on seeded random
+// transactions, that writing a transaction's ops as intents over several
+// statements and applying them at the commit time leaves exactly the data
+// keys one ApplyWriteBatch of the same ops at that time writes, while another
+// transaction's intents stay untouched, and that nothing of the applied
+// transaction remains in the intent and index spaces.
+func TestApplyIntentsMatchesApplyWriteBatch(t *testing.T) {
+	seeds := 30
+	if testing.Short() {
+		seeds = 10
+	}
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		intents, plain := openTestEngine(t), openTestEngine(t)
+		// Some committed history, the same in both.
+		base := randomOps(rng, 5)
+		for _, eng := range []*storage.Engine{intents, plain} {
+			if err := ApplyWriteBatch(eng, hlc.FromMicros(5e6, 0), &WriteBatch{Ops: base}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		txnA, txnB := testTxn("a"), testTxn("b")
+		ops := randomOps(rng, 1+rng.Intn(25))
+		// Another transaction's intents, interleaved in time.
+		other := randomOps(rng, 5)
+		if err := WriteIntents(intents, 1, txnB, hlc.FromMicros(9e6, 0), other, 0); err != nil {
+			t.Fatal(err)
+		}
+		bBefore, err := IntentsOf(intents, 1, txnB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Txn a's ops in statements at increasing times, consecutive write ids.
+		ts := int64(10e6)
+		for i := 0; i < len(ops); {
+			n := 1 + rng.Intn(len(ops)-i)
+			if err := WriteIntents(intents, 1, txnA, hlc.FromMicros(ts, 0), ops[i:i+n], uint32(i)); err != nil {
+				t.Fatal(err)
+			}
+			ts += 1e6
+			i += n
+		}
+		commit := hlc.FromMicros(ts+5e6, 3)
+		if _, err := ApplyIntents(intents, intents, 1, txnA, commit); err != nil {
+			t.Fatal(err)
+		}
+		if err := ApplyWriteBatch(plain, commit, &WriteBatch{Ops: ops}); err != nil {
+			t.Fatal(err)
+		}
+		got, want := engineKVs(t, intents, storage.DataSpan()), engineKVs(t, plain, storage.DataSpan())
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("seed %d: data after ApplyIntents differs from ApplyWriteBatch:\n got %q\nwant %q", seed, got, want)
+		}
+		if ins, err := IntentsOf(intents, 1, txnA); err != nil || len(ins) != 0 {
+			t.Fatalf("seed %d: intents of a after apply: %v %v", seed, ins, err)
+		}
+		bAfter, err := IntentsOf(intents, 1, txnB)
+		if err != nil || fmt.Sprint(bAfter) != fmt.Sprint(bBefore) {
+			t.Fatalf("seed %d: intents of b changed: %v -> %v (%v)", seed, bBefore, bAfter, err)
+		}
+		if n, err := RemoveIntents(intents, intents, 1, txnB); err != nil || n != len(bBefore) {
+			t.Fatalf("seed %d: remove b: %d %v", seed, n, err)
+		}
+		for _, span := range []storage.Span{storage.IntentSpan(), storage.TxnIndexSpan()} {
+			if n, err := countKeys(intents, span); err != nil || n != 0 {
+				t.Fatalf("seed %d: %d keys left in %s (%v)", seed, n, span, err)
+			}
+		}
+	}
+}
+
+// TestIntentKeysStayInTabletSpans checks that a tablet's intents lie in
+// IntentSpanOf(its data span) and its index in TxnIndexSpan(its id), the
+// spans a snapshot copies, for two tablets of one table on one engine; and
+// that a snapshot of one tablet (a copy of those spans into another engine,
+// clearing them first) carries everything needed to apply there.
+func TestIntentKeysStayInTabletSpans(t *testing.T) {
+	eng, dst := openTestEngine(t), openTestEngine(t)
+	split := testRowKey("c")
+	tablets := []struct {
+		id   uint64
+		span storage.Span
+	}{
+		{1, storage.Span{Start: TableSpan(1).Start, End: split}},
+		{2, storage.Span{Start: split, End: TableSpan(1).End}},
+	}
+	rng := rand.New(rand.NewSource(7))
+	txn := testTxn("a")
+	for i, op := range randomOps(rng, 40) {
+		tab := tablets[0].id
+		if bytes.Compare(op.RowKey, split) >= 0 {
+			tab = tablets[1].id
+		}
+		if err := WriteIntents(eng, tab, txn, hlc.FromMicros(int64(10+i)*1e6, 0), []WriteOp{op}, uint32(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for _, tb := range tablets {
+		ins, err := IntentsOf(eng, tb.id, txn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range ins {
+			if !tb.span.Contains(in.RowKey) {
+				t.Fatalf("tablet %d indexes an intent on %x outside its span", tb.id, in.RowKey)
+			}
+		}
+		n, err := countKeys(eng, IntentSpanOf(tb.span))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := countKeys(eng, TxnIndexSpan(tb.id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(ins) || m != len(ins) {
+			t.Fatalf("tablet %d: %d intents, %d in its intent span, %d index keys", tb.id, len(ins), n, m)
+		}
+		total += n
+	}
+	if n, _ := countKeys(eng, storage.IntentSpan()); n != total {
+		t.Fatalf("%d intents in all, %d in the tablets' spans", n, total)
+	}
+	// Snapshot tablet 2 into dst, which holds stale intents of its own there.
+	tb := tablets[1]
+	if err := WriteIntents(dst, tb.id, testTxn("z"), hlc.FromMicros(1e6, 0), []WriteOp{{Kind: OpDeleteRow, RowKey: testRowKey("x")}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	b := dst.NewBatch()
+	for _, span := range []storage.Span{tb.span, IntentSpanOf(tb.span), TxnIndexSpan(tb.id)} {
+		if err := b.DeleteRange(span.Start, span.End, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range engineKVs(t, eng, span) {
+			if err := b.Set([]byte(kv[0]), []byte(kv[1]), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	commit := hlc.FromMicros(100e6, 0)
+	for _, e := range []*storage.Engine{eng, dst} {
+		if _, err := ApplyIntents(e, e, tb.id, txn, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := engineKVs(t, dst, tb.span), engineKVs(t, eng, tb.span); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("applied snapshot differs:\n got %q\nwant %q", got, want)
+	}
+	if txns, err := TxnsWithIntents(dst, tb.id); err != nil || len(txns) != 0 {
+		t.Fatalf("stale intents survived the snapshot: %v %v", txns, err)
+	}
+}
+
+func FuzzIntentValueDecode(f *testing.F) {
+	txn := testTxn("fuzz")
+	for _, typ := range []IntentType{WeakRead, WeakWrite, StrongRead, StrongWrite} {
+		f.Add(uint8(typ), appendIntentValue(nil, typ, intentValue{txn: txn}))
+	}
+	for _, iv := range []intentValue{
+		{txn: txn, value: Null()},
+		{txn: txn, tombstone: true},
+		{txn: txn, ttl: time.Second, value: Text("abc")},
+		{txn: txn, ttl: 1, value: Int64(-7)},
+		{txn: txn, value: UUID([16]byte{1, 2})},
+	} {
+		f.Add(uint8(StrongWrite), appendIntentValue(nil, StrongWrite, iv))
+	}
+	f.Add(uint8(StrongWrite), []byte{})
+	f.Add(uint8(StrongWrite), append(txn[:], ivTTL, 0, 0, 0))
+	f.Add(uint8(3), txn[:])
+	f.Fuzz(func(t *testing.T, typ uint8, data []byte) {
+		iv, err := decodeIntentValue(IntentType(typ), data)
+		if err != nil {
+			return
+		}
+		// Whatever decodes re-encodes to something that decodes the same.
+		enc := appendIntentValue(nil, IntentType(typ), iv)
+		iv2, err := decodeIntentValue(IntentType(typ), enc)
+		if err != nil {
+			t.Fatalf("re-decoding %x: %v", enc, err)
+		}
+		if iv2.txn != iv.txn || iv2.tombstone != iv.tombstone || iv2.ttl != iv.ttl || iv2.value.Type != iv.value.Type || iv2.value.Compare(iv.value) != 0 {
+			t.Fatalf("round trip: %+v != %+v", iv2, iv)
+		}
+	})
+}
+
+func FuzzIntentKeyDecode(f *testing.F) {
+	rk := testRowKey("k")
+	f.Add(appendIntentKey(nil, rk, 0, WeakWrite, 5, 1))
+	f.Add(appendIntentKey(nil, rk, 3, StrongWrite, hlc.MaxTimestamp, 0))
+	hk := DocKey{TableID: 2, HasHash: true, Hash: 7, HashParts: []KeyPart{{Value: Int64(1)}}, RangeParts: []KeyPart{{Value: Text("r"), Desc: true}}}.Encode()
+	f.Add(appendIntentKey(nil, hk, 1, StrongRead, 1, 2))
+	f.Add([]byte{storage.IntentPrefix})
+	f.Fuzz(func(t *testing.T, key []byte) {
+		k, err := decodeIntentKey(key)
+		if err != nil {
+			return
+		}
+		if enc := appendIntentKey(nil, k.dataRowKey(), k.col, k.typ, k.ht, k.wid); !bytes.Equal(enc, key) {
+			t.Fatalf("re-encoding %x gave %x", key, enc)
+		}
+	})
+}

@@ -190,6 +190,15 @@ func (sm *stateMachine) applySplit(b *pebble.Batch, e consensus.Entry) any {
 			return err
 		}
 	}
+	// The intents stay where they are (their keys are the data keys);
+	// the per-tablet transaction index moves to the child owning each key.
+	// It is read from the engine, so entries written earlier in this same
+	// apply batch are not seen: when transactions write intents through
+	// Raft (issue 4), the apply batch must become an indexed one, or the
+	// split must follow them in a later cycle.
+	if _, err := docdb.SplitTxnIndex(t.eng, b, t.desc.ID, key, left, right); err != nil {
+		return err
+	}
 	parent := t.desc
 	parent.SplitInto = [2]uint64{left, right}
 	parent.SplitKey = key

@@ -382,7 +382,7 @@ func (sm *stateMachine) SnapshotSpans() []storage.Span {
 	if sm.split.Load() != nil {
 		return nil // the children own the data now
 	}
-	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span)}
+	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span), docdb.TxnIndexSpan(sm.desc.ID)}
 }
 
 // Restored picks up a split that arrived by snapshot: the children are

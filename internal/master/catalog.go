@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shaledb/internal/docdb"
 	pb "github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/tablet"
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
 // The sys catalog is a tablet of a reserved table, replicated over the
@@ -83,8 +84,11 @@ type tserverState struct {
 	rec           *pb.TServerRecord
 	lastHeartbeat int64 // unix ms; the load time until the first heartbeat
 	// heard: a heartbeat reached this leader (placement only trusts those).
-	heard     bool
-	dataBytes uint64
+	heard bool
+	// fullReport: this leader has had a full tablet report from the node,
+	// so reported is complete (later reports are incremental).
+	fullReport bool
+	dataBytes  uint64
 	// reported maps tablet id to the tserver's last report of it.
 	reported map[uint64]*reportedReplica
 	// missing records, per tablet, since when (unix ms) this tserver has
@@ -101,6 +105,7 @@ type reportedReplica struct {
 	voters    []uint64
 	learners  []uint64
 	leaderHin uint64
+	status    *tspb.TabletStatus
 }
 
 func tableKey(namespace, name string) string { return namespace + "." + name }

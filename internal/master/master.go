@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -75,6 +76,11 @@ type Master struct {
 		// moves are the balancer's moves in flight, by tablet.
 		moves map[uint64]*inflightMove
 	}
+
+	// balanceDirty: a report changed since the balancer last planned;
+	// lastBalance is when it did (run goroutine only).
+	balanceDirty atomic.Bool
+	lastBalance  time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc

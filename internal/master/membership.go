@@ -106,8 +106,6 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	var orphans []uint64
 	var splits map[uint64]*tspb.TabletStatus
 	var newRec *pb.TServerRecord
-	var lostTablets []uint64
-	var lostLeaders []string
 	err := m.withCatalog(func(c *catalog) error {
 		if req.GetClusterId() != c.config.GetClusterId() {
 			return fmt.Errorf("%w: node %d belongs to cluster %q, this is %s", ErrWrongCluster, req.GetNodeId(), req.GetClusterId(), c.config.GetClusterId())
@@ -118,43 +116,74 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		}
 		ts.lastHeartbeat, ts.heard = nowMs, true
 		ts.dataBytes = req.GetDataBytes()
-		reported := make(map[uint64]*reportedReplica, len(req.GetTablets()))
-		for _, r := range req.GetTablets() {
-			st := r.GetStatus()
-			id := st.GetTablet().GetTabletId()
-			rr := &reportedReplica{role: int32(st.GetRole()), term: st.GetTerm(), applied: st.GetAppliedIndex(), size: st.GetSizeBytes(),
-				hasLease: st.GetHasLease(), voters: st.GetVoters(), learners: st.GetLearners(), leaderHin: st.GetLeaderNode()}
-			reported[id] = rr
-			if id == SysCatalogTabletID {
-				continue
+		// Reports are incremental: the first one a leader gets from a node
+		// must be full (it asks), later ones carry what changed.
+		if !req.GetFullReport() && !ts.fullReport {
+			resp.NeedFullReport = true
+		} else {
+			if req.GetFullReport() {
+				ts.reported = make(map[uint64]*reportedReplica, len(req.GetTablets()))
+				ts.fullReport = true
 			}
-			if len(st.GetTablet().GetSplitInto()) > 0 && splits == nil {
-				splits = make(map[uint64]*tspb.TabletStatus, len(req.GetTablets()))
-				for _, r := range req.GetTablets() {
-					splits[r.GetStatus().GetTablet().GetTabletId()] = r.GetStatus()
+			for _, id := range req.GetRemovedTablets() {
+				delete(ts.reported, id)
+			}
+			splitSeen := false
+			for _, r := range req.GetTablets() {
+				st := r.GetStatus()
+				id := st.GetTablet().GetTabletId()
+				rr := &reportedReplica{role: int32(st.GetRole()), term: st.GetTerm(), applied: st.GetAppliedIndex(), size: st.GetSizeBytes(),
+					hasLease: st.GetHasLease(), voters: st.GetVoters(), learners: st.GetLearners(), leaderHin: st.GetLeaderNode(), status: st}
+				ts.reported[id] = rr
+				if id == SysCatalogTabletID {
+					continue
+				}
+				splitSeen = splitSeen || len(st.GetTablet().GetSplitInto()) > 0
+				loc, ok := c.tablets[id]
+				if !ok {
+					if _, tableKnown := c.tables[st.GetTablet().GetTableId()]; !tableKnown && id < c.config.GetNextTabletId() {
+						orphans = append(orphans, id) // of a dropped table
+					}
+					continue
+				}
+				if len(loc.GetSplitInto()) > 0 {
+					splitSeen = true // a split parent not yet deleted here
+					continue
+				}
+				if st.GetRole() == tspb.TabletStatus_LEADER {
+					if upd := c.applyLeaderReport(loc, req.GetNodeId(), rr); upd != nil {
+						changed = append(changed, upd)
+					}
+				}
+				if st.GetRole() == tspb.TabletStatus_LEADER || loc.GetLeaderNode() == req.GetNodeId() {
+					loc.SizeBytes = st.GetSizeBytes()
 				}
 			}
-			loc, ok := c.tablets[id]
-			if !ok {
-				if _, tableKnown := c.tables[st.GetTablet().GetTableId()]; !tableKnown && id < c.config.GetNextTabletId() {
-					orphans = append(orphans, id) // of a dropped table
+			if splitSeen || len(req.GetRemovedTablets()) > 0 {
+				// Split parents are cleaned up once the node holds both
+				// children: look at everything the node holds.
+				splits = make(map[uint64]*tspb.TabletStatus, len(ts.reported))
+				for id, r := range ts.reported {
+					if r.status != nil {
+						splits[id] = r.status
+					}
 				}
-				continue
-			}
-			if len(loc.GetSplitInto()) > 0 {
-				continue
-			}
-			if st.GetRole() == tspb.TabletStatus_LEADER {
-				if upd := c.applyLeaderReport(loc, req.GetNodeId(), rr); upd != nil {
-					changed = append(changed, upd)
+				hasParent := false
+				for id := range splits {
+					if loc, ok := c.tablets[id]; ok && len(loc.GetSplitInto()) > 0 {
+						hasParent = true
+					} else if len(splits[id].GetTablet().GetSplitInto()) > 0 {
+						hasParent = true
+					}
+				}
+				if !hasParent {
+					splits = nil
 				}
 			}
-			if st.GetRole() == tspb.TabletStatus_LEADER || loc.GetLeaderNode() == req.GetNodeId() {
-				loc.SizeBytes = st.GetSizeBytes()
+			if len(req.GetTablets()) > 0 || len(req.GetRemovedTablets()) > 0 {
+				m.balanceDirty.Store(true)
 			}
 		}
-		ts.reported = reported
-		lostTablets, lostLeaders = m.missingReplicas(c, ts, req.GetNodeId(), nowMs)
 		if rec := ts.rec; rec.GetRpcAddr() != req.GetRpcAddr() || rec.GetHttpAddr() != req.GetHttpAddr() ||
 			!proto.Equal(rec.GetPlacement(), req.GetPlacement()) {
 			// The registration changed (a restart on another address or
@@ -166,9 +195,10 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		for _, id := range c.config.GetMasters() {
 			isMaster = isMaster || id == req.GetNodeId()
 		}
-		_, hasCatalog := reported[SysCatalogTabletID]
-		resp.BecomeMaster = isMaster && !hasCatalog
-		if hasCatalog && !isMaster {
+		// What the node hosts is known once it sent a full report.
+		_, hasCatalog := ts.reported[SysCatalogTabletID]
+		resp.BecomeMaster = ts.fullReport && isMaster && !hasCatalog
+		if ts.fullReport && hasCatalog && !isMaster {
 			// Replaced while it was away: its replica is no longer in the
 			// sys catalog's configuration (removed by growMasters).
 			st := m.sys.Group().Status()
@@ -209,9 +239,6 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	}
 	for _, id := range orphans {
 		go m.deleteOrphan(req.GetRpcAddr(), id)
-	}
-	for i, id := range lostTablets {
-		go m.removeMissingReplica(lostLeaders[i], id, req.GetNodeId())
 	}
 	if splits != nil {
 		m.wg.Add(1)
@@ -372,7 +399,43 @@ func (m *Master) leaderWork() {
 	defer cancel()
 	m.replaceDeadMaster(ctx)
 	m.growMasters(ctx)
-	m.balance(ctx)
+	m.removeLostReplicas()
+	// Plan when reports changed, and every few seconds anyway (tservers
+	// going silent change nothing that is reported).
+	if m.balanceDirty.Swap(false) || time.Since(m.lastBalance) >= balanceEvery {
+		m.lastBalance = time.Now()
+		m.balance(ctx)
+	}
+}
+
+// balanceEvery is how often the balancer plans when no report changed.
+const balanceEvery = 5 * time.Second
+
+// removeLostReplicas removes, through their leaders, the replicas that
+// tservers have not reported for the follower-unavailable timeout (see
+// missingReplicas).
+func (m *Master) removeLostReplicas() {
+	nowMs := time.Now().UnixMilli()
+	type lost struct {
+		tablet, node uint64
+		leader       string
+	}
+	var todo []lost
+	_ = m.withCatalog(func(c *catalog) error {
+		for id, ts := range c.tservers {
+			if !ts.fullReport || nowMs-ts.lastHeartbeat > m.cfg.TServerDeadAfter.Milliseconds() {
+				continue // nothing known yet, or dead: the balancer's business
+			}
+			tablets, leaders := m.missingReplicas(c, ts, id, nowMs)
+			for i := range tablets {
+				todo = append(todo, lost{tablets[i], id, leaders[i]})
+			}
+		}
+		return nil
+	})
+	for _, l := range todo {
+		go m.removeMissingReplica(l.leader, l.tablet, l.node)
+	}
 }
 
 // replaceDeadMaster swaps a master that has been silent longer than the

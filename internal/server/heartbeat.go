@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/tserver"
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
 // heartbeater sends the node's heartbeat to the master leader about every
@@ -16,6 +18,7 @@ import (
 // masters and of every tserver from the answers.
 type heartbeater struct {
 	node      *tserver.Node
+	nodeID    uint64
 	pool      *rpc.Pool
 	clusterID string
 	rpcAddr   string
@@ -36,6 +39,14 @@ type heartbeater struct {
 	mu      sync.Mutex
 	masters []string // addresses, the presumed leader first
 	leader  string
+
+	// sent is the tablet report the master leader last acknowledged, by
+	// tablet; later reports carry only what differs from it. needFull is
+	// set until a full report is acknowledged (and when a leader asks).
+	// Touched by the run goroutine only.
+	sent     map[uint64]*tspb.TabletStatus
+	pending  map[uint64]*tspb.TabletStatus // what the request being sent reports
+	needFull bool
 }
 
 func (h *heartbeater) setMasters(m map[uint64]string) {
@@ -74,6 +85,7 @@ func (h *heartbeater) candidates() []string {
 }
 
 func (h *heartbeater) run(ctx context.Context) {
+	h.needFull = true
 	t := time.NewTicker(h.interval)
 	defer t.Stop()
 	for {
@@ -89,13 +101,44 @@ func (h *heartbeater) run(ctx context.Context) {
 // beat sends one heartbeat, trying the presumed leader first, then every
 // master, following at most a few NOT_LEADER hints.
 func (h *heartbeater) beat(ctx context.Context) {
+	statuses, size := h.node.TabletStatuses(), dataBytes(h.node)
+	req := h.request(statuses, size)
+	if h.send(ctx, req) && h.needFull && !req.GetFullReport() {
+		// The leader has no report of this node yet: send it all now.
+		h.send(ctx, h.request(statuses, size))
+	}
+}
+
+// request builds a heartbeat: a full report, or what changed since the
+// last acknowledged one.
+func (h *heartbeater) request(statuses []*tspb.TabletStatus, dataBytes uint64) *masterpb.HeartbeatRequest {
 	req := &masterpb.HeartbeatRequest{
-		ClusterId: h.clusterID, NodeId: h.node.ID(), RpcAddr: h.rpcAddr, HttpAddr: h.httpAddr,
-		Placement: h.placement, DataBytes: dataBytes(h.node),
+		ClusterId: h.clusterID, NodeId: h.nodeID, RpcAddr: h.rpcAddr, HttpAddr: h.httpAddr,
+		Placement: h.placement, DataBytes: dataBytes, FullReport: h.needFull,
 	}
-	for _, st := range h.node.TabletStatuses() {
-		req.Tablets = append(req.Tablets, &masterpb.TabletReport{Status: st})
+	now := make(map[uint64]*tspb.TabletStatus, len(statuses))
+	for _, st := range statuses {
+		id := st.GetTablet().GetTabletId()
+		now[id] = st
+		if h.needFull || !sameStatus(h.sent[id], st) {
+			req.Tablets = append(req.Tablets, &masterpb.TabletReport{Status: st})
+		}
 	}
+	if !h.needFull {
+		for id := range h.sent {
+			if now[id] == nil {
+				req.RemovedTablets = append(req.RemovedTablets, id)
+			}
+		}
+	}
+	h.pending = now
+	return req
+}
+
+// send delivers one heartbeat, trying the presumed leader first, then
+// every master, following NOT_LEADER hints. It reports whether a leader
+// acknowledged it.
+func (h *heartbeater) send(ctx context.Context, req *masterpb.HeartbeatRequest) bool {
 	tried := map[string]bool{}
 	queue := h.candidates()
 	for len(queue) > 0 && ctx.Err() == nil {
@@ -120,6 +163,11 @@ func (h *heartbeater) beat(ctx context.Context) {
 			h.mu.Lock()
 			h.leader = addr
 			h.mu.Unlock()
+			if resp.GetNeedFullReport() {
+				h.needFull = true
+			} else {
+				h.sent, h.needFull = h.pending, false
+			}
 			for id, a := range resp.GetTservers() {
 				if id != h.node.ID() {
 					h.node.AddPeer(id, a)
@@ -137,7 +185,7 @@ func (h *heartbeater) beat(ctx context.Context) {
 					h.onMasters(resp.GetMasters())
 				}
 			}
-			return
+			return true
 		case masterpb.MasterError_NOT_LEADER:
 			if l := e.GetLeaderAddr(); l != "" && !tried[l] {
 				queue = append([]string{l}, queue...)
@@ -146,9 +194,10 @@ func (h *heartbeater) beat(ctx context.Context) {
 			if h.onWrongCluster != nil {
 				h.onWrongCluster(e.GetMessage())
 			}
-			return
+			return false
 		}
 	}
+	return false
 }
 
 func dataBytes(n *tserver.Node) uint64 {
@@ -157,4 +206,17 @@ func dataBytes(n *tserver.Node) uint64 {
 		total += tb.ApproximateSize()
 	}
 	return total
+}
+
+// sameStatus compares what a tablet report says (without reflection: it
+// runs for every tablet of the node every second). A tablet's key span
+// only changes by splitting, which sets split_into.
+func sameStatus(a, b *tspb.TabletStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.GetRole() == b.GetRole() && a.GetTerm() == b.GetTerm() && a.GetAppliedIndex() == b.GetAppliedIndex() &&
+		a.GetSizeBytes() == b.GetSizeBytes() && a.GetLeaderNode() == b.GetLeaderNode() && a.GetHasLease() == b.GetHasLease() &&
+		slices.Equal(a.GetVoters(), b.GetVoters()) && slices.Equal(a.GetLearners(), b.GetLearners()) &&
+		slices.Equal(a.GetTablet().GetSplitInto(), b.GetTablet().GetSplitInto())
 }

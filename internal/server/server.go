@@ -207,7 +207,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.mu.id = id
 	s.hb = &heartbeater{
-		node: s.node, pool: s.pool, clusterID: id.ClusterID, rpcAddr: rpcAddr, httpAddr: cfg.HTTPAddr,
+		node: s.node, nodeID: s.node.ID(), pool: s.pool, clusterID: id.ClusterID, rpcAddr: rpcAddr, httpAddr: cfg.HTTPAddr,
 		placement: cfg.Placement, interval: cfg.HeartbeatInterval,
 		onMasters:      s.learnMasters,
 		onBecomeMaster: s.becomeMaster,

@@ -61,6 +61,9 @@ type Tablet struct {
 	// maxApplied is the highest hybrid time applied on this replica (0
 	// until the first apply after open); it bounds the GC horizon.
 	maxApplied atomic.Uint64
+	// size caches ApproximateSize, estimated at sizeAt (unix ns).
+	size   atomic.Uint64
+	sizeAt atomic.Int64
 }
 
 // Open creates or reloads a tablet peer. The descriptor is stored locally
@@ -406,12 +409,28 @@ func (sm *stateMachine) Restored() error {
 	return nil
 }
 
+// sizeRefresh is how long ApproximateSize reuses its last estimate: the
+// estimate walks the LSM's metadata, and heartbeats ask for every tablet
+// every second.
+const sizeRefresh = 30 * time.Second
+
 // ApproximateSize estimates the bytes the tablet's data takes on disk (SSTs
-// only; the memtable is not counted).
+// only; the memtable is not counted), refreshed at most every sizeRefresh.
 func (t *Tablet) ApproximateSize() uint64 {
 	if t.split.Load() != nil {
 		return 0
 	}
+	now := time.Now().UnixNano()
+	if at := t.sizeAt.Load(); at != 0 && now-at < int64(sizeRefresh) {
+		return t.size.Load()
+	}
+	n := t.estimateSize()
+	t.size.Store(n)
+	t.sizeAt.Store(now)
+	return n
+}
+
+func (t *Tablet) estimateSize() uint64 {
 	end := t.desc.Span.End
 	if end == nil {
 		end = storage.PrefixEnd(t.desc.Span.Start[:1])

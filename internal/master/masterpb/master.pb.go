@@ -616,16 +616,21 @@ func (x *TabletReport) GetStatus() *tserverpb.TabletStatus {
 }
 
 type HeartbeatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	NodeId        uint64                 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	RpcAddr       string                 `protobuf:"bytes,3,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"`
-	HttpAddr      string                 `protobuf:"bytes,4,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
-	Placement     *Placement             `protobuf:"bytes,5,opt,name=placement,proto3" json:"placement,omitempty"`
-	Tablets       []*TabletReport        `protobuf:"bytes,6,rep,name=tablets,proto3" json:"tablets,omitempty"`
-	DataBytes     uint64                 `protobuf:"varint,7,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	NodeId    uint64                 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	RpcAddr   string                 `protobuf:"bytes,3,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"`
+	HttpAddr  string                 `protobuf:"bytes,4,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	Placement *Placement             `protobuf:"bytes,5,opt,name=placement,proto3" json:"placement,omitempty"`
+	// tablets: with full_report every replica of the node; otherwise only
+	// the replicas whose status changed since the last report this master
+	// leader acknowledged, and removed_tablets the replicas gone since.
+	Tablets        []*TabletReport `protobuf:"bytes,6,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	DataBytes      uint64          `protobuf:"varint,7,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
+	FullReport     bool            `protobuf:"varint,8,opt,name=full_report,json=fullReport,proto3" json:"full_report,omitempty"`
+	RemovedTablets []uint64        `protobuf:"varint,9,rep,packed,name=removed_tablets,json=removedTablets,proto3" json:"removed_tablets,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
@@ -707,6 +712,20 @@ func (x *HeartbeatRequest) GetDataBytes() uint64 {
 	return 0
 }
 
+func (x *HeartbeatRequest) GetFullReport() bool {
+	if x != nil {
+		return x.FullReport
+	}
+	return false
+}
+
+func (x *HeartbeatRequest) GetRemovedTablets() []uint64 {
+	if x != nil {
+		return x.RemovedTablets
+	}
+	return nil
+}
+
 type HeartbeatResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Error   *MasterError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -720,9 +739,12 @@ type HeartbeatResponse struct {
 	// drop_master tells a node that still hosts a sys catalog replica but was
 	// replaced as a master (it was dead too long) to give up the role and
 	// delete the replica.
-	DropMaster    bool `protobuf:"varint,5,opt,name=drop_master,json=dropMaster,proto3" json:"drop_master,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DropMaster bool `protobuf:"varint,5,opt,name=drop_master,json=dropMaster,proto3" json:"drop_master,omitempty"`
+	// need_full_report: this master leader has no report of the node yet
+	// (it just took over); the next heartbeat must carry every replica.
+	NeedFullReport bool `protobuf:"varint,6,opt,name=need_full_report,json=needFullReport,proto3" json:"need_full_report,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {
@@ -786,6 +808,13 @@ func (x *HeartbeatResponse) GetBecomeMaster() bool {
 func (x *HeartbeatResponse) GetDropMaster() bool {
 	if x != nil {
 		return x.DropMaster
+	}
+	return false
+}
+
+func (x *HeartbeatResponse) GetNeedFullReport() bool {
+	if x != nil {
+		return x.NeedFullReport
 	}
 	return false
 }
@@ -2554,7 +2583,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
 	"\fTabletReport\x125\n" +
-	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\x92\x02\n" +
+	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\xdc\x02\n" +
 	"\x10HeartbeatRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
@@ -2564,14 +2593,18 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\tplacement\x18\x05 \x01(\v2\x19.shaledb.master.PlacementR\tplacement\x126\n" +
 	"\atablets\x18\x06 \x03(\v2\x1c.shaledb.master.TabletReportR\atablets\x12\x1d\n" +
 	"\n" +
-	"data_bytes\x18\a \x01(\x04R\tdataBytes\"\x9c\x03\n" +
+	"data_bytes\x18\a \x01(\x04R\tdataBytes\x12\x1f\n" +
+	"\vfull_report\x18\b \x01(\bR\n" +
+	"fullReport\x12'\n" +
+	"\x0fremoved_tablets\x18\t \x03(\x04R\x0eremovedTablets\"\xc6\x03\n" +
 	"\x11HeartbeatResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12H\n" +
 	"\amasters\x18\x02 \x03(\v2..shaledb.master.HeartbeatResponse.MastersEntryR\amasters\x12K\n" +
 	"\btservers\x18\x03 \x03(\v2/.shaledb.master.HeartbeatResponse.TserversEntryR\btservers\x12#\n" +
 	"\rbecome_master\x18\x04 \x01(\bR\fbecomeMaster\x12\x1f\n" +
 	"\vdrop_master\x18\x05 \x01(\bR\n" +
-	"dropMaster\x1a:\n" +
+	"dropMaster\x12(\n" +
+	"\x10need_full_report\x18\x06 \x01(\bR\x0eneedFullReport\x1a:\n" +
 	"\fMastersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +

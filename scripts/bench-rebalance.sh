@@ -21,18 +21,23 @@ keys=$((DATA_MB * 256)) # 4 KiB values
 start=$(date +%s)
 # Writers cover every key once, then stop at the deadline.
 "$bin" workload --nodes 127.0.0.1 --num-tablets "$TABLETS" --num-threads-write 32 --num-threads-read 0 \
-	--num-unique-keys "$keys" --value-size 4096 --duration 1h --report-every 1h --json-summary >"$tmp/load.json" &
+	--num-unique-keys "$keys" --value-size 4096 --duration 1h --report-every 2s --json-summary >"$tmp/load.out" &
 wl=$!
 masters=127.0.0.1:7100
+written() { grep -o 'Write: [^|]*total ops' "$tmp/load.out" | tail -1 | sed -n 's/.*, \([0-9]*\) total ops/\1/p'; }
 total_bytes() { "$bin" admin --master-addrs $masters list-tservers --json | tr ',' '\n' | sed -n 's/.*"data_bytes": *\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}'; }
-# Stop the load once the three replicas hold DATA_MB each (x3 for RF 3).
-while [ "$(total_bytes)" -lt $((DATA_MB * 3 * 1024 * 1024)) ]; do sleep 5; done
+# Stop the load once every key has been written once (DATA_MB of values).
+while :; do
+	w=$(written || true)
+	[ "${w:-0}" -ge "$keys" ] && break
+	sleep 2
+done
 kill -INT $wl; wait $wl || true
-echo "loaded in $(( $(date +%s) - start )) s: $(tail -1 "$tmp/load.json")"
+echo "loaded $keys values of 4 KiB in $(( $(date +%s) - start )) s: $(tail -1 "$tmp/load.out")"
 per_node=$(( $(total_bytes) / 3 ))
 t0=$(date +%s)
 "$bin" cluster add-node --base-dir "$BASE" >/dev/null
-node4() { "$bin" admin --master-addrs $masters list-tservers --json | tr '}' '\n' | grep '"node_id": *4' || true; }
+node4() { "$bin" admin --master-addrs $masters list-tservers --json | tr -d '\n' | tr '}' '\n' | grep '"node_id": *4,' || true; }
 want=$(( TABLETS * 3 / 4 ))
 while :; do
 	line=$(node4)
@@ -43,4 +48,5 @@ done
 t1=$(date +%s)
 moved=$(echo "$(node4)" | sed -n 's/.*"data_bytes": *\([0-9]*\).*/\1/p')
 secs=$((t1 - t0))
-echo "add-node: node 4 holds $want of $((TABLETS * 3)) replicas after ${secs} s; ${moved:-0} bytes there (of ~${per_node} per node): $(awk -v b="${moved:-0}" -v s="$secs" 'BEGIN {printf "%.1f", b / 1048576 / (s > 0 ? s : 1)}') MB/s"
+logical=$((DATA_MB * want / TABLETS)) # MB of values in the replicas node 4 received
+echo "add-node: node 4 holds $want of $((TABLETS * 3)) replicas after ${secs} s: ~${logical} MB of values moved ($(awk -v b="$logical" -v s="$secs" 'BEGIN {printf "%.1f", b / (s > 0 ? s : 1)}') MB/s); ${moved:-0} bytes on disk there after compression (~${per_node} per node)"

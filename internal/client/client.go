@@ -43,6 +43,7 @@ type Client struct {
 	// unsupported; read at leaders until then.
 	followerOffUntil atomic.Int64
 	data             dataConns // data streams to tservers
+	status           statusTable
 }
 
 // Open returns a client of the cluster whose masters are cfg.Masters and

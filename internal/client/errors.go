@@ -24,9 +24,26 @@ const (
 	// CodeAmbiguous: the deadline passed after a write attempt whose
 	// outcome is unknown; it may or may not have been applied.
 	CodeAmbiguous
+	// CodeTxnConflict: a transaction met a conflicting one, or a newer
+	// committed version of what it writes (serialization failure,
+	// SQLSTATE 40001). Retry the whole transaction.
+	CodeTxnConflict
+	// CodeDeadlock: the transaction was aborted to break a deadlock
+	// (40P01). Retry the whole transaction.
+	CodeDeadlock
+	// CodeLockNotAvailable: NOWAIT met a lock (55P03).
+	CodeLockNotAvailable
+	// CodeTxnAborted: the transaction was aborted (its record expired, or
+	// it was a deadlock victim elsewhere); retry it (40001).
+	CodeTxnAborted
+	// CodeReadRestart: a read found a value in the clock uncertainty
+	// window after the transaction had fixed its read time; retry the
+	// transaction (40001).
+	CodeReadRestart
 )
 
-var codeNames = [...]string{"INTERNAL", "INVALID_ARGUMENT", "TABLE_NOT_FOUND", "TIMEOUT", "AMBIGUOUS"}
+var codeNames = [...]string{"INTERNAL", "INVALID_ARGUMENT", "TABLE_NOT_FOUND", "TIMEOUT", "AMBIGUOUS",
+	"TXN_CONFLICT", "DEADLOCK", "LOCK_NOT_AVAILABLE", "TXN_ABORTED", "READ_RESTART"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -81,6 +98,28 @@ func hasCode(err error, c Code) bool {
 
 // IsAmbiguous reports whether err is a write whose outcome is unknown.
 func IsAmbiguous(err error) bool { return hasCode(err, CodeAmbiguous) }
+
+// IsRetryable reports whether err asks to retry the whole transaction
+// (serialization failure, deadlock, aborted, read restart).
+func IsRetryable(err error) bool {
+	c, ok := CodeOf(err)
+	return ok && (c == CodeTxnConflict || c == CodeDeadlock || c == CodeTxnAborted || c == CodeReadRestart)
+}
+
+// SQLState is the PostgreSQL error code of a transaction error ("" for
+// others).
+func SQLState(err error) string {
+	c, _ := CodeOf(err)
+	switch c {
+	case CodeTxnConflict, CodeTxnAborted, CodeReadRestart:
+		return "40001"
+	case CodeDeadlock:
+		return "40P01"
+	case CodeLockNotAvailable:
+		return "55P03"
+	}
+	return ""
+}
 
 // IsTimeout reports whether err is a deadline that passed with the
 // operation known not to have taken effect.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/shaledb/shaledb/internal/hlc"
 	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
@@ -49,7 +50,8 @@ type Scanner struct {
 
 	lo, hi    []byte // what remains: [lo, hi), hi nil unbounded
 	readTime  uint64
-	remaining int // rows still allowed; -1: no limit
+	txn       *tspb.TxnReadOptions // inside a transaction
+	remaining int                  // rows still allowed; -1: no limit
 	done      bool
 
 	buf []Row
@@ -170,7 +172,7 @@ func (sc *Scanner) page() ([]Row, error) {
 			return func(ctx context.Context, ts tspb.TabletServerClient, _ *replica) (*tspb.TabletError, error) {
 				r, err := ts.Scan(ctx, &tspb.ScanRequest{TabletId: tab.id, Span: &tspb.Span{Start: sc.lo, End: sc.hi},
 					Projection: sc.proj, Limit: uint32(limit), Reverse: sc.opts.Reverse, ReadTime: sc.readTime,
-					Consistency: consistency, MaxStalenessMs: sc.opts.staleness(), ClientTime: t.c.now()})
+					Consistency: consistency, MaxStalenessMs: sc.opts.staleness(), ClientTime: t.c.now(), Txn: sc.txnOptions()})
 				if err != nil {
 					return nil, err
 				}
@@ -216,6 +218,22 @@ func (sc *Scanner) page() ([]Row, error) {
 		}
 	}
 	return nil, nil
+}
+
+// txnOptions are the transaction options of the next page: once the
+// first page fixed the read time, the server may no longer move it.
+func (sc *Scanner) txnOptions() *tspb.TxnReadOptions {
+	if sc.txn == nil {
+		return nil
+	}
+	o := &tspb.TxnReadOptions{TxnId: sc.txn.GetTxnId(), GlobalLimit: sc.txn.GetGlobalLimit(), AllowRestart: sc.txn.GetAllowRestart()}
+	if sc.readTime != 0 && o.AllowRestart {
+		o.AllowRestart = false
+		if o.GlobalLimit == 0 {
+			o.GlobalLimit = uint64(hlc.Timestamp(sc.readTime).Add(sc.t.c.clock.MaxOffset()))
+		}
+	}
+	return o
 }
 
 // nextTablet is the tablet holding the next rows of the scan, or nil when

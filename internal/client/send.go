@@ -157,6 +157,16 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 			}
 		case tspb.TabletError_INVALID_ARGUMENT:
 			return &Error{Code: CodeInvalidArgument, Err: &tabletError{te}}
+		case tspb.TabletError_TXN_CONFLICT:
+			return &Error{Code: CodeTxnConflict, Err: &tabletError{te}}
+		case tspb.TabletError_DEADLOCK:
+			return &Error{Code: CodeDeadlock, Err: &tabletError{te}}
+		case tspb.TabletError_LOCK_NOT_AVAILABLE:
+			return &Error{Code: CodeLockNotAvailable, Err: &tabletError{te}}
+		case tspb.TabletError_TXN_ABORTED:
+			return &Error{Code: CodeTxnAborted, Err: &tabletError{te}}
+		case tspb.TabletError_READ_RESTART:
+			return &Error{Code: CodeReadRestart, Err: &tabletError{te}}
 		default:
 			return &Error{Code: CodeInternal, Err: &tabletError{te}}
 		}

@@ -17,9 +17,13 @@ import (
 // its initial configuration as "applied". A replica created empty (index 0)
 // is therefore always behind the leader's first log index and gets a
 // snapshot, never a log replay from the beginning (CockroachDB's trick).
+// InitialTerm is the term a bootstrapped group starts in: the first leader
+// ever of a group leads term InitialTerm+1.
+const InitialTerm = 5
+
 const (
 	initialIndex = 5
-	initialTerm  = 5
+	initialTerm  = InitialTerm
 )
 
 // entryCacheSize bounds the recent entries kept in memory per group so that

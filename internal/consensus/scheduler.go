@@ -172,7 +172,9 @@ func (rt *Runtime) cycle(ids []uint64) error {
 	// waiting proposers. Committed entries are durable on a quorum, so this
 	// need not wait for our fsync; the apply batch follows the log batch in
 	// the WAL, so a crash never keeps the one without the other.
-	apply := rt.eng.NewBatch()
+	// Indexed: a transaction's apply entry reads the intents an earlier
+	// entry of the same cycle wrote.
+	apply := rt.eng.NewIndexedBatch()
 	defer apply.Close()
 	applyStart := time.Now()
 	applied := false

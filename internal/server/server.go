@@ -58,7 +58,9 @@ type Config struct {
 	FollowerUnavailableTimeout time.Duration
 	TServerDeadAfter           time.Duration
 	HeartbeatInterval          time.Duration
-	Logger                     *slog.Logger
+	// TxnExpiry: see tserver.Config (zero: the default).
+	TxnExpiry time.Duration
+	Logger    *slog.Logger
 }
 
 // Server is a running node.
@@ -174,7 +176,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.node, err = tserver.Start(tserver.Config{
 		NodeID: id.NodeID, Listener: lis, DataDir: filepath.Join(cfg.DataDir, "db"), Peers: peers,
-		Raft: cfg.Raft, Engine: cfg.Engine, ServerOptions: s.reg.ServerOptions(),
+		Raft: cfg.Raft, Engine: cfg.Engine, ServerOptions: s.reg.ServerOptions(), TxnExpiry: cfg.TxnExpiry,
 		Register: func(g *grpc.Server) { master.Register(g, s.ref) },
 	})
 	if err != nil {
@@ -221,9 +223,39 @@ func Start(cfg Config) (*Server, error) {
 		defer s.wg.Done()
 		s.hb.run(s.ctx)
 	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.openTxnClient(rpcAddr)
+	}()
 	ok = true
 	s.log.Info("node started", "node", id.NodeID, "cluster", id.ClusterID, "rpc", rpcAddr, "master", s.mu.master != nil)
 	return s, nil
+}
+
+// openTxnClient gives the node the client through which its tablets
+// resolve transaction intents (status records live in other tablets).
+func (s *Server) openTxnClient(rpcAddr string) {
+	var b time.Duration = 50 * time.Millisecond
+	for s.ctx.Err() == nil {
+		addrs := s.hb.candidates()
+		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		c, err := client.Open(ctx, client.Config{Masters: addrs, Pool: s.pool, Clock: s.node.Clock()})
+		cancel()
+		if err == nil {
+			s.node.SetClient(c)
+			go func() {
+				<-s.ctx.Done()
+				c.Close()
+			}()
+			return
+		}
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(b):
+		}
+		b = min(2*b, 2*time.Second)
+	}
 }
 
 // becomeMaster starts the master role on a running node: its sys catalog

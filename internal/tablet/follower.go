@@ -7,6 +7,7 @@ import (
 
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
 )
 
 // Follower reads. A follower serves a read at a hybrid time T once it
@@ -116,6 +117,9 @@ func (t *Tablet) FollowerGet(ctx context.Context, rowKey []byte, columns []uint3
 	if err != nil {
 		return docdb.Row{}, false, 0, err
 	}
+	if err := t.noIntentsFor(storage.Span{Start: rowKey, End: rowEndKey(rowKey)}); err != nil {
+		return docdb.Row{}, false, 0, err
+	}
 	row, found, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: rt, Columns: columns})
 	return row, found, rt, err
 }
@@ -126,9 +130,30 @@ func (t *Tablet) FollowerScan(ctx context.Context, opts ScanOptions, sp SafePoin
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	span := clip(opts.Span, t.desc.Span)
+	if err := t.noIntentsFor(span); err != nil {
+		return nil, nil, 0, err
+	}
 	rows, resume, err := docdb.Scan(t.eng, docdb.ScanOptions{
 		ReadOptions: docdb.ReadOptions{ReadTime: rt, Columns: opts.Columns},
-		Span:        clip(opts.Span, t.desc.Span), Limit: opts.Limit, Reverse: opts.Reverse,
+		Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
 	})
 	return rows, resume, rt, err
+}
+
+// noIntentsFor refuses a follower read of a span with provisional writes:
+// resolving them takes the leader (a committed transaction may not be
+// applied yet), so the reader goes there.
+func (t *Tablet) noIntentsFor(span storage.Span) error {
+	if !t.txns.any() {
+		return nil
+	}
+	rows, err := docdb.ReadIntents(t.eng, span, docdb.TxnID{})
+	if err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		return fmt.Errorf("%w: the rows have provisional writes of transactions", ErrStaleFollower)
+	}
+	return nil
 }

@@ -213,6 +213,7 @@ func (sm *stateMachine) applySplit(b *pebble.Batch, e consensus.Entry) any {
 // PostApply opens the children of a split once it is committed.
 func (sm *stateMachine) PostApply() {
 	t := (*Tablet)(sm)
+	t.txns.wake()
 	c := t.pendingSplit.Swap(nil)
 	if c == nil || t.onSplit == nil {
 		return

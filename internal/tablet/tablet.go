@@ -38,6 +38,9 @@ type Config struct {
 	// is applied and committed here: the node opens the children. Also
 	// called when a snapshot brings this replica the split.
 	OnSplit func(parent Descriptor, children [2]Descriptor)
+	// Resolver reaches transaction status records; nil: this tablet
+	// refuses transactional writes.
+	Resolver Resolver
 }
 
 // Tablet is one tablet peer on this node.
@@ -64,6 +67,15 @@ type Tablet struct {
 	// size caches ApproximateSize, estimated at sizeAt (unix ns).
 	size   atomic.Uint64
 	sizeAt atomic.Int64
+
+	// Transactions (txn.go).
+	resolver Resolver
+	txns     txnTracker
+	// leaseTerm is the term whose lease leaderReady last saw; leaseReady
+	// is when that leader may serve (after the clock offset wait).
+	leaseMu    sync.Mutex
+	leaseTerm  uint64
+	leaseReady time.Time
 }
 
 // Open creates or reloads a tablet peer. The descriptor is stored locally
@@ -75,6 +87,8 @@ func Open(cfg Config) (*Tablet, error) {
 		t.retention = docdb.DefaultRetention
 	}
 	t.onSplit = cfg.OnSplit
+	t.resolver = cfg.Resolver
+	t.txns.init()
 	if d := cfg.Descriptor; d.SplitInto[0] != 0 {
 		c := d.children(d.SplitInto[0], d.SplitInto[1], d.SplitKey)
 		t.split.Store(&c)
@@ -107,6 +121,9 @@ func Open(cfg Config) (*Tablet, error) {
 		return nil, err
 	}
 	t.group = g
+	if err := t.loadTxns(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -187,12 +204,9 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 // wait for it rather than miss it.
 func (t *Tablet) writeLatched(ctx context.Context, wb *docdb.WriteBatch, release func()) (hlc.Timestamp, error) {
 	// The lease implies every earlier leader's entries are applied here, so
-	// the clock is already past their hybrid times.
-	if !t.group.HasLease() {
-		release()
-		return 0, t.notLeader()
-	}
-	if err := t.servable(); err != nil {
+	// the clock is already past their hybrid times; leaderReady also waits
+	// out what an earlier leader may have handed out in memory only.
+	if err := t.leaderReady(ctx); err != nil {
 		release()
 		return 0, err
 	}
@@ -230,25 +244,8 @@ func (t *Tablet) Get(ctx context.Context, rowKey []byte, columns []uint32) (docd
 // no later write can land at or below it; one older than the retention
 // window fails with ErrReadTooOld.
 func (t *Tablet) GetAt(ctx context.Context, rowKey []byte, columns []uint32, readTime hlc.Timestamp) (docdb.Row, bool, error) {
-	if err := t.checkSpan(rowKey); err != nil {
-		return docdb.Row{}, false, err
-	}
-	release, err := t.latches.acquireRead(ctx, string(rowKey))
-	if err != nil {
-		return docdb.Row{}, false, err
-	}
-	defer release()
-	if !t.group.HasLease() {
-		return docdb.Row{}, false, t.notLeader()
-	}
-	if err := t.servable(); err != nil {
-		return docdb.Row{}, false, err
-	}
-	rt, err := t.readTime(readTime)
-	if err != nil {
-		return docdb.Row{}, false, err
-	}
-	return docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: rt, Columns: columns})
+	row, found, _, err := t.GetTxn(ctx, rowKey, columns, TxnRead{ReadTime: readTime})
+	return row, found, err
 }
 
 // ScanOptions configure Scan.
@@ -263,26 +260,8 @@ type ScanOptions struct {
 
 // Scan reads rows in a span at the current time from the leaseholder.
 func (t *Tablet) Scan(ctx context.Context, opts ScanOptions) ([]docdb.Row, []byte, error) {
-	span := clip(opts.Span, t.desc.Span)
-	release, err := t.latches.acquireSpan(ctx, span)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer release()
-	if !t.group.HasLease() {
-		return nil, nil, t.notLeader()
-	}
-	if err := t.servable(); err != nil {
-		return nil, nil, err
-	}
-	rt, err := t.readTime(opts.ReadTime)
-	if err != nil {
-		return nil, nil, err
-	}
-	return docdb.Scan(t.eng, docdb.ScanOptions{
-		ReadOptions: docdb.ReadOptions{ReadTime: rt, Columns: opts.Columns},
-		Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
-	})
+	rows, resume, _, err := t.ScanTxn(ctx, opts, TxnRead{ReadTime: opts.ReadTime})
+	return rows, resume, err
 }
 
 func clip(s, bound storage.Span) storage.Span {
@@ -361,6 +340,9 @@ func (sm *stateMachine) Apply(b *pebble.Batch, e consensus.Entry) any {
 	if len(e.Data) > 0 && e.Data[0] == cmdSplit {
 		return sm.applySplit(b, e)
 	}
+	if len(e.Data) > 0 && e.Data[0] >= cmdIntents && e.Data[0] <= cmdRemoveTxn {
+		return sm.applyTxnCmd(b, e)
+	}
 	if len(e.Data) < 9 || e.Data[0] != cmdWrite {
 		return fmt.Errorf("tablet %d: unknown command at index %d", sm.desc.ID, e.Index)
 	}
@@ -376,8 +358,7 @@ func (sm *stateMachine) Apply(b *pebble.Batch, e consensus.Entry) any {
 	if err := docdb.ApplyWriteBatch(b, ht, &wb); err != nil {
 		return err
 	}
-	for cur := sm.maxApplied.Load(); uint64(ht) > cur && !sm.maxApplied.CompareAndSwap(cur, uint64(ht)); cur = sm.maxApplied.Load() {
-	}
+	(*Tablet)(sm).noteApplied(ht)
 	return ht
 }
 
@@ -398,8 +379,14 @@ func (sm *stateMachine) Restored() error {
 	}
 	d, err := unmarshalDescriptor(v)
 	closer.Close()
-	if err != nil || d.SplitInto[0] == 0 || t.split.Load() != nil {
+	if err != nil {
 		return err
+	}
+	if err := t.loadTxns(); err != nil {
+		return err
+	}
+	if d.SplitInto[0] == 0 || t.split.Load() != nil {
+		return nil
 	}
 	c := d.children(d.SplitInto[0], d.SplitInto[1], d.SplitKey)
 	t.split.Store(&c)

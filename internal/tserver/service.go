@@ -167,10 +167,16 @@ func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRespon
 			}
 			resp.ReadTime = uint64(rt)
 		} else {
-			row, found, err = tb.GetAt(ctx, req.GetRowKey(), projection(req.GetProjection()), hlc.Timestamp(req.GetReadTime()))
+			o, err := txnReadOf(req.GetTxn(), req.GetReadTime())
 			if err != nil {
 				return err
 			}
+			var rt hlc.Timestamp
+			row, found, rt, err = tb.GetTxn(ctx, req.GetRowKey(), projection(req.GetProjection()), o)
+			if err != nil {
+				return err
+			}
+			resp.ReadTime = uint64(rt)
 		}
 		resp.Found = found
 		if found {
@@ -178,7 +184,8 @@ func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRespon
 		}
 		return nil
 	}()
-	resp.Error = n.tabletErr(err)
+	resp.Error = n.txnErr(err)
+	resp.RestartTime = restartTime(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
 }
@@ -212,8 +219,16 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 				return err
 			}
 			resp.ReadTime = uint64(rt)
-		} else if rows, resume, err = tb.Scan(ctx, opts); err != nil {
-			return err
+		} else {
+			o, err := txnReadOf(req.GetTxn(), req.GetReadTime())
+			if err != nil {
+				return err
+			}
+			var rt hlc.Timestamp
+			if rows, resume, rt, err = tb.ScanTxn(ctx, opts, o); err != nil {
+				return err
+			}
+			resp.ReadTime = uint64(rt)
 		}
 		resp.Rows = make([]*pb.Row, len(rows))
 		for i, r := range rows {
@@ -225,7 +240,8 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 		}
 		return nil
 	}()
-	resp.Error = n.tabletErr(err)
+	resp.Error = n.txnErr(err)
+	resp.RestartTime = restartTime(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
 }
@@ -387,4 +403,30 @@ func (n *Node) TabletStatuses() []*pb.TabletStatus {
 		out = append(out, ts)
 	}
 	return out
+}
+
+// txnReadOf converts a read's transaction options.
+func txnReadOf(o *pb.TxnReadOptions, readTime uint64) (tablet.TxnRead, error) {
+	r := tablet.TxnRead{ReadTime: hlc.Timestamp(readTime)}
+	if o == nil {
+		return r, nil
+	}
+	if len(o.GetTxnId()) > 0 {
+		id, err := txnID(o.GetTxnId())
+		if err != nil {
+			return r, err
+		}
+		r.Txn = id
+	}
+	r.GlobalLimit = hlc.Timestamp(o.GetGlobalLimit())
+	r.AllowRestart = o.GetAllowRestart()
+	return r, nil
+}
+
+func restartTime(err error) uint64 {
+	var rr *tablet.ReadRestartError
+	if errors.As(err, &rr) {
+		return uint64(rr.RestartTime)
+	}
+	return 0
 }

@@ -16,11 +16,13 @@ import (
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/host"
 	"github.com/shaledb/shaledb/internal/consensus/transport"
+	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/rpc"
 	"github.com/shaledb/shaledb/internal/storage"
 	"github.com/shaledb/shaledb/internal/tablet"
 	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+	"github.com/shaledb/shaledb/internal/txn"
 )
 
 var (
@@ -68,6 +70,10 @@ type Config struct {
 	// Defaults: docdb.DefaultRetention and one minute.
 	HistoryRetention time.Duration
 	GCInterval       time.Duration
+	// TxnExpiry: a pending transaction record without a heartbeat for
+	// this long is aborted by whoever looks at it (default
+	// txn.DefaultExpiry).
+	TxnExpiry time.Duration
 	// ServerOptions are passed on to the node's gRPC server (RPC metrics
 	// interceptors, for example).
 	ServerOptions []grpc.ServerOption
@@ -85,6 +91,7 @@ type Node struct {
 	// The GC loop and what it removed.
 	gcStop, gcDone chan struct{}
 	gcDeleted      atomic.Uint64
+	txn            txnState
 
 	mu struct {
 		sync.Mutex
@@ -116,6 +123,12 @@ func Start(cfg Config) (*Node, error) {
 		n.mu.peers[id] = addr
 	}
 	n.mu.tablets = make(map[uint64]*tablet.Tablet)
+	n.txn.expiry = cfg.TxnExpiry
+	if n.txn.expiry <= 0 {
+		n.txn.expiry = txn.DefaultExpiry
+	}
+	n.txn.waits = map[docdb.TxnID]waitEdge{}
+	n.txn.finished = map[docdb.TxnID]tablet.TxnStatus{}
 
 	lis := cfg.Listener
 	var err error
@@ -163,6 +176,7 @@ func Start(cfg Config) (*Node, error) {
 	n.gcStop = make(chan struct{})
 	n.gcDone = make(chan struct{})
 	go n.gcLoop()
+	go n.txnCleanupLoop()
 	return n, nil
 }
 
@@ -261,6 +275,7 @@ func (n *Node) openTablet(desc tablet.Descriptor, bootstrap []uint64) (*tablet.T
 		Clock:      n.cfg.Clock,
 		Bootstrap:  bootstrap,
 		OnSplit:    n.openChildren,
+		Resolver:   resolver{n},
 
 		HistoryRetention: n.cfg.HistoryRetention,
 	})

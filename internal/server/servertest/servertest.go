@@ -77,6 +77,7 @@ func (c *Cluster) Config(i int, join []string) server.Config {
 		Raft: FastRaft(), Engine: storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
 		HeartbeatInterval: 100 * time.Millisecond, TServerDeadAfter: time.Second,
 		FollowerUnavailableTimeout: 2 * time.Second,
+		TxnExpiry:                  2 * time.Second,
 		// One zone per node: zone spreading then allows any placement.
 		Placement: &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i)},
 	}

@@ -76,6 +76,159 @@ func (ReadConsistency) EnumDescriptor() ([]byte, []int) {
 	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{0}
 }
 
+type LockMode int32
+
+const (
+	LockMode_LOCK_NONE   LockMode = 0
+	LockMode_LOCK_SHARE  LockMode = 1 // FOR SHARE, serializable reads
+	LockMode_LOCK_UPDATE LockMode = 2 // FOR UPDATE
+)
+
+// Enum value maps for LockMode.
+var (
+	LockMode_name = map[int32]string{
+		0: "LOCK_NONE",
+		1: "LOCK_SHARE",
+		2: "LOCK_UPDATE",
+	}
+	LockMode_value = map[string]int32{
+		"LOCK_NONE":   0,
+		"LOCK_SHARE":  1,
+		"LOCK_UPDATE": 2,
+	}
+)
+
+func (x LockMode) Enum() *LockMode {
+	p := new(LockMode)
+	*p = x
+	return p
+}
+
+func (x LockMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LockMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[1].Descriptor()
+}
+
+func (LockMode) Type() protoreflect.EnumType {
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[1]
+}
+
+func (x LockMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LockMode.Descriptor instead.
+func (LockMode) EnumDescriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{1}
+}
+
+type WaitPolicy int32
+
+const (
+	WaitPolicy_WAIT_ON_CONFLICT WaitPolicy = 0
+	WaitPolicy_NO_WAIT          WaitPolicy = 1
+	WaitPolicy_SKIP_LOCKED      WaitPolicy = 2
+	WaitPolicy_FAIL_ON_CONFLICT WaitPolicy = 3
+)
+
+// Enum value maps for WaitPolicy.
+var (
+	WaitPolicy_name = map[int32]string{
+		0: "WAIT_ON_CONFLICT",
+		1: "NO_WAIT",
+		2: "SKIP_LOCKED",
+		3: "FAIL_ON_CONFLICT",
+	}
+	WaitPolicy_value = map[string]int32{
+		"WAIT_ON_CONFLICT": 0,
+		"NO_WAIT":          1,
+		"SKIP_LOCKED":      2,
+		"FAIL_ON_CONFLICT": 3,
+	}
+)
+
+func (x WaitPolicy) Enum() *WaitPolicy {
+	p := new(WaitPolicy)
+	*p = x
+	return p
+}
+
+func (x WaitPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WaitPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[2].Descriptor()
+}
+
+func (WaitPolicy) Type() protoreflect.EnumType {
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[2]
+}
+
+func (x WaitPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WaitPolicy.Descriptor instead.
+func (WaitPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{2}
+}
+
+type TxnState int32
+
+const (
+	TxnState_TXN_STATE_UNKNOWN TxnState = 0
+	TxnState_PENDING           TxnState = 1
+	TxnState_COMMITTED         TxnState = 2
+	TxnState_ABORTED           TxnState = 3
+)
+
+// Enum value maps for TxnState.
+var (
+	TxnState_name = map[int32]string{
+		0: "TXN_STATE_UNKNOWN",
+		1: "PENDING",
+		2: "COMMITTED",
+		3: "ABORTED",
+	}
+	TxnState_value = map[string]int32{
+		"TXN_STATE_UNKNOWN": 0,
+		"PENDING":           1,
+		"COMMITTED":         2,
+		"ABORTED":           3,
+	}
+)
+
+func (x TxnState) Enum() *TxnState {
+	p := new(TxnState)
+	*p = x
+	return p
+}
+
+func (x TxnState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TxnState) Descriptor() protoreflect.EnumDescriptor {
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[3].Descriptor()
+}
+
+func (TxnState) Type() protoreflect.EnumType {
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[3]
+}
+
+func (x TxnState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TxnState.Descriptor instead.
+func (TxnState) EnumDescriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{3}
+}
+
 type TabletError_Code int32
 
 const (
@@ -106,6 +259,18 @@ const (
 	// The tablet cannot do this right now (a split during a membership
 	// change); retry later.
 	TabletError_BUSY TabletError_Code = 12
+	// Transactions. TXN_CONFLICT: a serialization conflict (SQLSTATE
+	// 40001); retry the transaction.
+	TabletError_TXN_CONFLICT TabletError_Code = 13
+	// This transaction was chosen to break a deadlock (40P01).
+	TabletError_DEADLOCK TabletError_Code = 14
+	// NOWAIT met a lock (55P03).
+	TabletError_LOCK_NOT_AVAILABLE TabletError_Code = 15
+	// The transaction is aborted (expired, or a deadlock victim).
+	TabletError_TXN_ABORTED TabletError_Code = 16
+	// A value in the read's clock uncertainty window: read again at
+	// restart_time (ReadResponse/ScanResponse).
+	TabletError_READ_RESTART TabletError_Code = 17
 )
 
 // Enum value maps for TabletError_Code.
@@ -124,21 +289,31 @@ var (
 		10: "STALE_FOLLOWER",
 		11: "INTERNAL",
 		12: "BUSY",
+		13: "TXN_CONFLICT",
+		14: "DEADLOCK",
+		15: "LOCK_NOT_AVAILABLE",
+		16: "TXN_ABORTED",
+		17: "READ_RESTART",
 	}
 	TabletError_Code_value = map[string]int32{
-		"OK":               0,
-		"NOT_LEADER":       1,
-		"TABLET_NOT_FOUND": 2,
-		"TABLET_SPLIT":     3,
-		"KEY_OUT_OF_RANGE": 4,
-		"READ_TOO_OLD":     5,
-		"CLOCK_SKEW":       6,
-		"AMBIGUOUS":        7,
-		"TIMEOUT":          8,
-		"INVALID_ARGUMENT": 9,
-		"STALE_FOLLOWER":   10,
-		"INTERNAL":         11,
-		"BUSY":             12,
+		"OK":                 0,
+		"NOT_LEADER":         1,
+		"TABLET_NOT_FOUND":   2,
+		"TABLET_SPLIT":       3,
+		"KEY_OUT_OF_RANGE":   4,
+		"READ_TOO_OLD":       5,
+		"CLOCK_SKEW":         6,
+		"AMBIGUOUS":          7,
+		"TIMEOUT":            8,
+		"INVALID_ARGUMENT":   9,
+		"STALE_FOLLOWER":     10,
+		"INTERNAL":           11,
+		"BUSY":               12,
+		"TXN_CONFLICT":       13,
+		"DEADLOCK":           14,
+		"LOCK_NOT_AVAILABLE": 15,
+		"TXN_ABORTED":        16,
+		"READ_RESTART":       17,
 	}
 )
 
@@ -153,11 +328,11 @@ func (x TabletError_Code) String() string {
 }
 
 func (TabletError_Code) Descriptor() protoreflect.EnumDescriptor {
-	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[1].Descriptor()
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[4].Descriptor()
 }
 
 func (TabletError_Code) Type() protoreflect.EnumType {
-	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[1]
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[4]
 }
 
 func (x TabletError_Code) Number() protoreflect.EnumNumber {
@@ -167,6 +342,113 @@ func (x TabletError_Code) Number() protoreflect.EnumNumber {
 // Deprecated: Use TabletError_Code.Descriptor instead.
 func (TabletError_Code) EnumDescriptor() ([]byte, []int) {
 	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{0, 0}
+}
+
+type TxnResolveRequest_Kind int32
+
+const (
+	TxnResolveRequest_APPLY                TxnResolveRequest_Kind = 0 // at commit_time
+	TxnResolveRequest_REMOVE               TxnResolveRequest_Kind = 1 // all intents
+	TxnResolveRequest_REMOVE_FROM_WRITE_ID TxnResolveRequest_Kind = 2 // a savepoint rollback
+)
+
+// Enum value maps for TxnResolveRequest_Kind.
+var (
+	TxnResolveRequest_Kind_name = map[int32]string{
+		0: "APPLY",
+		1: "REMOVE",
+		2: "REMOVE_FROM_WRITE_ID",
+	}
+	TxnResolveRequest_Kind_value = map[string]int32{
+		"APPLY":                0,
+		"REMOVE":               1,
+		"REMOVE_FROM_WRITE_ID": 2,
+	}
+)
+
+func (x TxnResolveRequest_Kind) Enum() *TxnResolveRequest_Kind {
+	p := new(TxnResolveRequest_Kind)
+	*p = x
+	return p
+}
+
+func (x TxnResolveRequest_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TxnResolveRequest_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[5].Descriptor()
+}
+
+func (TxnResolveRequest_Kind) Type() protoreflect.EnumType {
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[5]
+}
+
+func (x TxnResolveRequest_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TxnResolveRequest_Kind.Descriptor instead.
+func (TxnResolveRequest_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{15, 0}
+}
+
+type TxnStatusRequest_Op int32
+
+const (
+	TxnStatusRequest_GET         TxnStatusRequest_Op = 0 // at read_time (pushes a PENDING commit above it)
+	TxnStatusRequest_CREATE      TxnStatusRequest_Op = 1 // a new PENDING record
+	TxnStatusRequest_HEARTBEAT   TxnStatusRequest_Op = 2
+	TxnStatusRequest_COMMIT      TxnStatusRequest_Op = 3 // commit above time
+	TxnStatusRequest_ABORT       TxnStatusRequest_Op = 4
+	TxnStatusRequest_REPORT_WAIT TxnStatusRequest_Op = 5 // waiting_for (in memory, for deadlock detection)
+)
+
+// Enum value maps for TxnStatusRequest_Op.
+var (
+	TxnStatusRequest_Op_name = map[int32]string{
+		0: "GET",
+		1: "CREATE",
+		2: "HEARTBEAT",
+		3: "COMMIT",
+		4: "ABORT",
+		5: "REPORT_WAIT",
+	}
+	TxnStatusRequest_Op_value = map[string]int32{
+		"GET":         0,
+		"CREATE":      1,
+		"HEARTBEAT":   2,
+		"COMMIT":      3,
+		"ABORT":       4,
+		"REPORT_WAIT": 5,
+	}
+)
+
+func (x TxnStatusRequest_Op) Enum() *TxnStatusRequest_Op {
+	p := new(TxnStatusRequest_Op)
+	*p = x
+	return p
+}
+
+func (x TxnStatusRequest_Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TxnStatusRequest_Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[6].Descriptor()
+}
+
+func (TxnStatusRequest_Op) Type() protoreflect.EnumType {
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[6]
+}
+
+func (x TxnStatusRequest_Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TxnStatusRequest_Op.Descriptor instead.
+func (TxnStatusRequest_Op) EnumDescriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type ChangeReplicasRequest_Op int32
@@ -202,11 +484,11 @@ func (x ChangeReplicasRequest_Op) String() string {
 }
 
 func (ChangeReplicasRequest_Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[2].Descriptor()
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[7].Descriptor()
 }
 
 func (ChangeReplicasRequest_Op) Type() protoreflect.EnumType {
-	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[2]
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[7]
 }
 
 func (x ChangeReplicasRequest_Op) Number() protoreflect.EnumNumber {
@@ -215,7 +497,7 @@ func (x ChangeReplicasRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ChangeReplicasRequest_Op.Descriptor instead.
 func (ChangeReplicasRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{18, 0}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{25, 0}
 }
 
 type TabletStatus_Role int32
@@ -254,11 +536,11 @@ func (x TabletStatus_Role) String() string {
 }
 
 func (TabletStatus_Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[3].Descriptor()
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[8].Descriptor()
 }
 
 func (TabletStatus_Role) Type() protoreflect.EnumType {
-	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[3]
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[8]
 }
 
 func (x TabletStatus_Role) Number() protoreflect.EnumNumber {
@@ -267,7 +549,7 @@ func (x TabletStatus_Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TabletStatus_Role.Descriptor instead.
 func (TabletStatus_Role) EnumDescriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{25, 0}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{32, 0}
 }
 
 // TabletError is the outcome of a tablet operation. Code OK (0) means
@@ -770,6 +1052,7 @@ type ReadRequest struct {
 	Consistency    ReadConsistency        `protobuf:"varint,5,opt,name=consistency,proto3,enum=shaledb.tserver.ReadConsistency" json:"consistency,omitempty"`
 	MaxStalenessMs uint32                 `protobuf:"varint,6,opt,name=max_staleness_ms,json=maxStalenessMs,proto3" json:"max_staleness_ms,omitempty"`
 	ClientTime     uint64                 `protobuf:"varint,7,opt,name=client_time,json=clientTime,proto3" json:"client_time,omitempty"`
+	Txn            *TxnReadOptions        `protobuf:"bytes,8,opt,name=txn,proto3" json:"txn,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -853,6 +1136,77 @@ func (x *ReadRequest) GetClientTime() uint64 {
 	return 0
 }
 
+func (x *ReadRequest) GetTxn() *TxnReadOptions {
+	if x != nil {
+		return x.Txn
+	}
+	return nil
+}
+
+// TxnReadOptions: a read inside a transaction (its own intents are not
+// returned: the client overlays its own writes).
+type TxnReadOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	TxnId []byte                 `protobuf:"bytes,1,opt,name=txn_id,json=txnId,proto3" json:"txn_id,omitempty"` // 16 bytes; empty: not in a transaction
+	// global_limit ends the clock uncertainty window; 0: none.
+	GlobalLimit uint64 `protobuf:"varint,2,opt,name=global_limit,json=globalLimit,proto3" json:"global_limit,omitempty"`
+	// allow_restart: the server may move the read time itself.
+	AllowRestart  bool `protobuf:"varint,3,opt,name=allow_restart,json=allowRestart,proto3" json:"allow_restart,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnReadOptions) Reset() {
+	*x = TxnReadOptions{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnReadOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnReadOptions) ProtoMessage() {}
+
+func (x *TxnReadOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnReadOptions.ProtoReflect.Descriptor instead.
+func (*TxnReadOptions) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TxnReadOptions) GetTxnId() []byte {
+	if x != nil {
+		return x.TxnId
+	}
+	return nil
+}
+
+func (x *TxnReadOptions) GetGlobalLimit() uint64 {
+	if x != nil {
+		return x.GlobalLimit
+	}
+	return 0
+}
+
+func (x *TxnReadOptions) GetAllowRestart() bool {
+	if x != nil {
+		return x.AllowRestart
+	}
+	return false
+}
+
 type ReadResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Error         *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -860,13 +1214,14 @@ type ReadResponse struct {
 	Row           *Row                   `protobuf:"bytes,3,opt,name=row,proto3" json:"row,omitempty"`
 	ReadTime      uint64                 `protobuf:"varint,4,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
 	ServerTime    uint64                 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	RestartTime   uint64                 `protobuf:"varint,6,opt,name=restart_time,json=restartTime,proto3" json:"restart_time,omitempty"` // with READ_RESTART
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[9]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +1233,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[9]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +1246,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{9}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReadResponse) GetError() *TabletError {
@@ -929,6 +1284,13 @@ func (x *ReadResponse) GetServerTime() uint64 {
 	return 0
 }
 
+func (x *ReadResponse) GetRestartTime() uint64 {
+	if x != nil {
+		return x.RestartTime
+	}
+	return 0
+}
+
 type ScanRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	TabletId       uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
@@ -940,13 +1302,14 @@ type ScanRequest struct {
 	Consistency    ReadConsistency        `protobuf:"varint,7,opt,name=consistency,proto3,enum=shaledb.tserver.ReadConsistency" json:"consistency,omitempty"`
 	MaxStalenessMs uint32                 `protobuf:"varint,8,opt,name=max_staleness_ms,json=maxStalenessMs,proto3" json:"max_staleness_ms,omitempty"`
 	ClientTime     uint64                 `protobuf:"varint,9,opt,name=client_time,json=clientTime,proto3" json:"client_time,omitempty"`
+	Txn            *TxnReadOptions        `protobuf:"bytes,10,opt,name=txn,proto3" json:"txn,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[10]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1321,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[10]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1334,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{10}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScanRequest) GetTabletId() uint64 {
@@ -1037,6 +1400,13 @@ func (x *ScanRequest) GetClientTime() uint64 {
 	return 0
 }
 
+func (x *ScanRequest) GetTxn() *TxnReadOptions {
+	if x != nil {
+		return x.Txn
+	}
+	return nil
+}
+
 type ScanResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Error *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -1046,13 +1416,14 @@ type ScanResponse struct {
 	ResumeSpan    *Span  `protobuf:"bytes,3,opt,name=resume_span,json=resumeSpan,proto3" json:"resume_span,omitempty"`
 	ReadTime      uint64 `protobuf:"varint,4,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
 	ServerTime    uint64 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	RestartTime   uint64 `protobuf:"varint,6,opt,name=restart_time,json=restartTime,proto3" json:"restart_time,omitempty"` // with READ_RESTART
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[11]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1064,7 +1435,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[11]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1077,7 +1448,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{11}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ScanResponse) GetError() *TabletError {
@@ -1115,6 +1486,503 @@ func (x *ScanResponse) GetServerTime() uint64 {
 	return 0
 }
 
+func (x *ScanResponse) GetRestartTime() uint64 {
+	if x != nil {
+		return x.RestartTime
+	}
+	return 0
+}
+
+type TxnWriteRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TabletId uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	TxnId    []byte                 `protobuf:"bytes,2,opt,name=txn_id,json=txnId,proto3" json:"txn_id,omitempty"`
+	ReadTime uint64                 `protobuf:"varint,3,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
+	// check_newer: a version committed after read_time on a written or
+	// locked row is a conflict (snapshot and serializable isolation).
+	CheckNewer    bool       `protobuf:"varint,4,opt,name=check_newer,json=checkNewer,proto3" json:"check_newer,omitempty"`
+	WriteId       uint32     `protobuf:"varint,5,opt,name=write_id,json=writeId,proto3" json:"write_id,omitempty"`
+	Batch         []byte     `protobuf:"bytes,6,opt,name=batch,proto3" json:"batch,omitempty"` // docdb.WriteBatch.Marshal; may be empty
+	LockRows      [][]byte   `protobuf:"bytes,7,rep,name=lock_rows,json=lockRows,proto3" json:"lock_rows,omitempty"`
+	LockMode      LockMode   `protobuf:"varint,8,opt,name=lock_mode,json=lockMode,proto3,enum=shaledb.tserver.LockMode" json:"lock_mode,omitempty"`
+	WaitPolicy    WaitPolicy `protobuf:"varint,9,opt,name=wait_policy,json=waitPolicy,proto3,enum=shaledb.tserver.WaitPolicy" json:"wait_policy,omitempty"`
+	ClientTime    uint64     `protobuf:"varint,10,opt,name=client_time,json=clientTime,proto3" json:"client_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnWriteRequest) Reset() {
+	*x = TxnWriteRequest{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnWriteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnWriteRequest) ProtoMessage() {}
+
+func (x *TxnWriteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnWriteRequest.ProtoReflect.Descriptor instead.
+func (*TxnWriteRequest) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TxnWriteRequest) GetTabletId() uint64 {
+	if x != nil {
+		return x.TabletId
+	}
+	return 0
+}
+
+func (x *TxnWriteRequest) GetTxnId() []byte {
+	if x != nil {
+		return x.TxnId
+	}
+	return nil
+}
+
+func (x *TxnWriteRequest) GetReadTime() uint64 {
+	if x != nil {
+		return x.ReadTime
+	}
+	return 0
+}
+
+func (x *TxnWriteRequest) GetCheckNewer() bool {
+	if x != nil {
+		return x.CheckNewer
+	}
+	return false
+}
+
+func (x *TxnWriteRequest) GetWriteId() uint32 {
+	if x != nil {
+		return x.WriteId
+	}
+	return 0
+}
+
+func (x *TxnWriteRequest) GetBatch() []byte {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
+}
+
+func (x *TxnWriteRequest) GetLockRows() [][]byte {
+	if x != nil {
+		return x.LockRows
+	}
+	return nil
+}
+
+func (x *TxnWriteRequest) GetLockMode() LockMode {
+	if x != nil {
+		return x.LockMode
+	}
+	return LockMode_LOCK_NONE
+}
+
+func (x *TxnWriteRequest) GetWaitPolicy() WaitPolicy {
+	if x != nil {
+		return x.WaitPolicy
+	}
+	return WaitPolicy_WAIT_ON_CONFLICT
+}
+
+func (x *TxnWriteRequest) GetClientTime() uint64 {
+	if x != nil {
+		return x.ClientTime
+	}
+	return 0
+}
+
+type TxnWriteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	WriteTime     uint64                 `protobuf:"varint,2,opt,name=write_time,json=writeTime,proto3" json:"write_time,omitempty"`
+	ServerTime    uint64                 `protobuf:"varint,3,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	SkippedRows   [][]byte               `protobuf:"bytes,4,rep,name=skipped_rows,json=skippedRows,proto3" json:"skipped_rows,omitempty"` // with SKIP_LOCKED
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnWriteResponse) Reset() {
+	*x = TxnWriteResponse{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnWriteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnWriteResponse) ProtoMessage() {}
+
+func (x *TxnWriteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnWriteResponse.ProtoReflect.Descriptor instead.
+func (*TxnWriteResponse) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *TxnWriteResponse) GetError() *TabletError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *TxnWriteResponse) GetWriteTime() uint64 {
+	if x != nil {
+		return x.WriteTime
+	}
+	return 0
+}
+
+func (x *TxnWriteResponse) GetServerTime() uint64 {
+	if x != nil {
+		return x.ServerTime
+	}
+	return 0
+}
+
+func (x *TxnWriteResponse) GetSkippedRows() [][]byte {
+	if x != nil {
+		return x.SkippedRows
+	}
+	return nil
+}
+
+type TxnResolveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TabletId      uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	TxnId         []byte                 `protobuf:"bytes,2,opt,name=txn_id,json=txnId,proto3" json:"txn_id,omitempty"`
+	Kind          TxnResolveRequest_Kind `protobuf:"varint,3,opt,name=kind,proto3,enum=shaledb.tserver.TxnResolveRequest_Kind" json:"kind,omitempty"`
+	CommitTime    uint64                 `protobuf:"varint,4,opt,name=commit_time,json=commitTime,proto3" json:"commit_time,omitempty"`
+	FromWriteId   uint32                 `protobuf:"varint,5,opt,name=from_write_id,json=fromWriteId,proto3" json:"from_write_id,omitempty"`
+	ClientTime    uint64                 `protobuf:"varint,6,opt,name=client_time,json=clientTime,proto3" json:"client_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnResolveRequest) Reset() {
+	*x = TxnResolveRequest{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnResolveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnResolveRequest) ProtoMessage() {}
+
+func (x *TxnResolveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnResolveRequest.ProtoReflect.Descriptor instead.
+func (*TxnResolveRequest) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TxnResolveRequest) GetTabletId() uint64 {
+	if x != nil {
+		return x.TabletId
+	}
+	return 0
+}
+
+func (x *TxnResolveRequest) GetTxnId() []byte {
+	if x != nil {
+		return x.TxnId
+	}
+	return nil
+}
+
+func (x *TxnResolveRequest) GetKind() TxnResolveRequest_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return TxnResolveRequest_APPLY
+}
+
+func (x *TxnResolveRequest) GetCommitTime() uint64 {
+	if x != nil {
+		return x.CommitTime
+	}
+	return 0
+}
+
+func (x *TxnResolveRequest) GetFromWriteId() uint32 {
+	if x != nil {
+		return x.FromWriteId
+	}
+	return 0
+}
+
+func (x *TxnResolveRequest) GetClientTime() uint64 {
+	if x != nil {
+		return x.ClientTime
+	}
+	return 0
+}
+
+type TxnResolveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	ServerTime    uint64                 `protobuf:"varint,2,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnResolveResponse) Reset() {
+	*x = TxnResolveResponse{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnResolveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnResolveResponse) ProtoMessage() {}
+
+func (x *TxnResolveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnResolveResponse.ProtoReflect.Descriptor instead.
+func (*TxnResolveResponse) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *TxnResolveResponse) GetError() *TabletError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *TxnResolveResponse) GetServerTime() uint64 {
+	if x != nil {
+		return x.ServerTime
+	}
+	return 0
+}
+
+type TxnStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TabletId      uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	RowKey        []byte                 `protobuf:"bytes,2,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"` // of the record in the status table
+	TxnId         []byte                 `protobuf:"bytes,3,opt,name=txn_id,json=txnId,proto3" json:"txn_id,omitempty"`
+	Op            TxnStatusRequest_Op    `protobuf:"varint,4,opt,name=op,proto3,enum=shaledb.tserver.TxnStatusRequest_Op" json:"op,omitempty"`
+	Time          uint64                 `protobuf:"varint,5,opt,name=time,proto3" json:"time,omitempty"`
+	WaitingFor    [][]byte               `protobuf:"bytes,6,rep,name=waiting_for,json=waitingFor,proto3" json:"waiting_for,omitempty"`
+	ClientTime    uint64                 `protobuf:"varint,7,opt,name=client_time,json=clientTime,proto3" json:"client_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnStatusRequest) Reset() {
+	*x = TxnStatusRequest{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnStatusRequest) ProtoMessage() {}
+
+func (x *TxnStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnStatusRequest.ProtoReflect.Descriptor instead.
+func (*TxnStatusRequest) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *TxnStatusRequest) GetTabletId() uint64 {
+	if x != nil {
+		return x.TabletId
+	}
+	return 0
+}
+
+func (x *TxnStatusRequest) GetRowKey() []byte {
+	if x != nil {
+		return x.RowKey
+	}
+	return nil
+}
+
+func (x *TxnStatusRequest) GetTxnId() []byte {
+	if x != nil {
+		return x.TxnId
+	}
+	return nil
+}
+
+func (x *TxnStatusRequest) GetOp() TxnStatusRequest_Op {
+	if x != nil {
+		return x.Op
+	}
+	return TxnStatusRequest_GET
+}
+
+func (x *TxnStatusRequest) GetTime() uint64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
+func (x *TxnStatusRequest) GetWaitingFor() [][]byte {
+	if x != nil {
+		return x.WaitingFor
+	}
+	return nil
+}
+
+func (x *TxnStatusRequest) GetClientTime() uint64 {
+	if x != nil {
+		return x.ClientTime
+	}
+	return 0
+}
+
+type TxnStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	State         TxnState               `protobuf:"varint,2,opt,name=state,proto3,enum=shaledb.tserver.TxnState" json:"state,omitempty"`
+	CommitTime    uint64                 `protobuf:"varint,3,opt,name=commit_time,json=commitTime,proto3" json:"commit_time,omitempty"`
+	WaitingFor    [][]byte               `protobuf:"bytes,4,rep,name=waiting_for,json=waitingFor,proto3" json:"waiting_for,omitempty"`
+	ServerTime    uint64                 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnStatusResponse) Reset() {
+	*x = TxnStatusResponse{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnStatusResponse) ProtoMessage() {}
+
+func (x *TxnStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnStatusResponse.ProtoReflect.Descriptor instead.
+func (*TxnStatusResponse) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *TxnStatusResponse) GetError() *TabletError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *TxnStatusResponse) GetState() TxnState {
+	if x != nil {
+		return x.State
+	}
+	return TxnState_TXN_STATE_UNKNOWN
+}
+
+func (x *TxnStatusResponse) GetCommitTime() uint64 {
+	if x != nil {
+		return x.CommitTime
+	}
+	return 0
+}
+
+func (x *TxnStatusResponse) GetWaitingFor() [][]byte {
+	if x != nil {
+		return x.WaitingFor
+	}
+	return nil
+}
+
+func (x *TxnStatusResponse) GetServerTime() uint64 {
+	if x != nil {
+		return x.ServerTime
+	}
+	return 0
+}
+
 type SafeTimeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TabletId      uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
@@ -1124,7 +1992,7 @@ type SafeTimeRequest struct {
 
 func (x *SafeTimeRequest) Reset() {
 	*x = SafeTimeRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +2004,7 @@ func (x *SafeTimeRequest) String() string {
 func (*SafeTimeRequest) ProtoMessage() {}
 
 func (x *SafeTimeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +2017,7 @@ func (x *SafeTimeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SafeTimeRequest.ProtoReflect.Descriptor instead.
 func (*SafeTimeRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{12}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SafeTimeRequest) GetTabletId() uint64 {
@@ -1170,7 +2038,7 @@ type SafeTimeResponse struct {
 
 func (x *SafeTimeResponse) Reset() {
 	*x = SafeTimeResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +2050,7 @@ func (x *SafeTimeResponse) String() string {
 func (*SafeTimeResponse) ProtoMessage() {}
 
 func (x *SafeTimeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +2063,7 @@ func (x *SafeTimeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SafeTimeResponse.ProtoReflect.Descriptor instead.
 func (*SafeTimeResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{13}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SafeTimeResponse) GetError() *TabletError {
@@ -1234,7 +2102,7 @@ type CreateTabletRequest struct {
 
 func (x *CreateTabletRequest) Reset() {
 	*x = CreateTabletRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +2114,7 @@ func (x *CreateTabletRequest) String() string {
 func (*CreateTabletRequest) ProtoMessage() {}
 
 func (x *CreateTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +2127,7 @@ func (x *CreateTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTabletRequest.ProtoReflect.Descriptor instead.
 func (*CreateTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{14}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateTabletRequest) GetTablet() *TabletDescriptor {
@@ -1292,7 +2160,7 @@ type CreateTabletResponse struct {
 
 func (x *CreateTabletResponse) Reset() {
 	*x = CreateTabletResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +2172,7 @@ func (x *CreateTabletResponse) String() string {
 func (*CreateTabletResponse) ProtoMessage() {}
 
 func (x *CreateTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +2185,7 @@ func (x *CreateTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTabletResponse.ProtoReflect.Descriptor instead.
 func (*CreateTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{15}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CreateTabletResponse) GetError() *TabletError {
@@ -1336,7 +2204,7 @@ type DeleteTabletRequest struct {
 
 func (x *DeleteTabletRequest) Reset() {
 	*x = DeleteTabletRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +2216,7 @@ func (x *DeleteTabletRequest) String() string {
 func (*DeleteTabletRequest) ProtoMessage() {}
 
 func (x *DeleteTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +2229,7 @@ func (x *DeleteTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTabletRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{16}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteTabletRequest) GetTabletId() uint64 {
@@ -1380,7 +2248,7 @@ type DeleteTabletResponse struct {
 
 func (x *DeleteTabletResponse) Reset() {
 	*x = DeleteTabletResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1392,7 +2260,7 @@ func (x *DeleteTabletResponse) String() string {
 func (*DeleteTabletResponse) ProtoMessage() {}
 
 func (x *DeleteTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1405,7 +2273,7 @@ func (x *DeleteTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTabletResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{17}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteTabletResponse) GetError() *TabletError {
@@ -1427,7 +2295,7 @@ type ChangeReplicasRequest struct {
 
 func (x *ChangeReplicasRequest) Reset() {
 	*x = ChangeReplicasRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +2307,7 @@ func (x *ChangeReplicasRequest) String() string {
 func (*ChangeReplicasRequest) ProtoMessage() {}
 
 func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +2320,7 @@ func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasRequest.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{18}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ChangeReplicasRequest) GetTabletId() uint64 {
@@ -1492,7 +2360,7 @@ type ChangeReplicasResponse struct {
 
 func (x *ChangeReplicasResponse) Reset() {
 	*x = ChangeReplicasResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +2372,7 @@ func (x *ChangeReplicasResponse) String() string {
 func (*ChangeReplicasResponse) ProtoMessage() {}
 
 func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +2385,7 @@ func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasResponse.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{19}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ChangeReplicasResponse) GetError() *TabletError {
@@ -1537,7 +2405,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +2417,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +2430,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{20}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TransferLeaderRequest) GetTabletId() uint64 {
@@ -1588,7 +2456,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +2468,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +2481,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{21}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TransferLeaderResponse) GetError() *TabletError {
@@ -1638,7 +2506,7 @@ type SplitTabletRequest struct {
 
 func (x *SplitTabletRequest) Reset() {
 	*x = SplitTabletRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +2518,7 @@ func (x *SplitTabletRequest) String() string {
 func (*SplitTabletRequest) ProtoMessage() {}
 
 func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +2531,7 @@ func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletRequest.ProtoReflect.Descriptor instead.
 func (*SplitTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{22}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SplitTabletRequest) GetTabletId() uint64 {
@@ -1705,7 +2573,7 @@ type SplitTabletResponse struct {
 
 func (x *SplitTabletResponse) Reset() {
 	*x = SplitTabletResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +2585,7 @@ func (x *SplitTabletResponse) String() string {
 func (*SplitTabletResponse) ProtoMessage() {}
 
 func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +2598,7 @@ func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletResponse.ProtoReflect.Descriptor instead.
 func (*SplitTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{23}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SplitTabletResponse) GetError() *TabletError {
@@ -1762,7 +2630,7 @@ type ListTabletsRequest struct {
 
 func (x *ListTabletsRequest) Reset() {
 	*x = ListTabletsRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +2642,7 @@ func (x *ListTabletsRequest) String() string {
 func (*ListTabletsRequest) ProtoMessage() {}
 
 func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +2655,7 @@ func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsRequest.ProtoReflect.Descriptor instead.
 func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{24}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{31}
 }
 
 // TabletStatus is one replica's view of its tablet.
@@ -1808,7 +2676,7 @@ type TabletStatus struct {
 
 func (x *TabletStatus) Reset() {
 	*x = TabletStatus{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +2688,7 @@ func (x *TabletStatus) String() string {
 func (*TabletStatus) ProtoMessage() {}
 
 func (x *TabletStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +2701,7 @@ func (x *TabletStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletStatus.ProtoReflect.Descriptor instead.
 func (*TabletStatus) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{25}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TabletStatus) GetTablet() *TabletDescriptor {
@@ -1908,7 +2776,7 @@ type ListTabletsResponse struct {
 
 func (x *ListTabletsResponse) Reset() {
 	*x = ListTabletsResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1920,7 +2788,7 @@ func (x *ListTabletsResponse) String() string {
 func (*ListTabletsResponse) ProtoMessage() {}
 
 func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1933,7 +2801,7 @@ func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsResponse.ProtoReflect.Descriptor instead.
 func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{26}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListTabletsResponse) GetTablets() []*TabletStatus {
@@ -1964,7 +2832,7 @@ type DataRequest struct {
 
 func (x *DataRequest) Reset() {
 	*x = DataRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2844,7 @@ func (x *DataRequest) String() string {
 func (*DataRequest) ProtoMessage() {}
 
 func (x *DataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2857,7 @@ func (x *DataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataRequest.ProtoReflect.Descriptor instead.
 func (*DataRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{27}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DataRequest) GetId() uint64 {
@@ -2069,7 +2937,7 @@ type DataResponse struct {
 
 func (x *DataResponse) Reset() {
 	*x = DataResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2949,7 @@ func (x *DataResponse) String() string {
 func (*DataResponse) ProtoMessage() {}
 
 func (x *DataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2962,7 @@ func (x *DataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataResponse.ProtoReflect.Descriptor instead.
 func (*DataResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{28}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DataResponse) GetId() uint64 {
@@ -2149,14 +3017,14 @@ var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
 const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
-	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xff\x02\n" +
+	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xda\x03\n" +
 	"\vTabletError\x125\n" +
 	"\x04code\x18\x01 \x01(\x0e2!.shaledb.tserver.TabletError.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
 	"\vleader_node\x18\x03 \x01(\x04R\n" +
 	"leaderNode\x12\x1f\n" +
 	"\vleader_addr\x18\x04 \x01(\tR\n" +
-	"leaderAddr\"\xdc\x01\n" +
+	"leaderAddr\"\xb7\x02\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -2173,7 +3041,12 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x0eSTALE_FOLLOWER\x10\n" +
 	"\x12\f\n" +
 	"\bINTERNAL\x10\v\x12\b\n" +
-	"\x04BUSY\x10\f\".\n" +
+	"\x04BUSY\x10\f\x12\x10\n" +
+	"\fTXN_CONFLICT\x10\r\x12\f\n" +
+	"\bDEADLOCK\x10\x0e\x12\x16\n" +
+	"\x12LOCK_NOT_AVAILABLE\x10\x0f\x12\x0f\n" +
+	"\vTXN_ABORTED\x10\x10\x12\x10\n" +
+	"\fREAD_RESTART\x10\x11\".\n" +
 	"\x04Span\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xce\x01\n" +
@@ -2208,7 +3081,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
 	"write_time\x18\x02 \x01(\x04R\twriteTime\x12\x1f\n" +
 	"\vserver_time\x18\x03 \x01(\x04R\n" +
-	"serverTime\"\xac\x02\n" +
+	"serverTime\"\xdf\x02\n" +
 	"\vReadRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x17\n" +
 	"\arow_key\x18\x02 \x01(\fR\x06rowKey\x12;\n" +
@@ -2219,14 +3092,20 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vconsistency\x18\x05 \x01(\x0e2 .shaledb.tserver.ReadConsistencyR\vconsistency\x12(\n" +
 	"\x10max_staleness_ms\x18\x06 \x01(\rR\x0emaxStalenessMs\x12\x1f\n" +
 	"\vclient_time\x18\a \x01(\x04R\n" +
-	"clientTime\"\xbe\x01\n" +
+	"clientTime\x121\n" +
+	"\x03txn\x18\b \x01(\v2\x1f.shaledb.tserver.TxnReadOptionsR\x03txn\"o\n" +
+	"\x0eTxnReadOptions\x12\x15\n" +
+	"\x06txn_id\x18\x01 \x01(\fR\x05txnId\x12!\n" +
+	"\fglobal_limit\x18\x02 \x01(\x04R\vglobalLimit\x12#\n" +
+	"\rallow_restart\x18\x03 \x01(\bR\fallowRestart\"\xe1\x01\n" +
 	"\fReadResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12&\n" +
 	"\x03row\x18\x03 \x01(\v2\x14.shaledb.tserver.RowR\x03row\x12\x1b\n" +
 	"\tread_time\x18\x04 \x01(\x04R\breadTime\x12\x1f\n" +
 	"\vserver_time\x18\x05 \x01(\x04R\n" +
-	"serverTime\"\xee\x02\n" +
+	"serverTime\x12!\n" +
+	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\"\xa1\x03\n" +
 	"\vScanRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12)\n" +
 	"\x04span\x18\x02 \x01(\v2\x15.shaledb.tserver.SpanR\x04span\x12;\n" +
@@ -2239,13 +3118,84 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vconsistency\x18\a \x01(\x0e2 .shaledb.tserver.ReadConsistencyR\vconsistency\x12(\n" +
 	"\x10max_staleness_ms\x18\b \x01(\rR\x0emaxStalenessMs\x12\x1f\n" +
 	"\vclient_time\x18\t \x01(\x04R\n" +
-	"clientTime\"\xe2\x01\n" +
+	"clientTime\x121\n" +
+	"\x03txn\x18\n" +
+	" \x01(\v2\x1f.shaledb.tserver.TxnReadOptionsR\x03txn\"\x85\x02\n" +
 	"\fScanResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12(\n" +
 	"\x04rows\x18\x02 \x03(\v2\x14.shaledb.tserver.RowR\x04rows\x126\n" +
 	"\vresume_span\x18\x03 \x01(\v2\x15.shaledb.tserver.SpanR\n" +
 	"resumeSpan\x12\x1b\n" +
 	"\tread_time\x18\x04 \x01(\x04R\breadTime\x12\x1f\n" +
+	"\vserver_time\x18\x05 \x01(\x04R\n" +
+	"serverTime\x12!\n" +
+	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\"\xe8\x02\n" +
+	"\x0fTxnWriteRequest\x12\x1b\n" +
+	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x15\n" +
+	"\x06txn_id\x18\x02 \x01(\fR\x05txnId\x12\x1b\n" +
+	"\tread_time\x18\x03 \x01(\x04R\breadTime\x12\x1f\n" +
+	"\vcheck_newer\x18\x04 \x01(\bR\n" +
+	"checkNewer\x12\x19\n" +
+	"\bwrite_id\x18\x05 \x01(\rR\awriteId\x12\x14\n" +
+	"\x05batch\x18\x06 \x01(\fR\x05batch\x12\x1b\n" +
+	"\tlock_rows\x18\a \x03(\fR\blockRows\x126\n" +
+	"\tlock_mode\x18\b \x01(\x0e2\x19.shaledb.tserver.LockModeR\blockMode\x12<\n" +
+	"\vwait_policy\x18\t \x01(\x0e2\x1b.shaledb.tserver.WaitPolicyR\n" +
+	"waitPolicy\x12\x1f\n" +
+	"\vclient_time\x18\n" +
+	" \x01(\x04R\n" +
+	"clientTime\"\xa9\x01\n" +
+	"\x10TxnWriteResponse\x122\n" +
+	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x1d\n" +
+	"\n" +
+	"write_time\x18\x02 \x01(\x04R\twriteTime\x12\x1f\n" +
+	"\vserver_time\x18\x03 \x01(\x04R\n" +
+	"serverTime\x12!\n" +
+	"\fskipped_rows\x18\x04 \x03(\fR\vskippedRows\"\xa3\x02\n" +
+	"\x11TxnResolveRequest\x12\x1b\n" +
+	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x15\n" +
+	"\x06txn_id\x18\x02 \x01(\fR\x05txnId\x12;\n" +
+	"\x04kind\x18\x03 \x01(\x0e2'.shaledb.tserver.TxnResolveRequest.KindR\x04kind\x12\x1f\n" +
+	"\vcommit_time\x18\x04 \x01(\x04R\n" +
+	"commitTime\x12\"\n" +
+	"\rfrom_write_id\x18\x05 \x01(\rR\vfromWriteId\x12\x1f\n" +
+	"\vclient_time\x18\x06 \x01(\x04R\n" +
+	"clientTime\"7\n" +
+	"\x04Kind\x12\t\n" +
+	"\x05APPLY\x10\x00\x12\n" +
+	"\n" +
+	"\x06REMOVE\x10\x01\x12\x18\n" +
+	"\x14REMOVE_FROM_WRITE_ID\x10\x02\"i\n" +
+	"\x12TxnResolveResponse\x122\n" +
+	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x1f\n" +
+	"\vserver_time\x18\x02 \x01(\x04R\n" +
+	"serverTime\"\xbd\x02\n" +
+	"\x10TxnStatusRequest\x12\x1b\n" +
+	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x17\n" +
+	"\arow_key\x18\x02 \x01(\fR\x06rowKey\x12\x15\n" +
+	"\x06txn_id\x18\x03 \x01(\fR\x05txnId\x124\n" +
+	"\x02op\x18\x04 \x01(\x0e2$.shaledb.tserver.TxnStatusRequest.OpR\x02op\x12\x12\n" +
+	"\x04time\x18\x05 \x01(\x04R\x04time\x12\x1f\n" +
+	"\vwaiting_for\x18\x06 \x03(\fR\n" +
+	"waitingFor\x12\x1f\n" +
+	"\vclient_time\x18\a \x01(\x04R\n" +
+	"clientTime\"P\n" +
+	"\x02Op\x12\a\n" +
+	"\x03GET\x10\x00\x12\n" +
+	"\n" +
+	"\x06CREATE\x10\x01\x12\r\n" +
+	"\tHEARTBEAT\x10\x02\x12\n" +
+	"\n" +
+	"\x06COMMIT\x10\x03\x12\t\n" +
+	"\x05ABORT\x10\x04\x12\x0f\n" +
+	"\vREPORT_WAIT\x10\x05\"\xdb\x01\n" +
+	"\x11TxnStatusResponse\x122\n" +
+	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12/\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x19.shaledb.tserver.TxnStateR\x05state\x12\x1f\n" +
+	"\vcommit_time\x18\x03 \x01(\x04R\n" +
+	"commitTime\x12\x1f\n" +
+	"\vwaiting_for\x18\x04 \x03(\fR\n" +
+	"waitingFor\x12\x1f\n" +
 	"\vserver_time\x18\x05 \x01(\x04R\n" +
 	"serverTime\".\n" +
 	"\x0fSafeTimeRequest\x12\x1b\n" +
@@ -2330,13 +3280,33 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x0fReadConsistency\x12\n" +
 	"\n" +
 	"\x06LEADER\x10\x00\x12\x1e\n" +
-	"\x1aFOLLOWER_BOUNDED_STALENESS\x10\x012\xae\a\n" +
+	"\x1aFOLLOWER_BOUNDED_STALENESS\x10\x01*:\n" +
+	"\bLockMode\x12\r\n" +
+	"\tLOCK_NONE\x10\x00\x12\x0e\n" +
+	"\n" +
+	"LOCK_SHARE\x10\x01\x12\x0f\n" +
+	"\vLOCK_UPDATE\x10\x02*V\n" +
+	"\n" +
+	"WaitPolicy\x12\x14\n" +
+	"\x10WAIT_ON_CONFLICT\x10\x00\x12\v\n" +
+	"\aNO_WAIT\x10\x01\x12\x0f\n" +
+	"\vSKIP_LOCKED\x10\x02\x12\x14\n" +
+	"\x10FAIL_ON_CONFLICT\x10\x03*J\n" +
+	"\bTxnState\x12\x15\n" +
+	"\x11TXN_STATE_UNKNOWN\x10\x00\x12\v\n" +
+	"\aPENDING\x10\x01\x12\r\n" +
+	"\tCOMMITTED\x10\x02\x12\v\n" +
+	"\aABORTED\x10\x032\xaa\t\n" +
 	"\fTabletServer\x12F\n" +
 	"\x05Write\x12\x1d.shaledb.tserver.WriteRequest\x1a\x1e.shaledb.tserver.WriteResponse\x12C\n" +
 	"\x04Read\x12\x1c.shaledb.tserver.ReadRequest\x1a\x1d.shaledb.tserver.ReadResponse\x12C\n" +
 	"\x04Scan\x12\x1c.shaledb.tserver.ScanRequest\x1a\x1d.shaledb.tserver.ScanResponse\x12O\n" +
 	"\bSafeTime\x12 .shaledb.tserver.SafeTimeRequest\x1a!.shaledb.tserver.SafeTimeResponse\x12G\n" +
-	"\x04Data\x12\x1c.shaledb.tserver.DataRequest\x1a\x1d.shaledb.tserver.DataResponse(\x010\x01\x12[\n" +
+	"\x04Data\x12\x1c.shaledb.tserver.DataRequest\x1a\x1d.shaledb.tserver.DataResponse(\x010\x01\x12O\n" +
+	"\bTxnWrite\x12 .shaledb.tserver.TxnWriteRequest\x1a!.shaledb.tserver.TxnWriteResponse\x12U\n" +
+	"\n" +
+	"TxnResolve\x12\".shaledb.tserver.TxnResolveRequest\x1a#.shaledb.tserver.TxnResolveResponse\x12R\n" +
+	"\tTxnStatus\x12!.shaledb.tserver.TxnStatusRequest\x1a\".shaledb.tserver.TxnStatusResponse\x12[\n" +
 	"\fCreateTablet\x12$.shaledb.tserver.CreateTabletRequest\x1a%.shaledb.tserver.CreateTabletResponse\x12[\n" +
 	"\fDeleteTablet\x12$.shaledb.tserver.DeleteTabletRequest\x1a%.shaledb.tserver.DeleteTabletResponse\x12a\n" +
 	"\x0eChangeReplicas\x12&.shaledb.tserver.ChangeReplicasRequest\x1a'.shaledb.tserver.ChangeReplicasResponse\x12a\n" +
@@ -2356,104 +3326,132 @@ func file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP() []byte {
 	return file_internal_tserver_tserverpb_tserver_proto_rawDescData
 }
 
-var file_internal_tserver_tserverpb_tserver_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_internal_tserver_tserverpb_tserver_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_internal_tserver_tserverpb_tserver_proto_goTypes = []any{
 	(ReadConsistency)(0),           // 0: shaledb.tserver.ReadConsistency
-	(TabletError_Code)(0),          // 1: shaledb.tserver.TabletError.Code
-	(ChangeReplicasRequest_Op)(0),  // 2: shaledb.tserver.ChangeReplicasRequest.Op
-	(TabletStatus_Role)(0),         // 3: shaledb.tserver.TabletStatus.Role
-	(*TabletError)(nil),            // 4: shaledb.tserver.TabletError
-	(*Span)(nil),                   // 5: shaledb.tserver.Span
-	(*TabletDescriptor)(nil),       // 6: shaledb.tserver.TabletDescriptor
-	(*Projection)(nil),             // 7: shaledb.tserver.Projection
-	(*Column)(nil),                 // 8: shaledb.tserver.Column
-	(*Row)(nil),                    // 9: shaledb.tserver.Row
-	(*WriteRequest)(nil),           // 10: shaledb.tserver.WriteRequest
-	(*WriteResponse)(nil),          // 11: shaledb.tserver.WriteResponse
-	(*ReadRequest)(nil),            // 12: shaledb.tserver.ReadRequest
-	(*ReadResponse)(nil),           // 13: shaledb.tserver.ReadResponse
-	(*ScanRequest)(nil),            // 14: shaledb.tserver.ScanRequest
-	(*ScanResponse)(nil),           // 15: shaledb.tserver.ScanResponse
-	(*SafeTimeRequest)(nil),        // 16: shaledb.tserver.SafeTimeRequest
-	(*SafeTimeResponse)(nil),       // 17: shaledb.tserver.SafeTimeResponse
-	(*CreateTabletRequest)(nil),    // 18: shaledb.tserver.CreateTabletRequest
-	(*CreateTabletResponse)(nil),   // 19: shaledb.tserver.CreateTabletResponse
-	(*DeleteTabletRequest)(nil),    // 20: shaledb.tserver.DeleteTabletRequest
-	(*DeleteTabletResponse)(nil),   // 21: shaledb.tserver.DeleteTabletResponse
-	(*ChangeReplicasRequest)(nil),  // 22: shaledb.tserver.ChangeReplicasRequest
-	(*ChangeReplicasResponse)(nil), // 23: shaledb.tserver.ChangeReplicasResponse
-	(*TransferLeaderRequest)(nil),  // 24: shaledb.tserver.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil), // 25: shaledb.tserver.TransferLeaderResponse
-	(*SplitTabletRequest)(nil),     // 26: shaledb.tserver.SplitTabletRequest
-	(*SplitTabletResponse)(nil),    // 27: shaledb.tserver.SplitTabletResponse
-	(*ListTabletsRequest)(nil),     // 28: shaledb.tserver.ListTabletsRequest
-	(*TabletStatus)(nil),           // 29: shaledb.tserver.TabletStatus
-	(*ListTabletsResponse)(nil),    // 30: shaledb.tserver.ListTabletsResponse
-	(*DataRequest)(nil),            // 31: shaledb.tserver.DataRequest
-	(*DataResponse)(nil),           // 32: shaledb.tserver.DataResponse
-	nil,                            // 33: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	(LockMode)(0),                  // 1: shaledb.tserver.LockMode
+	(WaitPolicy)(0),                // 2: shaledb.tserver.WaitPolicy
+	(TxnState)(0),                  // 3: shaledb.tserver.TxnState
+	(TabletError_Code)(0),          // 4: shaledb.tserver.TabletError.Code
+	(TxnResolveRequest_Kind)(0),    // 5: shaledb.tserver.TxnResolveRequest.Kind
+	(TxnStatusRequest_Op)(0),       // 6: shaledb.tserver.TxnStatusRequest.Op
+	(ChangeReplicasRequest_Op)(0),  // 7: shaledb.tserver.ChangeReplicasRequest.Op
+	(TabletStatus_Role)(0),         // 8: shaledb.tserver.TabletStatus.Role
+	(*TabletError)(nil),            // 9: shaledb.tserver.TabletError
+	(*Span)(nil),                   // 10: shaledb.tserver.Span
+	(*TabletDescriptor)(nil),       // 11: shaledb.tserver.TabletDescriptor
+	(*Projection)(nil),             // 12: shaledb.tserver.Projection
+	(*Column)(nil),                 // 13: shaledb.tserver.Column
+	(*Row)(nil),                    // 14: shaledb.tserver.Row
+	(*WriteRequest)(nil),           // 15: shaledb.tserver.WriteRequest
+	(*WriteResponse)(nil),          // 16: shaledb.tserver.WriteResponse
+	(*ReadRequest)(nil),            // 17: shaledb.tserver.ReadRequest
+	(*TxnReadOptions)(nil),         // 18: shaledb.tserver.TxnReadOptions
+	(*ReadResponse)(nil),           // 19: shaledb.tserver.ReadResponse
+	(*ScanRequest)(nil),            // 20: shaledb.tserver.ScanRequest
+	(*ScanResponse)(nil),           // 21: shaledb.tserver.ScanResponse
+	(*TxnWriteRequest)(nil),        // 22: shaledb.tserver.TxnWriteRequest
+	(*TxnWriteResponse)(nil),       // 23: shaledb.tserver.TxnWriteResponse
+	(*TxnResolveRequest)(nil),      // 24: shaledb.tserver.TxnResolveRequest
+	(*TxnResolveResponse)(nil),     // 25: shaledb.tserver.TxnResolveResponse
+	(*TxnStatusRequest)(nil),       // 26: shaledb.tserver.TxnStatusRequest
+	(*TxnStatusResponse)(nil),      // 27: shaledb.tserver.TxnStatusResponse
+	(*SafeTimeRequest)(nil),        // 28: shaledb.tserver.SafeTimeRequest
+	(*SafeTimeResponse)(nil),       // 29: shaledb.tserver.SafeTimeResponse
+	(*CreateTabletRequest)(nil),    // 30: shaledb.tserver.CreateTabletRequest
+	(*CreateTabletResponse)(nil),   // 31: shaledb.tserver.CreateTabletResponse
+	(*DeleteTabletRequest)(nil),    // 32: shaledb.tserver.DeleteTabletRequest
+	(*DeleteTabletResponse)(nil),   // 33: shaledb.tserver.DeleteTabletResponse
+	(*ChangeReplicasRequest)(nil),  // 34: shaledb.tserver.ChangeReplicasRequest
+	(*ChangeReplicasResponse)(nil), // 35: shaledb.tserver.ChangeReplicasResponse
+	(*TransferLeaderRequest)(nil),  // 36: shaledb.tserver.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil), // 37: shaledb.tserver.TransferLeaderResponse
+	(*SplitTabletRequest)(nil),     // 38: shaledb.tserver.SplitTabletRequest
+	(*SplitTabletResponse)(nil),    // 39: shaledb.tserver.SplitTabletResponse
+	(*ListTabletsRequest)(nil),     // 40: shaledb.tserver.ListTabletsRequest
+	(*TabletStatus)(nil),           // 41: shaledb.tserver.TabletStatus
+	(*ListTabletsResponse)(nil),    // 42: shaledb.tserver.ListTabletsResponse
+	(*DataRequest)(nil),            // 43: shaledb.tserver.DataRequest
+	(*DataResponse)(nil),           // 44: shaledb.tserver.DataResponse
+	nil,                            // 45: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
 }
 var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
-	1,  // 0: shaledb.tserver.TabletError.code:type_name -> shaledb.tserver.TabletError.Code
-	5,  // 1: shaledb.tserver.TabletDescriptor.span:type_name -> shaledb.tserver.Span
-	8,  // 2: shaledb.tserver.Row.columns:type_name -> shaledb.tserver.Column
-	4,  // 3: shaledb.tserver.WriteResponse.error:type_name -> shaledb.tserver.TabletError
-	7,  // 4: shaledb.tserver.ReadRequest.projection:type_name -> shaledb.tserver.Projection
+	4,  // 0: shaledb.tserver.TabletError.code:type_name -> shaledb.tserver.TabletError.Code
+	10, // 1: shaledb.tserver.TabletDescriptor.span:type_name -> shaledb.tserver.Span
+	13, // 2: shaledb.tserver.Row.columns:type_name -> shaledb.tserver.Column
+	9,  // 3: shaledb.tserver.WriteResponse.error:type_name -> shaledb.tserver.TabletError
+	12, // 4: shaledb.tserver.ReadRequest.projection:type_name -> shaledb.tserver.Projection
 	0,  // 5: shaledb.tserver.ReadRequest.consistency:type_name -> shaledb.tserver.ReadConsistency
-	4,  // 6: shaledb.tserver.ReadResponse.error:type_name -> shaledb.tserver.TabletError
-	9,  // 7: shaledb.tserver.ReadResponse.row:type_name -> shaledb.tserver.Row
-	5,  // 8: shaledb.tserver.ScanRequest.span:type_name -> shaledb.tserver.Span
-	7,  // 9: shaledb.tserver.ScanRequest.projection:type_name -> shaledb.tserver.Projection
-	0,  // 10: shaledb.tserver.ScanRequest.consistency:type_name -> shaledb.tserver.ReadConsistency
-	4,  // 11: shaledb.tserver.ScanResponse.error:type_name -> shaledb.tserver.TabletError
-	9,  // 12: shaledb.tserver.ScanResponse.rows:type_name -> shaledb.tserver.Row
-	5,  // 13: shaledb.tserver.ScanResponse.resume_span:type_name -> shaledb.tserver.Span
-	4,  // 14: shaledb.tserver.SafeTimeResponse.error:type_name -> shaledb.tserver.TabletError
-	6,  // 15: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	33, // 16: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
-	4,  // 17: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	4,  // 18: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	2,  // 19: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
-	4,  // 20: shaledb.tserver.ChangeReplicasResponse.error:type_name -> shaledb.tserver.TabletError
-	4,  // 21: shaledb.tserver.TransferLeaderResponse.error:type_name -> shaledb.tserver.TabletError
-	4,  // 22: shaledb.tserver.SplitTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	6,  // 23: shaledb.tserver.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
-	6,  // 24: shaledb.tserver.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
-	6,  // 25: shaledb.tserver.TabletStatus.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	3,  // 26: shaledb.tserver.TabletStatus.role:type_name -> shaledb.tserver.TabletStatus.Role
-	29, // 27: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
-	12, // 28: shaledb.tserver.DataRequest.read:type_name -> shaledb.tserver.ReadRequest
-	10, // 29: shaledb.tserver.DataRequest.write:type_name -> shaledb.tserver.WriteRequest
-	13, // 30: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
-	11, // 31: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
-	10, // 32: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
-	12, // 33: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
-	14, // 34: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
-	16, // 35: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
-	31, // 36: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
-	18, // 37: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
-	20, // 38: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
-	22, // 39: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
-	24, // 40: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
-	26, // 41: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
-	28, // 42: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
-	11, // 43: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
-	13, // 44: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
-	15, // 45: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
-	17, // 46: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
-	32, // 47: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
-	19, // 48: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
-	21, // 49: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
-	23, // 50: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
-	25, // 51: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
-	27, // 52: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
-	30, // 53: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
-	43, // [43:54] is the sub-list for method output_type
-	32, // [32:43] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	18, // 6: shaledb.tserver.ReadRequest.txn:type_name -> shaledb.tserver.TxnReadOptions
+	9,  // 7: shaledb.tserver.ReadResponse.error:type_name -> shaledb.tserver.TabletError
+	14, // 8: shaledb.tserver.ReadResponse.row:type_name -> shaledb.tserver.Row
+	10, // 9: shaledb.tserver.ScanRequest.span:type_name -> shaledb.tserver.Span
+	12, // 10: shaledb.tserver.ScanRequest.projection:type_name -> shaledb.tserver.Projection
+	0,  // 11: shaledb.tserver.ScanRequest.consistency:type_name -> shaledb.tserver.ReadConsistency
+	18, // 12: shaledb.tserver.ScanRequest.txn:type_name -> shaledb.tserver.TxnReadOptions
+	9,  // 13: shaledb.tserver.ScanResponse.error:type_name -> shaledb.tserver.TabletError
+	14, // 14: shaledb.tserver.ScanResponse.rows:type_name -> shaledb.tserver.Row
+	10, // 15: shaledb.tserver.ScanResponse.resume_span:type_name -> shaledb.tserver.Span
+	1,  // 16: shaledb.tserver.TxnWriteRequest.lock_mode:type_name -> shaledb.tserver.LockMode
+	2,  // 17: shaledb.tserver.TxnWriteRequest.wait_policy:type_name -> shaledb.tserver.WaitPolicy
+	9,  // 18: shaledb.tserver.TxnWriteResponse.error:type_name -> shaledb.tserver.TabletError
+	5,  // 19: shaledb.tserver.TxnResolveRequest.kind:type_name -> shaledb.tserver.TxnResolveRequest.Kind
+	9,  // 20: shaledb.tserver.TxnResolveResponse.error:type_name -> shaledb.tserver.TabletError
+	6,  // 21: shaledb.tserver.TxnStatusRequest.op:type_name -> shaledb.tserver.TxnStatusRequest.Op
+	9,  // 22: shaledb.tserver.TxnStatusResponse.error:type_name -> shaledb.tserver.TabletError
+	3,  // 23: shaledb.tserver.TxnStatusResponse.state:type_name -> shaledb.tserver.TxnState
+	9,  // 24: shaledb.tserver.SafeTimeResponse.error:type_name -> shaledb.tserver.TabletError
+	11, // 25: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	45, // 26: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	9,  // 27: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	9,  // 28: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	7,  // 29: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
+	9,  // 30: shaledb.tserver.ChangeReplicasResponse.error:type_name -> shaledb.tserver.TabletError
+	9,  // 31: shaledb.tserver.TransferLeaderResponse.error:type_name -> shaledb.tserver.TabletError
+	9,  // 32: shaledb.tserver.SplitTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	11, // 33: shaledb.tserver.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
+	11, // 34: shaledb.tserver.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
+	11, // 35: shaledb.tserver.TabletStatus.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	8,  // 36: shaledb.tserver.TabletStatus.role:type_name -> shaledb.tserver.TabletStatus.Role
+	41, // 37: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
+	17, // 38: shaledb.tserver.DataRequest.read:type_name -> shaledb.tserver.ReadRequest
+	15, // 39: shaledb.tserver.DataRequest.write:type_name -> shaledb.tserver.WriteRequest
+	19, // 40: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
+	16, // 41: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
+	15, // 42: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
+	17, // 43: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
+	20, // 44: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
+	28, // 45: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
+	43, // 46: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
+	22, // 47: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
+	24, // 48: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
+	26, // 49: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
+	30, // 50: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
+	32, // 51: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
+	34, // 52: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
+	36, // 53: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
+	38, // 54: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
+	40, // 55: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
+	16, // 56: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
+	19, // 57: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
+	21, // 58: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
+	29, // 59: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
+	44, // 60: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
+	23, // 61: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
+	25, // 62: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
+	27, // 63: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
+	31, // 64: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
+	33, // 65: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
+	35, // 66: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
+	37, // 67: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
+	39, // 68: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
+	42, // 69: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
+	56, // [56:70] is the sub-list for method output_type
+	42, // [42:56] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_internal_tserver_tserverpb_tserver_proto_init() }
@@ -2461,11 +3459,11 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 	if File_internal_tserver_tserverpb_tserver_proto != nil {
 		return
 	}
-	file_internal_tserver_tserverpb_tserver_proto_msgTypes[27].OneofWrappers = []any{
+	file_internal_tserver_tserverpb_tserver_proto_msgTypes[34].OneofWrappers = []any{
 		(*DataRequest_Read)(nil),
 		(*DataRequest_Write)(nil),
 	}
-	file_internal_tserver_tserverpb_tserver_proto_msgTypes[28].OneofWrappers = []any{
+	file_internal_tserver_tserverpb_tserver_proto_msgTypes[35].OneofWrappers = []any{
 		(*DataResponse_Read)(nil),
 		(*DataResponse_Write)(nil),
 	}
@@ -2474,8 +3472,8 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_tserver_tserverpb_tserver_proto_rawDesc), len(file_internal_tserver_tserverpb_tserver_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   30,
+			NumEnums:      9,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

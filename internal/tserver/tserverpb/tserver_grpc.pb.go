@@ -30,6 +30,9 @@ const (
 	TabletServer_Scan_FullMethodName           = "/shaledb.tserver.TabletServer/Scan"
 	TabletServer_SafeTime_FullMethodName       = "/shaledb.tserver.TabletServer/SafeTime"
 	TabletServer_Data_FullMethodName           = "/shaledb.tserver.TabletServer/Data"
+	TabletServer_TxnWrite_FullMethodName       = "/shaledb.tserver.TabletServer/TxnWrite"
+	TabletServer_TxnResolve_FullMethodName     = "/shaledb.tserver.TabletServer/TxnResolve"
+	TabletServer_TxnStatus_FullMethodName      = "/shaledb.tserver.TabletServer/TxnStatus"
 	TabletServer_CreateTablet_FullMethodName   = "/shaledb.tserver.TabletServer/CreateTablet"
 	TabletServer_DeleteTablet_FullMethodName   = "/shaledb.tserver.TabletServer/DeleteTablet"
 	TabletServer_ChangeReplicas_FullMethodName = "/shaledb.tserver.TabletServer/ChangeReplicas"
@@ -56,6 +59,12 @@ type TabletServerClient interface {
 	// name, answered out of order under its id. It saves the per-call HTTP/2
 	// stream and headers of a unary call.
 	Data(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DataRequest, DataResponse], error)
+	// Transactions: intents and locks on a participant tablet, apply or
+	// remove a transaction's intents there, and status record operations on
+	// the status tablet holding the record.
+	TxnWrite(ctx context.Context, in *TxnWriteRequest, opts ...grpc.CallOption) (*TxnWriteResponse, error)
+	TxnResolve(ctx context.Context, in *TxnResolveRequest, opts ...grpc.CallOption) (*TxnResolveResponse, error)
+	TxnStatus(ctx context.Context, in *TxnStatusRequest, opts ...grpc.CallOption) (*TxnStatusResponse, error)
 	// Control path (the master).
 	CreateTablet(ctx context.Context, in *CreateTabletRequest, opts ...grpc.CallOption) (*CreateTabletResponse, error)
 	DeleteTablet(ctx context.Context, in *DeleteTabletRequest, opts ...grpc.CallOption) (*DeleteTabletResponse, error)
@@ -125,6 +134,36 @@ func (c *tabletServerClient) Data(ctx context.Context, opts ...grpc.CallOption) 
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type TabletServer_DataClient = grpc.BidiStreamingClient[DataRequest, DataResponse]
+
+func (c *tabletServerClient) TxnWrite(ctx context.Context, in *TxnWriteRequest, opts ...grpc.CallOption) (*TxnWriteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TxnWriteResponse)
+	err := c.cc.Invoke(ctx, TabletServer_TxnWrite_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) TxnResolve(ctx context.Context, in *TxnResolveRequest, opts ...grpc.CallOption) (*TxnResolveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TxnResolveResponse)
+	err := c.cc.Invoke(ctx, TabletServer_TxnResolve_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) TxnStatus(ctx context.Context, in *TxnStatusRequest, opts ...grpc.CallOption) (*TxnStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TxnStatusResponse)
+	err := c.cc.Invoke(ctx, TabletServer_TxnStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 func (c *tabletServerClient) CreateTablet(ctx context.Context, in *CreateTabletRequest, opts ...grpc.CallOption) (*CreateTabletResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -204,6 +243,12 @@ type TabletServerServer interface {
 	// name, answered out of order under its id. It saves the per-call HTTP/2
 	// stream and headers of a unary call.
 	Data(grpc.BidiStreamingServer[DataRequest, DataResponse]) error
+	// Transactions: intents and locks on a participant tablet, apply or
+	// remove a transaction's intents there, and status record operations on
+	// the status tablet holding the record.
+	TxnWrite(context.Context, *TxnWriteRequest) (*TxnWriteResponse, error)
+	TxnResolve(context.Context, *TxnResolveRequest) (*TxnResolveResponse, error)
+	TxnStatus(context.Context, *TxnStatusRequest) (*TxnStatusResponse, error)
 	// Control path (the master).
 	CreateTablet(context.Context, *CreateTabletRequest) (*CreateTabletResponse, error)
 	DeleteTablet(context.Context, *DeleteTabletRequest) (*DeleteTabletResponse, error)
@@ -235,6 +280,15 @@ func (UnimplementedTabletServerServer) SafeTime(context.Context, *SafeTimeReques
 }
 func (UnimplementedTabletServerServer) Data(grpc.BidiStreamingServer[DataRequest, DataResponse]) error {
 	return status.Errorf(codes.Unimplemented, "method Data not implemented")
+}
+func (UnimplementedTabletServerServer) TxnWrite(context.Context, *TxnWriteRequest) (*TxnWriteResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TxnWrite not implemented")
+}
+func (UnimplementedTabletServerServer) TxnResolve(context.Context, *TxnResolveRequest) (*TxnResolveResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TxnResolve not implemented")
+}
+func (UnimplementedTabletServerServer) TxnStatus(context.Context, *TxnStatusRequest) (*TxnStatusResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TxnStatus not implemented")
 }
 func (UnimplementedTabletServerServer) CreateTablet(context.Context, *CreateTabletRequest) (*CreateTabletResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CreateTablet not implemented")
@@ -353,6 +407,60 @@ func _TabletServer_Data_Handler(srv interface{}, stream grpc.ServerStream) error
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type TabletServer_DataServer = grpc.BidiStreamingServer[DataRequest, DataResponse]
+
+func _TabletServer_TxnWrite_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TxnWriteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).TxnWrite(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_TxnWrite_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).TxnWrite(ctx, req.(*TxnWriteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_TxnResolve_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TxnResolveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).TxnResolve(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_TxnResolve_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).TxnResolve(ctx, req.(*TxnResolveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_TxnStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TxnStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).TxnStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_TxnStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).TxnStatus(ctx, req.(*TxnStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
 
 func _TabletServer_CreateTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateTabletRequest)
@@ -484,6 +592,18 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SafeTime",
 			Handler:    _TabletServer_SafeTime_Handler,
+		},
+		{
+			MethodName: "TxnWrite",
+			Handler:    _TabletServer_TxnWrite_Handler,
+		},
+		{
+			MethodName: "TxnResolve",
+			Handler:    _TabletServer_TxnResolve_Handler,
+		},
+		{
+			MethodName: "TxnStatus",
+			Handler:    _TabletServer_TxnStatus_Handler,
 		},
 		{
 			MethodName: "CreateTablet",

@@ -1,0 +1,923 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+	"github.com/shaledb/shaledb/internal/txn"
+)
+
+// Isolation is a transaction's isolation level.
+type Isolation int
+
+// Isolation levels.
+const (
+	// Snapshot: every read sees the snapshot of the transaction's first
+	// operation; a write (or row lock) of a row changed after it fails
+	// with CodeTxnConflict. PostgreSQL's REPEATABLE READ.
+	Snapshot Isolation = iota
+	// Serializable: reads take share locks (strict two-phase locking), so
+	// write skew cannot happen; reads see the latest committed data once
+	// locked. Scans lock the rows they return but not the gaps between
+	// them (phantoms are not prevented yet).
+	Serializable
+	// ReadCommitted: every read sees the latest committed data; writes
+	// never fail for a newer version (last writer wins, as PostgreSQL's
+	// READ COMMITTED for blind writes; use GetForUpdate to read-modify-
+	// write).
+	ReadCommitted
+)
+
+func (i Isolation) String() string {
+	return [...]string{"SNAPSHOT", "SERIALIZABLE", "READ COMMITTED"}[i]
+}
+
+// LockMode is a row lock of GetForUpdate and Lock.
+type LockMode = tspb.LockMode
+
+// Row lock modes.
+const (
+	ForShare  = tspb.LockMode_LOCK_SHARE
+	ForUpdate = tspb.LockMode_LOCK_UPDATE
+)
+
+// WaitPolicy says what to do when a row is locked or written by another
+// pending transaction.
+type WaitPolicy = tspb.WaitPolicy
+
+// Wait policies.
+const (
+	// WaitOnConflict queues behind the other transaction (PostgreSQL's
+	// behaviour), with deadlock detection.
+	WaitOnConflict = tspb.WaitPolicy_WAIT_ON_CONFLICT
+	// NoWait fails with CodeLockNotAvailable.
+	NoWait = tspb.WaitPolicy_NO_WAIT
+	// SkipLocked leaves locked rows out (Lock only).
+	SkipLocked = tspb.WaitPolicy_SKIP_LOCKED
+	// FailOnConflict fails with CodeTxnConflict at once (fail-fast).
+	FailOnConflict = tspb.WaitPolicy_FAIL_ON_CONFLICT
+)
+
+// TxnOptions configure Begin.
+type TxnOptions struct {
+	Isolation Isolation
+	// Wait is the policy of writes (default WaitOnConflict).
+	Wait WaitPolicy
+}
+
+// heartbeatInterval: how often a transaction with a status record
+// heartbeats it (records expire after txn.DefaultExpiry without one).
+const heartbeatInterval = time.Second
+
+// Txn is a distributed transaction. Its methods must not be called
+// concurrently. Every Txn ends with Commit or Rollback.
+type Txn struct {
+	c    *Client
+	id   docdb.TxnID
+	opts TxnOptions
+
+	readTime    hlc.Timestamp // snapshot and serializable: fixed by the first operation
+	globalLimit hlc.Timestamp
+	maxTime     hlc.Timestamp // the latest time the transaction used
+	writeID     uint32
+	record      bool // the status record exists
+	done        bool
+	// participants: tablets with intents, by id.
+	participants map[uint64]*tabletMeta
+	// writes buffers the transaction's own writes for reading them back.
+	writes     []ownWrite
+	savepoints []savepoint
+
+	hbStop chan struct{}
+	hbDone chan struct{}
+	hbErr  error
+	hbMu   sync.Mutex
+}
+
+type ownWrite struct {
+	table  uint32
+	rowKey []byte
+	op     Op
+}
+
+type savepoint struct {
+	name    string
+	writeID uint32
+	writes  int
+}
+
+// Begin starts a transaction. Nothing is sent until its first operation.
+func (c *Client) Begin(ctx context.Context, opts TxnOptions) (*Txn, error) {
+	var r [8]byte
+	if _, err := crand.Read(r[:]); err != nil {
+		return nil, err
+	}
+	return &Txn{c: c, id: txn.NewID(time.Now(), r), opts: opts, participants: map[uint64]*tabletMeta{}}, nil
+}
+
+// ID is the transaction's id.
+func (tx *Txn) ID() docdb.TxnID { return tx.id }
+
+// ReadTime is the snapshot time (0 until fixed; always 0 for read
+// committed).
+func (tx *Txn) ReadTime() hlc.Timestamp { return tx.readTime }
+
+func (tx *Txn) txnErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Code: CodeInternal, Op: op, Err: err}
+}
+
+func (tx *Txn) check() error {
+	if tx.done {
+		return &Error{Code: CodeInvalidArgument, Message: "transaction already finished"}
+	}
+	return nil
+}
+
+// fixReadTime fixes a snapshot transaction's read time at the client's
+// clock if no read fixed it yet.
+func (tx *Txn) fixReadTime() {
+	if tx.opts.Isolation == Snapshot && tx.readTime == 0 {
+		tx.readTime = tx.c.clock.Now()
+		tx.globalLimit = tx.readTime.Add(tx.c.clock.MaxOffset())
+	}
+}
+
+func (tx *Txn) noteTime(t hlc.Timestamp) {
+	tx.maxTime = max(tx.maxTime, t)
+}
+
+// ensureRecord creates the status record (before the first intent) and
+// starts heartbeating it.
+func (tx *Txn) ensureRecord(ctx context.Context) error {
+	if tx.record {
+		return tx.heartbeatErr()
+	}
+	res, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_CREATE, tx.id, 0, nil)
+	if err != nil {
+		return err
+	}
+	if res.State != tspb.TxnState_PENDING {
+		return &Error{Code: CodeTxnAborted, Message: "transaction " + tx.id.String() + " is " + res.State.String()}
+	}
+	tx.record = true
+	tx.hbStop, tx.hbDone = make(chan struct{}), make(chan struct{})
+	go tx.heartbeat()
+	return nil
+}
+
+func (tx *Txn) heartbeat() {
+	defer close(tx.hbDone)
+	t := time.NewTicker(heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-tx.hbStop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), heartbeatInterval)
+		res, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_HEARTBEAT, tx.id, 0, nil)
+		cancel()
+		if err == nil && res.State == tspb.TxnState_ABORTED {
+			tx.hbMu.Lock()
+			tx.hbErr = &Error{Code: CodeTxnAborted, Message: "transaction " + tx.id.String() + " was aborted (expired or a deadlock victim)"}
+			tx.hbMu.Unlock()
+			return
+		}
+	}
+}
+
+func (tx *Txn) heartbeatErr() error {
+	tx.hbMu.Lock()
+	defer tx.hbMu.Unlock()
+	return tx.hbErr
+}
+
+func (tx *Txn) stopHeartbeat() {
+	if tx.hbStop != nil {
+		close(tx.hbStop)
+		<-tx.hbDone
+		tx.hbStop = nil
+	}
+}
+
+// ---- Writes and locks ----
+
+// Put, Update and Delete are the transactional versions of Table's.
+func (tx *Txn) Put(ctx context.Context, t *Table, row Row) error {
+	return tx.Apply(ctx, t, []Op{{Kind: OpPut, Row: row}})
+}
+
+// Update writes some columns of a row.
+func (tx *Txn) Update(ctx context.Context, t *Table, row Row) error {
+	return tx.Apply(ctx, t, []Op{{Kind: OpUpdate, Row: row}})
+}
+
+// Delete deletes a row.
+func (tx *Txn) Delete(ctx context.Context, t *Table, key Row) error {
+	return tx.Apply(ctx, t, []Op{{Kind: OpDelete, Row: key}})
+}
+
+// Apply writes ops as intents (provisional until Commit), one request per
+// tablet in parallel. A write conflicting with another pending
+// transaction waits for it (TxnOptions.Wait).
+func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	prepared := make([]keyedOps, 0, len(ops))
+	for _, op := range ops {
+		k, err := t.prepare(op)
+		if err != nil {
+			return (&sender{c: tx.c}).finish(ctx, "txn-write", t, err)
+		}
+		prepared = append(prepared, k)
+	}
+	if err := tx.ensureRecord(ctx); err != nil {
+		return tx.txnErr("txn-write", err)
+	}
+	tx.fixReadTime()
+	// Write ids follow the order of ops, so the newest write of a key
+	// wins when the intents are applied.
+	base := tx.writeID
+	var wops []docdb.WriteOp
+	for _, k := range prepared {
+		wops = append(wops, k.ops...)
+	}
+	tx.writeID += uint32(len(wops))
+	err := tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil)
+	if err != nil {
+		return err
+	}
+	for i, op := range ops {
+		tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: op})
+	}
+	return nil
+}
+
+// send routes a transactional write (ops and/or row locks) to the tablets
+// of its keys. Ops carry consecutive write ids from base in their order;
+// the write id of each op is preserved across tablets.
+func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows [][]byte, mode LockMode, wait WaitPolicy, base uint32, skipped *[][]byte) error {
+	s := &sender{c: tx.c, write: true}
+	ctx, cancel := tx.c.opContext(ctx)
+	defer cancel()
+	type item struct {
+		key  []byte
+		op   *docdb.WriteOp
+		wid  uint32
+		lock bool
+	}
+	var pending []item
+	for i := range ops {
+		pending = append(pending, item{key: ops[i].RowKey, op: &ops[i], wid: base + uint32(i)})
+	}
+	for _, r := range lockRows {
+		pending = append(pending, item{key: r, lock: true})
+	}
+	var stale *tableMeta
+	var b backoff
+	var mu sync.Mutex
+	for len(pending) > 0 {
+		m, err := tx.c.cache.get(ctx, t.id, stale)
+		if err != nil {
+			if IsTableNotFound(err) || ctx.Err() != nil {
+				return s.finish(ctx, "txn-write", t, err)
+			}
+			if !b.wait(ctx) {
+				return s.finish(ctx, "txn-write", t, ctx.Err())
+			}
+			continue
+		}
+		groups := map[*tabletMeta][]item{}
+		var order []*tabletMeta
+		var next []item
+		for _, it := range pending {
+			tab := m.locate(it.key)
+			if tab == nil {
+				next = append(next, it)
+				continue
+			}
+			if groups[tab] == nil {
+				order = append(order, tab)
+			}
+			groups[tab] = append(groups[tab], it)
+		}
+		errs := make([]error, len(order))
+		var wg sync.WaitGroup
+		for i, tab := range order {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// One request per run of consecutive write ids: the
+				// server numbers a request's ops from its write id.
+				items := groups[tab]
+				var locks [][]byte
+				var runs [][]item
+				for _, it := range items {
+					if it.lock {
+						locks = append(locks, it.key)
+						continue
+					}
+					if n := len(runs); n > 0 && runs[n-1][len(runs[n-1])-1].wid+1 == it.wid {
+						runs[n-1] = append(runs[n-1], it)
+					} else {
+						runs = append(runs, []item{it})
+					}
+				}
+				if len(runs) == 0 {
+					runs = append(runs, nil)
+				}
+				for ri, run := range runs {
+					var wb docdb.WriteBatch
+					var wid uint32
+					for j, it := range run {
+						if j == 0 {
+							wid = it.wid
+						}
+						wb.Ops = append(wb.Ops, *it.op)
+					}
+					req := &tspb.TxnWriteRequest{TabletId: tab.id, TxnId: tx.id[:], ReadTime: uint64(tx.readTime),
+						CheckNewer: tx.opts.Isolation == Snapshot, WriteId: wid, Batch: wb.Marshal(), WaitPolicy: wait}
+					if ri == 0 && len(locks) > 0 {
+						req.LockRows, req.LockMode = locks, mode
+					}
+					mu.Lock()
+					tx.participants[tab.id] = tab
+					mu.Unlock()
+					errs[i] = s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
+						req.ClientTime = tx.c.now()
+						resp, err := ts.TxnWrite(ctx, req)
+						if err != nil {
+							return nil, err
+						}
+						tx.c.observe(resp.GetServerTime())
+						mu.Lock()
+						tx.noteTime(hlc.Timestamp(resp.GetWriteTime()))
+						if skipped != nil {
+							*skipped = append(*skipped, resp.GetSkippedRows()...)
+						}
+						mu.Unlock()
+						return resp.GetError(), nil
+					})
+					if errs[i] != nil {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		var first error
+		for i, err := range errs {
+			var re *rerouteError
+			switch {
+			case err == nil:
+			case errors.As(err, &re):
+				next = append(next, groups[order[i]]...)
+			case first == nil:
+				first = err
+			}
+		}
+		if first != nil {
+			return s.finish(ctx, "txn-write", t, first)
+		}
+		pending, stale = next, m
+		if len(pending) > 0 && !b.wait(ctx) {
+			return s.finish(ctx, "txn-write", t, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Lock locks rows (SELECT ... FOR SHARE / FOR UPDATE without reading
+// them). With SkipLocked it returns the keys it could not lock instead of
+// waiting.
+func (tx *Txn) Lock(ctx context.Context, t *Table, keys []Row, mode LockMode, wait WaitPolicy) (skipped []Row, err error) {
+	if err := tx.check(); err != nil {
+		return nil, err
+	}
+	rows := make([][]byte, 0, len(keys))
+	byKey := map[string]Row{}
+	for _, k := range keys {
+		rk, err := t.RowKey(k)
+		if err != nil {
+			return nil, (&sender{c: tx.c}).finish(ctx, "lock", t, err)
+		}
+		rows = append(rows, rk)
+		byKey[string(rk)] = k
+	}
+	if err := tx.ensureRecord(ctx); err != nil {
+		return nil, tx.txnErr("lock", err)
+	}
+	tx.fixReadTime()
+	var sk [][]byte
+	// Locks take the current write id, so a savepoint rollback releases
+	// the locks taken after it.
+	if err := tx.send(ctx, t, nil, rows, mode, wait, tx.writeID, &sk); err != nil {
+		return nil, err
+	}
+	tx.writeID++
+	for _, k := range sk {
+		skipped = append(skipped, byKey[string(k)])
+	}
+	return skipped, nil
+}
+
+// ---- Reads ----
+
+// readOptions returns the transaction options and read time of a read.
+func (tx *Txn) readOptions() (*tspb.TxnReadOptions, uint64) {
+	o := &tspb.TxnReadOptions{TxnId: tx.id[:]}
+	if tx.opts.Isolation != Snapshot || tx.readTime == 0 {
+		// Read committed and serializable read the latest data; the
+		// first read of a snapshot transaction picks its snapshot at the
+		// server, which can then move it past an uncertain value.
+		o.AllowRestart = true
+		return o, 0
+	}
+	o.GlobalLimit = uint64(tx.globalLimit)
+	return o, uint64(tx.readTime)
+}
+
+func (tx *Txn) fixFromRead(rt uint64) {
+	if tx.opts.Isolation == Snapshot && tx.readTime == 0 && rt != 0 {
+		tx.readTime = hlc.Timestamp(rt)
+		tx.globalLimit = tx.readTime.Add(tx.c.clock.MaxOffset())
+	}
+	tx.noteTime(hlc.Timestamp(rt))
+}
+
+// Get reads a row inside the transaction: its own writes included.
+func (tx *Txn) Get(ctx context.Context, t *Table, key Row, columns ...string) (Row, bool, error) {
+	if err := tx.check(); err != nil {
+		return nil, false, err
+	}
+	if tx.opts.Isolation == Serializable {
+		if _, err := tx.Lock(ctx, t, []Row{key}, ForShare, tx.opts.Wait); err != nil {
+			return nil, false, err
+		}
+	}
+	return tx.get(ctx, t, key, columns)
+}
+
+// GetForUpdate locks a row (FOR UPDATE or FOR SHARE) and reads it. Under
+// snapshot isolation a row changed after the snapshot fails with
+// CodeTxnConflict, as in PostgreSQL's REPEATABLE READ.
+func (tx *Txn) GetForUpdate(ctx context.Context, t *Table, key Row, mode LockMode, wait WaitPolicy, columns ...string) (Row, bool, error) {
+	if err := tx.check(); err != nil {
+		return nil, false, err
+	}
+	if _, err := tx.Lock(ctx, t, []Row{key}, mode, wait); err != nil {
+		return nil, false, err
+	}
+	return tx.get(ctx, t, key, columns)
+}
+
+func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Row, bool, error) {
+	s := &sender{c: tx.c}
+	rowKey, err := t.RowKey(key)
+	if err != nil {
+		return nil, false, s.finish(ctx, "get", t, err)
+	}
+	proj, err := t.projection(columns)
+	if err != nil {
+		return nil, false, s.finish(ctx, "get", t, err)
+	}
+	if tx.hasOwn(t.id, rowKey) {
+		proj = nil // the overlay needs every column
+	}
+	ctx, cancel := tx.c.opContext(ctx)
+	defer cancel()
+	o, rt := tx.readOptions()
+	var resp *tspb.ReadResponse
+	err = t.routeKey(ctx, s, rowKey, func(tab *tabletMeta) call {
+		return func(ctx context.Context, ts tspb.TabletServerClient, rep *replica) (*tspb.TabletError, error) {
+			r, err := tx.c.readAt(ctx, ts, rep.addr, &tspb.ReadRequest{TabletId: tab.id, RowKey: rowKey, Projection: proj,
+				ReadTime: rt, ClientTime: tx.c.now(), Txn: o})
+			if err != nil {
+				return nil, err
+			}
+			tx.c.observe(r.GetServerTime())
+			resp = r
+			return r.GetError(), nil
+		}
+	})
+	if err != nil {
+		return nil, false, s.finish(ctx, "get", t, err)
+	}
+	tx.fixFromRead(resp.GetReadTime())
+	var row Row
+	found := resp.GetFound()
+	if found {
+		if row, err = t.decodeRow(resp.GetRow()); err != nil {
+			return nil, false, s.finish(ctx, "get", t, err)
+		}
+	}
+	row, found = tx.overlay(t, rowKey, row, found)
+	if found && len(columns) > 0 {
+		row = project(t, row, columns)
+	}
+	return row, found, nil
+}
+
+// Scan reads the rows of a scan inside the transaction (own writes
+// included). Under serializable isolation it locks the rows it returns.
+func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, error) {
+	if err := tx.check(); err != nil {
+		return nil, err
+	}
+	if opts.FollowerReads {
+		return nil, &Error{Code: CodeInvalidArgument, Op: "scan", Table: t.name, Message: "follower reads inside a transaction"}
+	}
+	rows, err := tx.scan(ctx, t, opts)
+	if err != nil || tx.opts.Isolation != Serializable || len(rows) == 0 {
+		return rows, err
+	}
+	keys := make([]Row, len(rows))
+	for i, r := range rows {
+		keys[i] = keyOf(t, r)
+	}
+	if _, err := tx.Lock(ctx, t, keys, ForShare, tx.opts.Wait); err != nil {
+		return nil, err
+	}
+	// Read again under the locks: the rows cannot change any more.
+	return tx.scan(ctx, t, opts)
+}
+
+func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, error) {
+	cols := opts.Columns
+	if len(cols) > 0 && tx.hasOwnTable(t.id) {
+		opts.Columns = nil
+	}
+	limit := opts.Limit
+	if tx.hasOwnTable(t.id) {
+		opts.Limit = 0 // own deletes may remove rows: cut after the overlay
+	}
+	sc := t.Scan(ctx, opts)
+	o, rt := tx.readOptions()
+	sc.txn, sc.readTime = o, rt
+	var rows []Row
+	var keys [][]byte
+	for sc.Next() {
+		r := sc.Row()
+		rk, err := t.RowKey(keyOf(t, r))
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+		keys = append(keys, rk)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	tx.fixFromRead(sc.readTime)
+	if tx.hasOwnTable(t.id) {
+		rows, _ = tx.overlayScan(t, sc, rows, keys)
+	}
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	if len(cols) > 0 {
+		for i := range rows {
+			rows[i] = project(t, rows[i], cols)
+		}
+	}
+	return rows, nil
+}
+
+// ---- Own writes ----
+
+func (tx *Txn) hasOwn(table uint32, rowKey []byte) bool {
+	for _, w := range tx.writes {
+		if w.table == table && bytes.Equal(w.rowKey, rowKey) {
+			return true
+		}
+	}
+	return false
+}
+
+func (tx *Txn) hasOwnTable(table uint32) bool {
+	for _, w := range tx.writes {
+		if w.table == table {
+			return true
+		}
+	}
+	return false
+}
+
+// overlay applies the transaction's own writes of a row, in order, to what
+// the server returned.
+func (tx *Txn) overlay(t *Table, rowKey []byte, row Row, found bool) (Row, bool) {
+	for _, w := range tx.writes {
+		if w.table != t.id || !bytes.Equal(w.rowKey, rowKey) {
+			continue
+		}
+		switch w.op.Kind {
+		case OpDelete:
+			row, found = nil, false
+		case OpPut, OpUpdate:
+			if !found {
+				row = Row{}
+			}
+			if w.op.Kind == OpPut {
+				found = true
+			}
+			for name, v := range w.op.Row {
+				if v.IsNull() {
+					delete(row, name)
+				} else {
+					row[name] = v
+				}
+			}
+			if !found {
+				// An update of an absent row makes it exist if it sets
+				// a non-key column.
+				for name := range w.op.Row {
+					if c, ok := t.schema.byName[name]; ok && !c.IsKey() && !w.op.Row[name].IsNull() {
+						found = true
+					}
+				}
+			}
+		}
+	}
+	if found {
+		for _, c := range t.schema.HashKey {
+			if _, ok := row[c.Name]; !ok {
+				row = mergeKey(t, rowKey, row)
+				break
+			}
+		}
+	}
+	return row, found
+}
+
+func mergeKey(t *Table, rowKey []byte, row Row) Row {
+	k, err := docdb.DecodeDocKey(rowKey)
+	if err != nil {
+		return row
+	}
+	for i, c := range t.schema.HashKey {
+		row[c.Name] = k.HashParts[i].Value
+	}
+	for i, c := range t.schema.RangeKey {
+		row[c.Name] = k.RangeParts[i].Value
+	}
+	return row
+}
+
+// overlayScan merges the transaction's own writes into a scan's rows.
+func (tx *Txn) overlayScan(t *Table, sc *Scanner, rows []Row, keys [][]byte) ([]Row, [][]byte) {
+	lo, hi := scanBounds(t, sc.opts)
+	byKey := map[string]int{}
+	for i, k := range keys {
+		byKey[string(k)] = i
+	}
+	seen := map[string]bool{}
+	for _, w := range tx.writes {
+		if w.table != t.id || seen[string(w.rowKey)] {
+			continue
+		}
+		seen[string(w.rowKey)] = true
+		if bytes.Compare(w.rowKey, lo) < 0 || (hi != nil && bytes.Compare(w.rowKey, hi) >= 0) {
+			continue
+		}
+		if i, ok := byKey[string(w.rowKey)]; ok {
+			r, found := tx.overlay(t, w.rowKey, rows[i], true)
+			if found {
+				rows[i] = r
+			} else {
+				rows[i] = nil
+			}
+			continue
+		}
+		if r, found := tx.overlay(t, w.rowKey, nil, false); found {
+			rows = append(rows, r)
+			keys = append(keys, w.rowKey)
+		}
+	}
+	idx := make([]int, 0, len(rows))
+	for i := range rows {
+		if rows[i] != nil {
+			idx = append(idx, i)
+		}
+	}
+	sort.Slice(idx, func(a, b int) bool {
+		c := bytes.Compare(keys[idx[a]], keys[idx[b]])
+		if sc.opts.Reverse {
+			return c > 0
+		}
+		return c < 0
+	})
+	outRows, outKeys := make([]Row, len(idx)), make([][]byte, len(idx))
+	for j, i := range idx {
+		outRows[j], outKeys[j] = rows[i], keys[i]
+	}
+	return outRows, outKeys
+}
+
+func scanBounds(t *Table, o ScanOptions) (lo, hi []byte) {
+	sc := &Scanner{t: t, opts: o}
+	if err := sc.bounds(); err != nil {
+		return nil, nil
+	}
+	return sc.lo, sc.hi
+}
+
+func keyOf(t *Table, r Row) Row {
+	k := Row{}
+	for _, c := range t.schema.HashKey {
+		k[c.Name] = r[c.Name]
+	}
+	for _, c := range t.schema.RangeKey {
+		k[c.Name] = r[c.Name]
+	}
+	return k
+}
+
+func project(t *Table, r Row, cols []string) Row {
+	out := keyOf(t, r)
+	for _, c := range cols {
+		if v, ok := r[c]; ok {
+			out[c] = v
+		}
+	}
+	return out
+}
+
+// ---- Savepoints ----
+
+// Savepoint marks a point to roll back to.
+func (tx *Txn) Savepoint(name string) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	tx.savepoints = append(tx.savepoints, savepoint{name: name, writeID: tx.writeID, writes: len(tx.writes)})
+	return nil
+}
+
+func (tx *Txn) findSavepoint(name string) (int, error) {
+	for i := len(tx.savepoints) - 1; i >= 0; i-- {
+		if tx.savepoints[i].name == name {
+			return i, nil
+		}
+	}
+	return 0, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("savepoint %q does not exist", name)}
+}
+
+// RollbackToSavepoint undoes the writes and locks since the savepoint
+// (which stays defined), removing their intents at once.
+func (tx *Txn) RollbackToSavepoint(ctx context.Context, name string) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	i, err := tx.findSavepoint(name)
+	if err != nil {
+		return err
+	}
+	sp := tx.savepoints[i]
+	tx.savepoints = tx.savepoints[:i+1]
+	if sp.writeID == tx.writeID {
+		return nil
+	}
+	if err := tx.resolveAll(ctx, &tspb.TxnResolveRequest{TxnId: tx.id[:], Kind: tspb.TxnResolveRequest_REMOVE_FROM_WRITE_ID, FromWriteId: sp.writeID}); err != nil {
+		return err
+	}
+	tx.writes = tx.writes[:sp.writes]
+	return nil
+}
+
+// ReleaseSavepoint forgets a savepoint (and the ones after it).
+func (tx *Txn) ReleaseSavepoint(name string) error {
+	i, err := tx.findSavepoint(name)
+	if err != nil {
+		return err
+	}
+	tx.savepoints = tx.savepoints[:i]
+	return nil
+}
+
+// ---- Commit and rollback ----
+
+// Commit commits the transaction: one write of its status record. The
+// participants apply the intents afterwards, in the background.
+func (tx *Txn) Commit(ctx context.Context) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	tx.done = true
+	if !tx.record {
+		return nil // read only: nothing to commit
+	}
+	tx.stopHeartbeat()
+	res, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_COMMIT, tx.id, max(tx.maxTime, tx.readTime), nil)
+	if err != nil {
+		// Unknown outcome: the record decides; the participants resolve
+		// the intents from it.
+		return &Error{Code: CodeAmbiguous, Op: "commit", Err: err}
+	}
+	if res.State != tspb.TxnState_COMMITTED {
+		tx.resolveAsync(&tspb.TxnResolveRequest{TxnId: tx.id[:], Kind: tspb.TxnResolveRequest_REMOVE})
+		return &Error{Code: CodeTxnAborted, Op: "commit", Message: "transaction " + tx.id.String() + " was aborted"}
+	}
+	tx.c.clock.ForceUpdate(res.CommitTime)
+	tx.resolveAsync(&tspb.TxnResolveRequest{TxnId: tx.id[:], Kind: tspb.TxnResolveRequest_APPLY, CommitTime: uint64(res.CommitTime)})
+	return nil
+}
+
+// Rollback aborts the transaction and removes its intents.
+func (tx *Txn) Rollback(ctx context.Context) error {
+	if tx.done {
+		return nil
+	}
+	tx.done = true
+	if !tx.record {
+		return nil
+	}
+	tx.stopHeartbeat()
+	if _, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_ABORT, tx.id, 0, nil); err != nil {
+		return err
+	}
+	tx.resolveAsync(&tspb.TxnResolveRequest{TxnId: tx.id[:], Kind: tspb.TxnResolveRequest_REMOVE})
+	return nil
+}
+
+// resolveAll sends a resolve request to every participant and waits.
+func (tx *Txn) resolveAll(ctx context.Context, req *tspb.TxnResolveRequest) error {
+	ctx, cancel := tx.c.opContext(ctx)
+	defer cancel()
+	errs := make(chan error, len(tx.participants))
+	for _, tab := range tx.participants {
+		go func() {
+			s := &sender{c: tx.c, write: true}
+			errs <- s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
+				rq := &tspb.TxnResolveRequest{TabletId: tab.id, TxnId: req.GetTxnId(), Kind: req.GetKind(),
+					CommitTime: req.GetCommitTime(), FromWriteId: req.GetFromWriteId(), ClientTime: tx.c.now()}
+				resp, err := ts.TxnResolve(ctx, rq)
+				if err != nil {
+					return nil, err
+				}
+				return resp.GetError(), nil
+			})
+		}()
+	}
+	var first error
+	for range tx.participants {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return tx.txnErr("resolve", first)
+	}
+	return nil
+}
+
+// resolveAsync resolves in the background: a participant that misses it
+// resolves the intents itself from the status record.
+func (tx *Txn) resolveAsync(req *tspb.TxnResolveRequest) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = tx.resolveAll(ctx, req)
+	}()
+}
+
+// RunTxn runs fn in a transaction and commits it, retrying the whole
+// transaction (with backoff) on retryable errors until ctx ends.
+func (c *Client) RunTxn(ctx context.Context, opts TxnOptions, fn func(ctx context.Context, tx *Txn) error) error {
+	var b backoff
+	for {
+		tx, err := c.Begin(ctx, opts)
+		if err != nil {
+			return err
+		}
+		err = fn(ctx, tx)
+		if err == nil {
+			err = tx.Commit(ctx)
+		} else {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+		if err == nil || !IsRetryable(err) {
+			return err
+		}
+		if !b.wait(ctx) {
+			return err
+		}
+	}
+}

@@ -1,0 +1,500 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/server/servertest"
+)
+
+func txnSetup(t *testing.T, name string, tablets uint32) (*servertest.Cluster, *client.Client, *client.Table) {
+	t.Helper()
+	c := servertest.NewCluster(t, 3)
+	cl := open(t, c)
+	return c, cl, create(t, cl, hashTable(name, tablets))
+}
+
+func val(r client.Row) int64 { return r["v"].Int }
+
+func begin(t *testing.T, cl *client.Client, iso client.Isolation) *client.Txn {
+	t.Helper()
+	tx, err := cl.Begin(ctxT(t), client.TxnOptions{Isolation: iso})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// countIntents waits until no tablet of any node holds an intent.
+func waitNoIntents(t *testing.T, c *servertest.Cluster) {
+	t.Helper()
+	var last int
+	consensustest.WaitFor(t, 20*time.Second, "every intent applied or removed", func() bool {
+		last = 0
+		for _, s := range c.Servers {
+			if s == nil {
+				continue
+			}
+			for _, tb := range s.Node().Tablets() {
+				n, err := tb.IntentCount()
+				if err != nil {
+					t.Fatal(err)
+				}
+				last += n
+			}
+		}
+		return last == 0
+	})
+}
+
+func TestTxnReadYourWritesCommitRollbackSavepoint(t *testing.T) {
+	c, cl, tb := txnSetup(t, "ryw", 4)
+	ctx := ctxT(t)
+	if err := tb.Put(ctx, client.Row{"k": docdb.Text("a"), "v": docdb.Int64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, iso := range []client.Isolation{client.Snapshot, client.Serializable, client.ReadCommitted} {
+		t.Run(iso.String(), func(t *testing.T) {
+			tx := begin(t, cl, iso)
+			key := client.Row{"k": docdb.Text("b-" + iso.String())}
+			if err := tx.Put(ctx, tb, client.Row{"k": key["k"], "v": docdb.Int64(7), "s": docdb.Text("x")}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Update(ctx, tb, client.Row{"k": docdb.Text("a"), "v": docdb.Int64(2)}); err != nil {
+				t.Fatal(err)
+			}
+			// Inside: own writes; outside: nothing yet.
+			if r, ok, err := tx.Get(ctx, tb, key); err != nil || !ok || val(r) != 7 || string(r["s"].Bytes) != "x" {
+				t.Fatalf("own write: %v %v %v", r, ok, err)
+			}
+			if r, ok, err := tb.Get(ctx, key); err != nil || ok {
+				t.Fatalf("outside sees an uncommitted write: %v %v %v", r, ok, err)
+			}
+			if r, _, err := tb.Get(ctx, client.Row{"k": docdb.Text("a")}); err != nil || val(r) != 1 {
+				t.Fatalf("outside sees %v %v", r, err)
+			}
+			// A savepoint rollback undoes what follows it only.
+			if err := tx.Savepoint("sp"); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Delete(ctx, tb, key); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, _ := tx.Get(ctx, tb, key); ok {
+				t.Fatal("own delete not seen")
+			}
+			if err := tx.RollbackToSavepoint(ctx, "sp"); err != nil {
+				t.Fatal(err)
+			}
+			if r, ok, err := tx.Get(ctx, tb, key); err != nil || !ok || val(r) != 7 {
+				t.Fatalf("after rollback to savepoint: %v %v %v", r, ok, err)
+			}
+			rows, err := tx.Scan(ctx, tb, client.ScanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int64{}
+			for _, r := range rows {
+				seen[string(r["k"].Bytes)] = val(r)
+			}
+			if seen["a"] != 2 || seen[string(key["k"].Bytes)] != 7 {
+				t.Fatalf("scan inside the transaction: %v", seen)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if r, ok, err := tb.Get(ctx, key); err != nil || !ok || val(r) != 7 {
+				t.Fatalf("after commit: %v %v %v", r, ok, err)
+			}
+			if r, _, err := tb.Get(ctx, client.Row{"k": docdb.Text("a")}); err != nil || val(r) != 2 {
+				t.Fatalf("after commit: %v %v", r, err)
+			}
+			// Rollback leaves nothing behind.
+			tx = begin(t, cl, iso)
+			gone := client.Row{"k": docdb.Text("rolled-back-" + iso.String())}
+			if err := tx.Put(ctx, tb, client.Row{"k": gone["k"], "v": docdb.Int64(1)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Update(ctx, tb, client.Row{"k": docdb.Text("a"), "v": docdb.Int64(99)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := tb.Get(ctx, gone); err != nil || ok {
+				t.Fatalf("rolled back row exists: %v %v", ok, err)
+			}
+			if r, _, err := tb.Get(ctx, client.Row{"k": docdb.Text("a")}); err != nil || val(r) != 2 {
+				t.Fatalf("rolled back update visible: %v %v", r, err)
+			}
+			if err := tb.Put(ctx, client.Row{"k": docdb.Text("a"), "v": docdb.Int64(1)}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	waitNoIntents(t, c)
+}
+
+// TestTxnNoLostUpdate: concurrent read-modify-write increments of a few
+// counters lose nothing, under snapshot isolation (conflicts retried) and
+// read committed with FOR UPDATE.
+func TestTxnNoLostUpdate(t *testing.T) {
+	c, cl, tb := txnSetup(t, "counters", 4)
+	ctx := ctxT(t)
+	const counters, workers, each = 3, 6, 8
+	for i := range counters {
+		if err := tb.Put(ctx, client.Row{"k": docdb.Text(fmt.Sprint("c", i)), "v": docdb.Int64(0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var conflicts atomic.Int64
+	run := func(iso client.Isolation, forUpdate bool) {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					key := client.Row{"k": docdb.Text(fmt.Sprint("c", (w+i)%counters))}
+					err := cl.RunTxn(ctx, client.TxnOptions{Isolation: iso}, func(ctx context.Context, tx *client.Txn) error {
+						var r client.Row
+						var err error
+						if forUpdate {
+							r, _, err = tx.GetForUpdate(ctx, tb, key, client.ForUpdate, client.WaitOnConflict)
+						} else {
+							r, _, err = tx.Get(ctx, tb, key)
+						}
+						if err != nil {
+							if client.IsRetryable(err) {
+								conflicts.Add(1)
+							}
+							return err
+						}
+						err = tx.Put(ctx, tb, client.Row{"k": key["k"], "v": docdb.Int64(val(r) + 1)})
+						if client.IsRetryable(err) {
+							conflicts.Add(1)
+						}
+						return err
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	run(client.Snapshot, false)
+	run(client.ReadCommitted, true)
+	run(client.Serializable, false)
+	var total int64
+	for i := range counters {
+		r, _, err := tb.Get(ctx, client.Row{"k": docdb.Text(fmt.Sprint("c", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += val(r)
+	}
+	if want := int64(3 * workers * each); total != want {
+		t.Fatalf("counters sum to %d, want %d: lost updates", total, want)
+	}
+	t.Logf("%d increments, %d retried conflicts", 3*workers*each, conflicts.Load())
+	waitNoIntents(t, c)
+}
+
+// TestTxnWriteSkew: two doctors on call each check that the other is on
+// call and go off call. Snapshot isolation allows both to go (write
+// skew); serializable does not.
+func TestTxnWriteSkew(t *testing.T) {
+	_, cl, tb := txnSetup(t, "doctors", 4)
+	ctx := ctxT(t)
+	skew := func(iso client.Isolation) (committed int, onCall int64) {
+		for _, d := range []string{"alice", "bob"} {
+			if err := tb.Put(ctx, client.Row{"k": docdb.Text(d), "v": docdb.Int64(1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t1, t2 := begin(t, cl, iso), begin(t, cl, iso)
+		both := func(tx *client.Txn) int64 {
+			var n int64
+			for _, d := range []string{"alice", "bob"} {
+				r, _, err := tx.Get(ctx, tb, client.Row{"k": docdb.Text(d)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += val(r)
+			}
+			return n
+		}
+		if both(t1) != 2 || both(t2) != 2 {
+			t.Fatal("both doctors should be on call")
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, p := range []struct {
+			tx *client.Txn
+			me string
+		}{{t1, "alice"}, {t2, "bob"}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := p.tx.Update(ctx, tb, client.Row{"k": docdb.Text(p.me), "v": docdb.Int64(0)})
+				if err == nil {
+					err = p.tx.Commit(ctx)
+				} else {
+					_ = p.tx.Rollback(ctx)
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err == nil {
+				committed++
+			} else if !client.IsRetryable(err) {
+				t.Fatalf("%s: unexpected error %v", iso, err)
+			}
+		}
+		for _, d := range []string{"alice", "bob"} {
+			r, _, err := tb.Get(ctx, client.Row{"k": docdb.Text(d)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			onCall += val(r)
+		}
+		return committed, onCall
+	}
+	if n, on := skew(client.Snapshot); n != 2 || on != 0 {
+		t.Fatalf("snapshot: %d committed, %d on call; want write skew (2, 0)", n, on)
+	}
+	if n, on := skew(client.Serializable); n != 1 || on != 1 {
+		t.Fatalf("serializable: %d committed, %d on call; want (1, 1)", n, on)
+	}
+}
+
+// TestTxnDeadlockNoWaitSkipLocked: a lock cycle is detected and one side
+// aborted with CodeDeadlock; NOWAIT fails at once; SKIP LOCKED skips.
+func TestTxnDeadlockNoWaitSkipLocked(t *testing.T) {
+	_, cl, tb := txnSetup(t, "locks", 4)
+	ctx := ctxT(t)
+	a, b := client.Row{"k": docdb.Text("a")}, client.Row{"k": docdb.Text("b")}
+	for _, k := range []client.Row{a, b} {
+		if err := tb.Put(ctx, client.Row{"k": k["k"], "v": docdb.Int64(0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t1, t2 := begin(t, cl, client.ReadCommitted), begin(t, cl, client.ReadCommitted)
+	if _, err := t1.Lock(ctx, tb, []client.Row{a}, client.ForUpdate, client.WaitOnConflict); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t2.Lock(ctx, tb, []client.Row{b}, client.ForUpdate, client.WaitOnConflict); err != nil {
+		t.Fatal(err)
+	}
+	// NOWAIT and SKIP LOCKED from a third transaction.
+	t3 := begin(t, cl, client.ReadCommitted)
+	if _, err := t3.Lock(ctx, tb, []client.Row{a}, client.ForUpdate, client.NoWait); client.SQLState(err) != "55P03" {
+		t.Fatalf("NOWAIT on a locked row: %v", err)
+	}
+	c := client.Row{"k": docdb.Text("c")}
+	skipped, err := t3.Lock(ctx, tb, []client.Row{a, b, c}, client.ForUpdate, client.SkipLocked)
+	if err != nil || len(skipped) != 2 {
+		t.Fatalf("SKIP LOCKED: skipped %v, err %v", skipped, err)
+	}
+	if err := t3.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The cycle.
+	start := time.Now()
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, p := range []struct {
+		tx  *client.Txn
+		row client.Row
+	}{{t1, b}, {t2, a}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := p.tx.Lock(ctx, tb, []client.Row{p.row}, client.ForUpdate, client.WaitOnConflict)
+			if err != nil {
+				_ = p.tx.Rollback(ctx)
+			} else {
+				err = p.tx.Commit(ctx)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	var deadlocks, ok int
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case client.SQLState(err) == "40P01":
+			deadlocks++
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	if deadlocks != 1 || ok != 1 {
+		t.Fatalf("%d deadlock errors and %d commits, want 1 and 1 (%v)", deadlocks, ok, errs)
+	}
+	t.Logf("deadlock resolved in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestTxnAbandonedLocksExpire: a transaction whose coordinator stops
+// heartbeating (its client is gone) loses its locks once its record
+// expires; a writer waiting for it goes ahead.
+func TestTxnAbandonedLocksExpire(t *testing.T) {
+	c, cl, tb := txnSetup(t, "abandoned", 2)
+	ctx := ctxT(t)
+	key := client.Row{"k": docdb.Text("x")}
+	other := open(t, c)
+	tx, err := other.Begin(ctx, client.TxnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Put(ctx, tb, client.Row{"k": key["k"], "v": docdb.Int64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	tx.Abandon() // the coordinator dies: no heartbeat, no commit, no rollback
+	start := time.Now()
+	err = cl.RunTxn(ctx, client.TxnOptions{}, func(ctx context.Context, tx *client.Txn) error {
+		return tx.Put(ctx, tb, client.Row{"k": key["k"], "v": docdb.Int64(2)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := time.Since(start)
+	if r, _, err := tb.Get(ctx, key); err != nil || val(r) != 2 {
+		t.Fatalf("got %v %v", r, err)
+	}
+	t.Logf("the waiting writer went ahead after %v (expiry 2 s)", waited.Round(time.Millisecond))
+	waitNoIntents(t, c)
+}
+
+// TestTxnBank: transfers between accounts on many tablets at every
+// isolation level, while snapshot readers check that the total never
+// changes; then a node is stopped and restarted under the same load.
+func TestTxnBank(t *testing.T) {
+	c, cl, tb := txnSetup(t, "bank", 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const accounts, initial = 20, 100
+	for i := range accounts {
+		if err := tb.Put(ctx, client.Row{"k": docdb.Text(fmt.Sprint("acct", i)), "v": docdb.Int64(initial)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	phase := func(d time.Duration, nemesis func()) {
+		pctx, pcancel := context.WithTimeout(ctx, d)
+		defer pcancel()
+		var wg sync.WaitGroup
+		var transfers, checks atomic.Int64
+		for w := range 6 {
+			iso := client.Isolation(w % 3)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(w), 7))
+				for pctx.Err() == nil {
+					from, to := rng.IntN(accounts), rng.IntN(accounts)
+					if from == to {
+						continue
+					}
+					amount := int64(rng.IntN(10) + 1)
+					err := cl.RunTxn(pctx, client.TxnOptions{Isolation: iso}, func(ctx context.Context, tx *client.Txn) error {
+						get := func(i int) (int64, error) {
+							k := client.Row{"k": docdb.Text(fmt.Sprint("acct", i))}
+							var r client.Row
+							var err error
+							if iso == client.ReadCommitted {
+								r, _, err = tx.GetForUpdate(ctx, tb, k, client.ForUpdate, client.WaitOnConflict)
+							} else {
+								r, _, err = tx.Get(ctx, tb, k)
+							}
+							return val(r), err
+						}
+						fb, err := get(from)
+						if err != nil {
+							return err
+						}
+						tbal, err := get(to)
+						if err != nil {
+							return err
+						}
+						return tx.Apply(ctx, tb, []client.Op{
+							{Kind: client.OpUpdate, Row: client.Row{"k": docdb.Text(fmt.Sprint("acct", from)), "v": docdb.Int64(fb - amount)}},
+							{Kind: client.OpUpdate, Row: client.Row{"k": docdb.Text(fmt.Sprint("acct", to)), "v": docdb.Int64(tbal + amount)}},
+						})
+					})
+					if err == nil {
+						transfers.Add(1)
+					} else if pctx.Err() == nil && !client.IsAmbiguous(err) && !client.IsTimeout(err) {
+						t.Errorf("transfer: %v", err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pctx.Err() == nil {
+				tx := begin(t, cl, client.Snapshot)
+				rows, err := tx.Scan(pctx, tb, client.ScanOptions{})
+				_ = tx.Rollback(ctx)
+				if err != nil {
+					if pctx.Err() == nil && !client.IsRetryable(err) && !client.IsTimeout(err) {
+						t.Errorf("check: %v", err)
+					}
+					continue
+				}
+				var sum int64
+				for _, r := range rows {
+					sum += val(r)
+				}
+				if len(rows) != accounts || sum != accounts*initial {
+					t.Errorf("snapshot at %s: %d accounts, total %d, want %d", tx.ReadTime(), len(rows), sum, accounts*initial)
+					return
+				}
+				checks.Add(1)
+			}
+		}()
+		if nemesis != nil {
+			nemesis()
+		}
+		wg.Wait()
+		t.Logf("%d transfers, %d consistent snapshots", transfers.Load(), checks.Load())
+		if transfers.Load() == 0 || checks.Load() == 0 {
+			t.Errorf("no progress: %d transfers, %d checks", transfers.Load(), checks.Load())
+		}
+	}
+	phase(4*time.Second, nil)
+	phase(8*time.Second, func() {
+		time.Sleep(2 * time.Second) // load runs before the fault
+		c.Stop(2)
+		time.Sleep(2 * time.Second) // and with the node down
+		c.Start(2, []string{c.Addrs[0]})
+	})
+	waitNoIntents(t, c)
+	var sum int64
+	rows, err := tb.ScanAll(ctx, client.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		sum += val(r)
+	}
+	if sum != accounts*initial {
+		t.Fatalf("final total %d, want %d", sum, accounts*initial)
+	}
+}

@@ -1,0 +1,71 @@
+package docdb
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/shaledb/shaledb/internal/hlc"
+)
+
+// NewestVersion returns the hybrid time of the newest version of any piece
+// of a row (its row level or any column, tombstones included), or 0 if the
+// row has no version at all. A snapshot-isolation writer compares it with
+// its read time: a newer committed version is a write-write conflict.
+// It reads one key per piece (the newest version sorts first).
+func NewestVersion(r pebble.Reader, rowKey []byte) (hlc.Timestamp, error) {
+	if !IsRowKey(rowKey) {
+		return 0, fmt.Errorf("docdb: NewestVersion: malformed row key %x", rowKey)
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: rowKey, UpperBound: rowEnd(rowKey)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var newest hlc.Timestamp
+	var seek []byte
+	for valid := it.First(); valid; {
+		key := it.Key()
+		col, isCol, v, err := splitKey(key, len(rowKey))
+		if err != nil {
+			return 0, err
+		}
+		newest = max(newest, v.ht)
+		// Skip the older versions of this piece: the next piece starts
+		// past every version suffix of this one.
+		seek = append(seek[:0], rowKey...)
+		if isCol {
+			seek = appendColumnSubKey(seek, col)
+		}
+		seek = append(seek, versionMarker+1)
+		valid = it.SeekGE(seek)
+	}
+	return newest, it.Error()
+}
+
+// WriteLockIntents writes lock-only intents of the given types (no
+// provisional value) for transaction txn. Row locks use it: SELECT ... FOR
+// UPDATE takes a strong read and a weak write intent on the row, which
+// conflict with every write and every other row lock but not with plain
+// reads; FOR SHARE takes a strong read intent (WriteReadIntents). Strong
+// write intents are refused: they carry a value.
+func WriteLockIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestamp, locks []Access, writeID uint32) error {
+	if txn.IsZero() {
+		return errors.New("docdb: WriteLockIntents: zero transaction id")
+	}
+	for _, a := range locks {
+		if !IsRowKey(a.Key.RowKey) || !a.Type.valid() || a.Type == StrongWrite {
+			return fmt.Errorf("docdb: WriteLockIntents: bad lock %s %s", a.Type, a.Key)
+		}
+	}
+	return atomically(w, func(w pebble.Writer) error {
+		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht}
+		for _, a := range locks {
+			if err := iw.put(a.Key, a.Type, writeID, intentValue{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

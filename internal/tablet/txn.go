@@ -1,0 +1,1019 @@
+package tablet
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/shaledb/shaledb/internal/consensus"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+// The participant side of distributed transactions (YugabyteDB style; see
+// docs/transactions.md). A transaction writes intents through this tablet's
+// Raft log (cmdIntents); its coordinator commits by one write of its status
+// record elsewhere, then asks every participant to apply the intents as
+// regular versions at the commit time (cmdApplyTxn) or to remove them
+// (cmdRemoveTxn). Anyone who meets an intent resolves it through the status
+// record (Resolver), so a coordinator that dies mid-way leaves nothing
+// stuck.
+const (
+	cmdIntents   byte = 3
+	cmdApplyTxn  byte = 4
+	cmdRemoveTxn byte = 5
+)
+
+// TxnState is the state of a transaction's status record.
+type TxnState int8
+
+// Transaction states.
+const (
+	TxnPending TxnState = iota + 1
+	TxnCommitted
+	TxnAborted
+)
+
+func (s TxnState) String() string {
+	switch s {
+	case TxnPending:
+		return "PENDING"
+	case TxnCommitted:
+		return "COMMITTED"
+	case TxnAborted:
+		return "ABORTED"
+	}
+	return fmt.Sprintf("TxnState(%d)", int8(s))
+}
+
+// TxnStatus is what a status record says.
+type TxnStatus struct {
+	State    TxnState
+	CommitHT hlc.Timestamp // COMMITTED only
+	// WaitingFor lists the transactions this one waits for somewhere (as
+	// last reported), for deadlock detection.
+	WaitingFor []docdb.TxnID
+}
+
+// Resolver reaches transaction status records (they live in other
+// tablets, usually on other nodes).
+type Resolver interface {
+	// Status returns txn's status. readTime, if set, is the time of a
+	// read that found an intent of txn: a PENDING answer guarantees txn
+	// commits (if ever) above it. An expired PENDING record is aborted
+	// and reported ABORTED.
+	Status(ctx context.Context, txn docdb.TxnID, readTime hlc.Timestamp) (TxnStatus, error)
+	// Abort aborts txn unless it has committed, and returns its status.
+	Abort(ctx context.Context, txn docdb.TxnID) (TxnStatus, error)
+	// ReportWait records that waiter waits for blockers (deadlock
+	// detection reads it back through Status).
+	ReportWait(ctx context.Context, waiter docdb.TxnID, blockers []docdb.TxnID) error
+}
+
+// Errors of transactional operations.
+var (
+	// ErrTxnConflict: a snapshot-isolation conflict (a newer committed
+	// version of a key the transaction writes or locks); retry the
+	// transaction (SQLSTATE 40001).
+	ErrTxnConflict = errors.New("tablet: transaction conflict")
+	// ErrDeadlock: this transaction was chosen to break a deadlock
+	// (SQLSTATE 40P01).
+	ErrDeadlock = errors.New("tablet: deadlock detected")
+	// ErrLockNotAvailable: NOWAIT met a lock (SQLSTATE 55P03).
+	ErrLockNotAvailable = errors.New("tablet: lock not available")
+	// ErrTxnAborted: the transaction was aborted (expired, or a deadlock
+	// victim elsewhere).
+	ErrTxnAborted = errors.New("tablet: transaction aborted")
+	// ErrNoResolver: the node cannot reach status records.
+	ErrNoResolver = errors.New("tablet: transactions are not available on this node")
+)
+
+// ReadRestartError: a read found a value in its uncertainty window and
+// could not move its own read time; the caller restarts at RestartTime.
+type ReadRestartError struct{ RestartTime hlc.Timestamp }
+
+func (e *ReadRestartError) Error() string {
+	return fmt.Sprintf("tablet: restart read at %s (a value in the clock uncertainty window)", e.RestartTime)
+}
+
+// LockMode is the row lock a transactional write or lock request takes.
+type LockMode int8
+
+// Lock modes.
+const (
+	LockNone LockMode = iota
+	// LockShare: SELECT ... FOR SHARE and serializable reads.
+	LockShare
+	// LockUpdate: SELECT ... FOR UPDATE.
+	LockUpdate
+)
+
+// WaitPolicy says what a transaction does when it meets a conflicting
+// intent of a pending transaction.
+type WaitPolicy int8
+
+// Wait policies.
+const (
+	// WaitOnConflict queues until the other transaction finishes (with
+	// deadlock detection).
+	WaitOnConflict WaitPolicy = iota
+	// NoWait fails with ErrLockNotAvailable.
+	NoWait
+	// SkipLocked leaves out the rows it cannot lock (locks only).
+	SkipLocked
+	// FailOnConflict fails with ErrTxnConflict (fail-fast, retry).
+	FailOnConflict
+)
+
+// TxnWrite is one batch of a transaction's writes and locks on this tablet.
+type TxnWrite struct {
+	Txn docdb.TxnID
+	// ReadTime is the transaction's snapshot. With CheckNewer, a version
+	// of a written or locked row committed after it is a conflict
+	// (snapshot and serializable isolation; not read committed).
+	ReadTime   hlc.Timestamp
+	CheckNewer bool
+	WriteID    uint32 // of the first op; locks take WriteID+len(Ops)
+	Ops        []docdb.WriteOp
+	// Locks are rows to lock with Lock (row level).
+	Locks [][]byte
+	Lock  LockMode
+	Wait  WaitPolicy
+}
+
+// TxnWriteResult says what a TxnWrite did.
+type TxnWriteResult struct {
+	HT hlc.Timestamp
+	// Skipped lists the Locks left out under SkipLocked.
+	Skipped [][]byte
+}
+
+// txnTracker keeps the participant's in-memory transaction state: which
+// transactions have intents here (so that reads of a tablet without any
+// skip the intent lookup) and who waits for whom.
+type txnTracker struct {
+	mu sync.Mutex
+	// live: transactions with intents on this replica, with when this
+	// replica first saw them (for the background resolver).
+	live map[docdb.TxnID]time.Time
+	// done: closed when the transaction's intents here are applied or
+	// removed (waiters of a wait queue).
+	done map[docdb.TxnID]chan struct{}
+	// resolved during the current apply cycle; PostApply wakes waiters.
+	resolved []docdb.TxnID
+}
+
+func (tr *txnTracker) init() {
+	tr.live = map[docdb.TxnID]time.Time{}
+	tr.done = map[docdb.TxnID]chan struct{}{}
+}
+
+func (tr *txnTracker) any() bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.live) > 0
+}
+
+// waitFor returns a channel closed when txn's intents here are resolved.
+func (tr *txnTracker) waitFor(txn docdb.TxnID) <-chan struct{} {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if _, ok := tr.live[txn]; !ok {
+		ch := make(chan struct{})
+		close(ch) // resolved already
+		return ch
+	}
+	ch := tr.done[txn]
+	if ch == nil {
+		ch = make(chan struct{})
+		tr.done[txn] = ch
+	}
+	return ch
+}
+
+func (tr *txnTracker) wake() {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, txn := range tr.resolved {
+		if ch := tr.done[txn]; ch != nil {
+			close(ch)
+			delete(tr.done, txn)
+		}
+	}
+	tr.resolved = tr.resolved[:0]
+}
+
+// SetResolver sets how this tablet reaches status records.
+func (t *Tablet) SetResolver(r Resolver) { t.resolver = r }
+
+// loadTxns rebuilds the set of transactions with intents here (after open
+// or a snapshot).
+func (t *Tablet) loadTxns() error {
+	txns, err := docdb.TxnsWithIntents(t.eng, t.desc.ID)
+	if err != nil {
+		return err
+	}
+	t.txns.mu.Lock()
+	defer t.txns.mu.Unlock()
+	now := time.Now()
+	clear(t.txns.live)
+	for _, id := range txns {
+		t.txns.live[id] = now
+	}
+	return nil
+}
+
+// ---- Raft commands ----
+
+func encodeIntents(ht hlc.Timestamp, w *TxnWrite, locks []docdb.Access) []byte {
+	b := make([]byte, 0, 64+64*len(w.Ops))
+	b = append(b, cmdIntents)
+	b = binary.BigEndian.AppendUint64(b, uint64(ht))
+	b = append(b, w.Txn[:]...)
+	b = binary.BigEndian.AppendUint32(b, w.WriteID)
+	wb := (&docdb.WriteBatch{Ops: w.Ops}).Marshal()
+	b = binary.BigEndian.AppendUint32(b, uint32(len(wb)))
+	b = append(b, wb...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(locks)))
+	for _, l := range locks {
+		b = append(b, byte(l.Type))
+		b = binary.BigEndian.AppendUint32(b, l.Key.Column)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(l.Key.RowKey)))
+		b = append(b, l.Key.RowKey...)
+	}
+	return b
+}
+
+var errMalformedCmd = errors.New("malformed transaction command")
+
+func decodeIntents(b []byte) (ht hlc.Timestamp, txn docdb.TxnID, wid uint32, ops []docdb.WriteOp, locks []docdb.Access, err error) {
+	b = b[1:]
+	if len(b) < 8+16+4+4 {
+		return 0, txn, 0, nil, nil, errMalformedCmd
+	}
+	ht = hlc.Timestamp(binary.BigEndian.Uint64(b))
+	copy(txn[:], b[8:24])
+	wid = binary.BigEndian.Uint32(b[24:])
+	n := int(binary.BigEndian.Uint32(b[28:]))
+	b = b[32:]
+	if len(b) < n+4 {
+		return 0, txn, 0, nil, nil, errMalformedCmd
+	}
+	var wb docdb.WriteBatch
+	if err := wb.Unmarshal(b[:n]); err != nil {
+		return 0, txn, 0, nil, nil, err
+	}
+	b = b[n:]
+	nl := int(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	for range nl {
+		if len(b) < 9 {
+			return 0, txn, 0, nil, nil, errMalformedCmd
+		}
+		a := docdb.Access{Type: docdb.IntentType(b[0]), Key: docdb.IntentKey{Column: binary.BigEndian.Uint32(b[1:])}}
+		kl := int(binary.BigEndian.Uint32(b[5:]))
+		b = b[9:]
+		if len(b) < kl {
+			return 0, txn, 0, nil, nil, errMalformedCmd
+		}
+		a.Key.RowKey = b[:kl]
+		b = b[kl:]
+		locks = append(locks, a)
+	}
+	return ht, txn, wid, wb.Ops, locks, nil
+}
+
+func encodeApplyTxn(txn docdb.TxnID, commit hlc.Timestamp) []byte {
+	b := append([]byte{cmdApplyTxn}, txn[:]...)
+	return binary.BigEndian.AppendUint64(b, uint64(commit))
+}
+
+// encodeRemoveTxn: remove txn's intents here; with partial, only those of
+// write ids at or above fromWriteID (a savepoint rollback).
+func encodeRemoveTxn(txn docdb.TxnID, partial bool, fromWriteID uint32) []byte {
+	b := append([]byte{cmdRemoveTxn}, txn[:]...)
+	p := byte(0)
+	if partial {
+		p = 1
+	}
+	b = append(b, p)
+	return binary.BigEndian.AppendUint32(b, fromWriteID)
+}
+
+// applyTxnCmd applies one of the transaction commands.
+func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
+	t := (*Tablet)(sm)
+	if err := t.servable(); err != nil {
+		return err
+	}
+	data := e.Data
+	switch data[0] {
+	case cmdIntents:
+		ht, txn, wid, ops, locks, err := decodeIntents(data)
+		if err != nil {
+			return fmt.Errorf("tablet %d: index %d: %w", t.desc.ID, e.Index, err)
+		}
+		t.clock.ForceUpdate(ht)
+		if len(ops) > 0 {
+			if err := docdb.WriteIntents(b, t.desc.ID, txn, ht, ops, wid); err != nil {
+				return err
+			}
+		}
+		if len(locks) > 0 {
+			if err := docdb.WriteLockIntents(b, t.desc.ID, txn, ht, locks, wid+uint32(len(ops))); err != nil {
+				return err
+			}
+		}
+		t.txns.mu.Lock()
+		if _, ok := t.txns.live[txn]; !ok {
+			t.txns.live[txn] = time.Now()
+		}
+		t.txns.mu.Unlock()
+		t.noteApplied(ht)
+		return ht
+	case cmdApplyTxn:
+		if len(data) != 1+16+8 {
+			return fmt.Errorf("tablet %d: index %d: %w", t.desc.ID, e.Index, errMalformedCmd)
+		}
+		var txn docdb.TxnID
+		copy(txn[:], data[1:])
+		commit := hlc.Timestamp(binary.BigEndian.Uint64(data[17:]))
+		t.clock.ForceUpdate(commit)
+		if _, err := docdb.ApplyIntents(b, b, t.desc.ID, txn, commit); err != nil {
+			return err
+		}
+		t.noteApplied(commit)
+		t.txnGone(txn)
+		return commit
+	case cmdRemoveTxn:
+		if len(data) != 1+16+1+4 {
+			return fmt.Errorf("tablet %d: index %d: %w", t.desc.ID, e.Index, errMalformedCmd)
+		}
+		var txn docdb.TxnID
+		copy(txn[:], data[1:])
+		var err error
+		if from := binary.BigEndian.Uint32(data[18:]); data[17] == 1 && from > 0 {
+			// Everything from write id `from` on: after the last id
+			// handed out before it.
+			_, err = docdb.RemoveIntentsAfter(b, b, t.desc.ID, txn, from-1)
+		} else if data[17] == 1 {
+			_, err = docdb.RemoveIntents(b, b, t.desc.ID, txn)
+		} else {
+			_, err = docdb.RemoveIntents(b, b, t.desc.ID, txn)
+			t.txnGone(txn)
+		}
+		if err != nil {
+			return err
+		}
+		return hlc.Timestamp(0)
+	}
+	return fmt.Errorf("tablet %d: unknown command at index %d", t.desc.ID, e.Index)
+}
+
+func (t *Tablet) noteApplied(ht hlc.Timestamp) {
+	for cur := t.maxApplied.Load(); uint64(ht) > cur && !t.maxApplied.CompareAndSwap(cur, uint64(ht)); cur = t.maxApplied.Load() {
+	}
+}
+
+func (t *Tablet) txnGone(txn docdb.TxnID) {
+	t.txns.mu.Lock()
+	delete(t.txns.live, txn)
+	t.txns.resolved = append(t.txns.resolved, txn)
+	t.txns.mu.Unlock()
+}
+
+// ---- Leader side: intents with conflict detection ----
+
+// lockAccesses are the intents a row lock takes.
+func lockAccesses(rows [][]byte, mode LockMode) []docdb.Access {
+	var out []docdb.Access
+	for _, r := range rows {
+		k := docdb.IntentKey{RowKey: r}
+		out = append(out, docdb.Access{Key: k, Type: docdb.StrongRead})
+		if mode == LockUpdate {
+			out = append(out, docdb.Access{Key: k, Type: docdb.WeakWrite})
+		}
+	}
+	return out
+}
+
+// waitPoll is how often a waiter re-checks the transactions it waits for
+// (expiry of an abandoned one) and looks for deadlocks.
+const waitPoll = 200 * time.Millisecond
+
+// WriteTxn writes a transaction's intents and locks after checking for
+// conflicts with other transactions, waiting for them as w.Wait says.
+func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, error) {
+	if t.resolver == nil {
+		return TxnWriteResult{}, ErrNoResolver
+	}
+	if w.Txn.IsZero() {
+		return TxnWriteResult{}, errors.New("tablet: WriteTxn without a transaction id")
+	}
+	rows := map[string]bool{}
+	for _, op := range w.Ops {
+		if err := t.checkSpan(op.RowKey); err != nil {
+			return TxnWriteResult{}, err
+		}
+		rows[string(op.RowKey)] = true
+	}
+	for _, r := range w.Locks {
+		if err := t.checkSpan(r); err != nil {
+			return TxnWriteResult{}, err
+		}
+		rows[string(r)] = true
+	}
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	lockRows := w.Locks
+	var skipped [][]byte
+	waitStart := time.Now()
+	for {
+		release, err := t.latches.acquireWrite(ctx, keys)
+		if err != nil {
+			return TxnWriteResult{}, err
+		}
+		if err := t.leaderReady(ctx); err != nil {
+			release()
+			return TxnWriteResult{}, err
+		}
+		locks := lockAccesses(lockRows, w.Lock)
+		want := append(docdb.WriteAccesses(w.Ops), locks...)
+		conflicts, err := docdb.Conflicts(t.eng, w.Txn, want)
+		if err != nil {
+			release()
+			return TxnWriteResult{}, err
+		}
+		if len(conflicts) == 0 {
+			if w.CheckNewer {
+				for _, k := range keys {
+					newest, err := docdb.NewestVersion(t.eng, []byte(k))
+					if err != nil {
+						release()
+						return TxnWriteResult{}, err
+					}
+					if newest > w.ReadTime {
+						release()
+						return TxnWriteResult{}, fmt.Errorf("%w: row %x has a version at %s after the transaction's read time %s", ErrTxnConflict, k, newest, w.ReadTime)
+					}
+				}
+			}
+			if len(w.Ops) == 0 && len(locks) == 0 {
+				release()
+				return TxnWriteResult{Skipped: skipped}, nil
+			}
+			ht, err := t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks) }, release)
+			return TxnWriteResult{HT: ht, Skipped: skipped}, err
+		}
+		release()
+		pending, err := t.resolveConflicts(ctx, conflicts, 0)
+		if err != nil {
+			return TxnWriteResult{}, err
+		}
+		if len(pending) == 0 {
+			continue // they were committed or aborted and are gone now
+		}
+		switch w.Wait {
+		case NoWait:
+			return TxnWriteResult{}, fmt.Errorf("%w: row locked by transaction %s", ErrLockNotAvailable, pending[0])
+		case FailOnConflict:
+			return TxnWriteResult{}, fmt.Errorf("%w: conflicts with pending transaction %s", ErrTxnConflict, pending[0])
+		case SkipLocked:
+			if len(w.Ops) > 0 {
+				return TxnWriteResult{}, errors.New("tablet: SKIP LOCKED applies to locks only")
+			}
+			blocked := map[string]bool{}
+			for _, c := range conflicts {
+				for _, p := range pending {
+					if c.Txn == p {
+						blocked[string(c.Key.RowKey)] = true
+					}
+				}
+			}
+			var keep [][]byte
+			for _, r := range lockRows {
+				if blocked[string(r)] {
+					skipped = append(skipped, r)
+				} else {
+					keep = append(keep, r)
+				}
+			}
+			lockRows = keep
+			continue
+		}
+		if err := t.waitForTxns(ctx, w.Txn, pending, waitStart); err != nil {
+			return TxnWriteResult{}, err
+		}
+	}
+}
+
+// resolveConflicts resolves the status of the transactions of conflicts:
+// committed ones are applied here and aborted ones removed; it returns the
+// pending ones.
+func (t *Tablet) resolveConflicts(ctx context.Context, conflicts []docdb.Conflict, readTime hlc.Timestamp) ([]docdb.TxnID, error) {
+	seen := map[docdb.TxnID]bool{}
+	var pending []docdb.TxnID
+	for _, c := range conflicts {
+		if seen[c.Txn] {
+			continue
+		}
+		seen[c.Txn] = true
+		st, err := t.resolver.Status(ctx, c.Txn, readTime)
+		if err != nil {
+			return nil, err
+		}
+		switch st.State {
+		case TxnCommitted:
+			if err := t.ApplyTxn(ctx, c.Txn, st.CommitHT); err != nil {
+				return nil, err
+			}
+		case TxnAborted:
+			if err := t.RemoveTxn(ctx, c.Txn, false, 0); err != nil {
+				return nil, err
+			}
+		default:
+			pending = append(pending, c.Txn)
+		}
+	}
+	return pending, nil
+}
+
+// waitForTxns waits until one of the pending transactions finishes here,
+// or a poll interval passes; it reports the wait for deadlock detection
+// and aborts this transaction if it is the victim of a deadlock.
+func (t *Tablet) waitForTxns(ctx context.Context, self docdb.TxnID, pending []docdb.TxnID, since time.Time) error {
+	if err := t.resolver.ReportWait(ctx, self, pending); err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if victim, found, err := t.findDeadlock(ctx, self, pending); err != nil {
+		return err
+	} else if found && victim == self {
+		_, _ = t.resolver.Abort(ctx, self)
+		return fmt.Errorf("%w: transaction %s waits for %s, which waits for it (after %v)", ErrDeadlock, self, pending[0], time.Since(since).Round(time.Millisecond))
+	}
+	// Our own record may have been aborted meanwhile (expired, or chosen
+	// as a victim by another waiter).
+	if st, err := t.resolver.Status(ctx, self, 0); err == nil && st.State == TxnAborted {
+		return fmt.Errorf("%w: %s", ErrTxnAborted, self)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	woken := make(chan struct{}, len(pending))
+	for _, p := range pending {
+		ch := t.txns.waitFor(p)
+		go func() {
+			select {
+			case <-ch:
+				woken <- struct{}{}
+			case <-stop:
+			}
+		}()
+	}
+	timer := time.NewTimer(waitPoll)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	case <-woken:
+	}
+	return nil
+}
+
+// findDeadlock follows the wait-for edges from self's blockers through the
+// status records. If they lead back to self, the cycle's victim is its
+// youngest transaction (the highest id: ids start with their start time).
+func (t *Tablet) findDeadlock(ctx context.Context, self docdb.TxnID, blockers []docdb.TxnID) (docdb.TxnID, bool, error) {
+	const maxVisit = 64
+	parent := map[docdb.TxnID]docdb.TxnID{}
+	queue := append([]docdb.TxnID(nil), blockers...)
+	for _, b := range blockers {
+		parent[b] = self
+	}
+	for visited := 0; len(queue) > 0 && visited < maxVisit; visited++ {
+		cur := queue[0]
+		queue = queue[1:]
+		st, err := t.resolver.Status(ctx, cur, 0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return docdb.TxnID{}, false, ctx.Err()
+			}
+			continue
+		}
+		if st.State != TxnPending {
+			continue
+		}
+		for _, next := range st.WaitingFor {
+			if next == self {
+				// The cycle: self -> ... -> cur -> self.
+				victim := self
+				for n := cur; n != self; n = parent[n] {
+					if string(n[:]) > string(victim[:]) {
+						victim = n
+					}
+				}
+				return victim, true, nil
+			}
+			if _, ok := parent[next]; !ok {
+				parent[next] = cur
+				queue = append(queue, next)
+			}
+		}
+	}
+	return docdb.TxnID{}, false, nil
+}
+
+// proposeLatched stamps and replicates a command under the latches the
+// caller took (see writeLatched, whose rules it follows).
+func (t *Tablet) proposeLatched(ctx context.Context, encode func(ht hlc.Timestamp) []byte, release func()) (hlc.Timestamp, error) {
+	if !t.group.HasLease() {
+		release()
+		return 0, t.notLeader()
+	}
+	if err := t.servable(); err != nil {
+		release()
+		return 0, err
+	}
+	ht, done := t.stamp()
+	pd, err := t.group.ProposeAsync(encode(ht))
+	if err != nil {
+		done()
+		release()
+		return 0, err
+	}
+	res, err := pd.Wait(ctx)
+	if !pd.Resolved() {
+		go func() {
+			_, _ = pd.Await()
+			done()
+			release()
+		}()
+		return 0, err
+	}
+	done()
+	release()
+	if err != nil {
+		return 0, err
+	}
+	if e, ok := res.(error); ok {
+		return 0, e
+	}
+	return res.(hlc.Timestamp), nil
+}
+
+// ApplyTxn applies txn's intents here as versions at its commit time.
+// Idempotent.
+func (t *Tablet) ApplyTxn(ctx context.Context, txn docdb.TxnID, commit hlc.Timestamp) error {
+	if err := t.leaderReady(ctx); err != nil {
+		return err
+	}
+	_, err := t.proposeLatched(ctx, func(hlc.Timestamp) []byte { return encodeApplyTxn(txn, commit) }, func() {})
+	return err
+}
+
+// RemoveTxn removes txn's intents here (all, or with partial those of
+// write ids >= fromWriteID). Idempotent.
+func (t *Tablet) RemoveTxn(ctx context.Context, txn docdb.TxnID, partial bool, fromWriteID uint32) error {
+	if err := t.leaderReady(ctx); err != nil {
+		return err
+	}
+	_, err := t.proposeLatched(ctx, func(hlc.Timestamp) []byte { return encodeRemoveTxn(txn, partial, fromWriteID) }, func() {})
+	return err
+}
+
+// ---- Leader side: reads that see transactions ----
+
+// TxnRead configures a read inside (or outside) a transaction.
+type TxnRead struct {
+	Txn docdb.TxnID // zero: not in a transaction
+	// ReadTime 0: pick the current time (returned).
+	ReadTime hlc.Timestamp
+	// GlobalLimit is the end of the clock uncertainty window (read time +
+	// maximum clock offset of the transaction's first read); 0: none.
+	GlobalLimit hlc.Timestamp
+	// AllowRestart lets the tablet move the read time itself when it
+	// finds a value in the uncertainty window (nothing was read at the
+	// old time yet); otherwise it returns *ReadRestartError.
+	AllowRestart bool
+}
+
+// resolveReadIntents makes the committed-but-unapplied transactions with
+// intents on span visible to a read at limit: it applies them here (then
+// the caller reads again), and pushes pending ones above readTime. It
+// returns whether it applied anything. Call it under the read's latches.
+func (t *Tablet) resolveReadIntents(ctx context.Context, span storage.Span, reader docdb.TxnID, readTime, limit hlc.Timestamp) (applied []docdb.TxnID, commit []hlc.Timestamp, err error) {
+	if !t.txns.any() {
+		return nil, nil, nil
+	}
+	rows, err := docdb.ReadIntents(t.eng, span, reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	seen := map[docdb.TxnID]bool{}
+	for _, r := range rows {
+		for _, in := range r.Others {
+			if seen[in.Txn] {
+				continue
+			}
+			seen[in.Txn] = true
+			if t.resolver == nil {
+				return nil, nil, ErrNoResolver
+			}
+			st, err := t.resolver.Status(ctx, in.Txn, limit)
+			if err != nil {
+				return nil, nil, err
+			}
+			if st.State == TxnCommitted && st.CommitHT <= limit {
+				applied = append(applied, in.Txn)
+				commit = append(commit, st.CommitHT)
+			}
+		}
+	}
+	return applied, commit, nil
+}
+
+// leaderReady checks the lease and, after a leader change, waits out the
+// clock offset: the previous leader may have handed out hybrid times (a
+// read at a time ahead of its clock, a pushed status record) up to the
+// maximum offset ahead of our clock, and none of our writes may land below
+// them.
+func (t *Tablet) leaderReady(ctx context.Context) error {
+	if !t.group.HasLease() {
+		return t.notLeader()
+	}
+	if err := t.servable(); err != nil {
+		return err
+	}
+	term := t.group.Status().Term
+	t.leaseMu.Lock()
+	if t.leaseTerm != term {
+		t.leaseTerm = term
+		t.leaseReady = time.Now().Add(t.clock.MaxOffset())
+		if term == consensus.InitialTerm+1 {
+			// The first leader a group ever had follows nobody.
+			t.leaseReady = time.Time{}
+		}
+	}
+	ready := t.leaseReady
+	t.leaseMu.Unlock()
+	if d := time.Until(ready); d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// GetTxn reads one row as a transaction (or a plain read that must see
+// committed transactions) does. It returns the read time used.
+func (t *Tablet) GetTxn(ctx context.Context, rowKey []byte, columns []uint32, o TxnRead) (docdb.Row, bool, hlc.Timestamp, error) {
+	if err := t.checkSpan(rowKey); err != nil {
+		return docdb.Row{}, false, 0, err
+	}
+	span := storage.Span{Start: rowKey, End: rowEndKey(rowKey)}
+	var row docdb.Row
+	var found bool
+	rt, err := t.readTxn(ctx, span, o, func() func() {
+		release, err := t.latches.acquireRead(ctx, string(rowKey))
+		if err != nil {
+			return nil
+		}
+		return release
+	}, func(at hlc.Timestamp) (string, error) {
+		r, f, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: at, Columns: columns})
+		row, found = r, f
+		return rowSignature(r, f), err
+	}, func(limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
+		r, f, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: limit, Columns: columns})
+		if err != nil {
+			return 0, false, err
+		}
+		return r.WriteTime, rowSignature(r, f) != rowSignature(row, found), nil
+	})
+	return row, found, rt, err
+}
+
+// ScanTxn is Scan for transactions; see GetTxn.
+func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]docdb.Row, []byte, hlc.Timestamp, error) {
+	span := clip(opts.Span, t.desc.Span)
+	var rows []docdb.Row
+	var resume []byte
+	scan := func(at hlc.Timestamp) ([]docdb.Row, []byte, error) {
+		return docdb.Scan(t.eng, docdb.ScanOptions{
+			ReadOptions: docdb.ReadOptions{ReadTime: at, Columns: opts.Columns},
+			Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
+		})
+	}
+	sig := func(rs []docdb.Row) string {
+		s := ""
+		for _, r := range rs {
+			s += rowSignature(r, true)
+		}
+		return s
+	}
+	rt, err := t.readTxn(ctx, span, o, func() func() {
+		release, err := t.latches.acquireSpan(ctx, span)
+		if err != nil {
+			return nil
+		}
+		return release
+	}, func(at hlc.Timestamp) (string, error) {
+		var err error
+		rows, resume, err = scan(at)
+		return sig(rows), err
+	}, func(limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
+		rs, _, err := scan(limit)
+		if err != nil {
+			return 0, false, err
+		}
+		var newest hlc.Timestamp
+		for _, r := range rs {
+			newest = max(newest, r.WriteTime)
+		}
+		return newest, sig(rs) != sig(rows), nil
+	})
+	return rows, resume, rt, err
+}
+
+// readTxn runs a read: latch, resolve intents, read at the read time, and
+// check the uncertainty window, restarting as allowed.
+func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latch func() func(),
+	read func(at hlc.Timestamp) (string, error),
+	readLimit func(limit hlc.Timestamp) (newest hlc.Timestamp, differs bool, err error)) (hlc.Timestamp, error) {
+	for attempt := 0; ; attempt++ {
+		release := latch()
+		if release == nil {
+			return 0, ctx.Err()
+		}
+		if err := t.leaderReady(ctx); err != nil {
+			release()
+			return 0, err
+		}
+		rt, err := t.readTime(o.ReadTime)
+		if err != nil {
+			release()
+			return 0, err
+		}
+		// The uncertainty window ends at the global limit, or at our clock
+		// now if earlier: a value written after this moment was written
+		// after the read began.
+		limit := rt
+		if o.GlobalLimit > rt {
+			limit = min(o.GlobalLimit, t.clock.Now())
+		}
+		apply, commits, err := t.resolveReadIntents(ctx, span, o.Txn, rt, limit)
+		if err != nil {
+			release()
+			return 0, err
+		}
+		if len(apply) > 0 {
+			release()
+			for i, txn := range apply {
+				if err := t.ApplyTxn(ctx, txn, commits[i]); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
+		if _, err := read(rt); err != nil {
+			release()
+			return 0, err
+		}
+		if limit > rt {
+			newest, differs, err := readLimit(limit)
+			if err != nil {
+				release()
+				return 0, err
+			}
+			if differs || newest > rt {
+				release()
+				restart := limit
+				if !differs && newest > rt {
+					restart = newest
+				}
+				if !o.AllowRestart || attempt >= 10 {
+					return 0, &ReadRestartError{RestartTime: restart}
+				}
+				o.ReadTime = restart
+				continue
+			}
+		}
+		release()
+		return rt, nil
+	}
+}
+
+// rowSignature is a comparable summary of a read row.
+func rowSignature(r docdb.Row, found bool) string {
+	if !found {
+		return "-"
+	}
+	s := fmt.Sprintf("%x@%d:", r.Key, r.WriteTime)
+	for _, c := range r.Columns {
+		s += fmt.Sprintf("%d=%s;", c.ID, c.Value)
+	}
+	return s + "|"
+}
+
+func rowEndKey(rowKey []byte) []byte {
+	end := append([]byte(nil), rowKey...)
+	return append(end, 0xFF)
+}
+
+// ---- Background resolution ----
+
+// StaleTxns lists the transactions with intents here first seen more than
+// age ago: the tserver's cleanup loop resolves them (a coordinator that
+// died before applying or removing them).
+func (t *Tablet) StaleTxns(age time.Duration) []docdb.TxnID {
+	t.txns.mu.Lock()
+	defer t.txns.mu.Unlock()
+	var out []docdb.TxnID
+	for id, seen := range t.txns.live {
+		if time.Since(seen) > age {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ResolveTxn asks txn's status and applies or removes its intents here if
+// it has finished. It reports whether the transaction is still pending.
+func (t *Tablet) ResolveTxn(ctx context.Context, txn docdb.TxnID) (pending bool, err error) {
+	if t.resolver == nil {
+		return false, ErrNoResolver
+	}
+	st, err := t.resolver.Status(ctx, txn, 0)
+	if err != nil {
+		return false, err
+	}
+	switch st.State {
+	case TxnCommitted:
+		return false, t.ApplyTxn(ctx, txn, st.CommitHT)
+	case TxnAborted:
+		return false, t.RemoveTxn(ctx, txn, false, 0)
+	}
+	return true, nil
+}
+
+// IntentCount counts the intents stored for this tablet (tests and
+// metrics).
+func (t *Tablet) IntentCount() (int, error) {
+	txns, err := docdb.TxnsWithIntents(t.eng, t.desc.ID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range txns {
+		ins, err := docdb.IntentsOf(t.eng, t.desc.ID, id)
+		if err != nil {
+			return 0, err
+		}
+		n += len(ins)
+	}
+	return n, nil
+}
+
+// UpdateRow reads a row at the current time with the row latched for
+// writing, and writes the ops fn returns (none: nothing to write) before
+// releasing it: a read-modify-write that no other write of the row can
+// interleave with. Status records use it.
+func (t *Tablet) UpdateRow(ctx context.Context, rowKey []byte, fn func(row docdb.Row, found bool) ([]docdb.WriteOp, error)) error {
+	if err := t.checkSpan(rowKey); err != nil {
+		return err
+	}
+	release, err := t.latches.acquireWrite(ctx, []string{string(rowKey)})
+	if err != nil {
+		return err
+	}
+	if err := t.leaderReady(ctx); err != nil {
+		release()
+		return err
+	}
+	row, found, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: t.clock.Now()})
+	if err != nil {
+		release()
+		return err
+	}
+	ops, err := fn(row, found)
+	if err != nil || len(ops) == 0 {
+		release()
+		return err
+	}
+	_, err = t.writeLatched(ctx, &docdb.WriteBatch{Ops: ops}, release)
+	return err
+}

@@ -1,0 +1,347 @@
+package tserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/tablet"
+	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
+	"github.com/shaledb/shaledb/internal/txn"
+)
+
+// Transactions on the tserver: the participant RPCs (intents, resolve),
+// the status record RPC of the status tablets this node leads, and the
+// resolver through which its tablets ask other nodes' status records.
+
+// txnState is the node's transaction machinery.
+type txnState struct {
+	client atomic.Pointer[client.Client]
+	expiry time.Duration
+	// waits: who waits for whom, reported by participants to the status
+	// tablet of the waiter (in memory: lost with the leader, and
+	// re-reported while the wait lasts).
+	waitsMu sync.Mutex
+	waits   map[docdb.TxnID]waitEdge
+	// finished caches final statuses (they never change).
+	finishedMu sync.Mutex
+	finished   map[docdb.TxnID]tablet.TxnStatus
+}
+
+type waitEdge struct {
+	blockers []docdb.TxnID
+	at       time.Time
+}
+
+// waitEdgeTTL: a wait not re-reported for this long is over.
+const waitEdgeTTL = 2 * time.Second
+
+// SetClient gives the node the client through which its tablets reach
+// transaction status records on other nodes. Until then transactional
+// writes fail.
+func (n *Node) SetClient(c *client.Client) { n.txn.client.Store(c) }
+
+func txnID(b []byte) (docdb.TxnID, error) {
+	var id docdb.TxnID
+	if len(b) != len(id) {
+		return id, fmt.Errorf("%w: transaction id of %d bytes", errInvalid, len(b))
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// resolver adapts the node's client to tablet.Resolver.
+type resolver struct{ n *Node }
+
+func (r resolver) cl() (*client.Client, error) {
+	c := r.n.txn.client.Load()
+	if c == nil {
+		return nil, tablet.ErrNoResolver
+	}
+	return c, nil
+}
+
+func statusOf(res client.TxnStatusResult) tablet.TxnStatus {
+	st := tablet.TxnStatus{CommitHT: res.CommitTime, WaitingFor: res.WaitingFor}
+	switch res.State {
+	case pb.TxnState_PENDING:
+		st.State = tablet.TxnPending
+	case pb.TxnState_COMMITTED:
+		st.State = tablet.TxnCommitted
+	default:
+		st.State = tablet.TxnAborted
+	}
+	return st
+}
+
+func (r resolver) call(ctx context.Context, op pb.TxnStatusRequest_Op, id docdb.TxnID, t hlc.Timestamp, waits []docdb.TxnID) (tablet.TxnStatus, error) {
+	if op == pb.TxnStatusRequest_GET {
+		r.n.txn.finishedMu.Lock()
+		st, ok := r.n.txn.finished[id]
+		r.n.txn.finishedMu.Unlock()
+		if ok {
+			return st, nil
+		}
+	}
+	c, err := r.cl()
+	if err != nil {
+		return tablet.TxnStatus{}, err
+	}
+	res, err := c.TxnStatus(ctx, op, id, t, waits)
+	if err != nil {
+		return tablet.TxnStatus{}, err
+	}
+	st := statusOf(res)
+	if st.State != tablet.TxnPending {
+		r.n.txn.finishedMu.Lock()
+		if len(r.n.txn.finished) > 100_000 {
+			clear(r.n.txn.finished)
+		}
+		r.n.txn.finished[id] = st
+		r.n.txn.finishedMu.Unlock()
+	}
+	return st, nil
+}
+
+func (r resolver) Status(ctx context.Context, id docdb.TxnID, readTime hlc.Timestamp) (tablet.TxnStatus, error) {
+	return r.call(ctx, pb.TxnStatusRequest_GET, id, readTime, nil)
+}
+
+func (r resolver) Abort(ctx context.Context, id docdb.TxnID) (tablet.TxnStatus, error) {
+	return r.call(ctx, pb.TxnStatusRequest_ABORT, id, 0, nil)
+}
+
+func (r resolver) ReportWait(ctx context.Context, waiter docdb.TxnID, blockers []docdb.TxnID) error {
+	_, err := r.call(ctx, pb.TxnStatusRequest_REPORT_WAIT, waiter, 0, blockers)
+	return err
+}
+
+// txnErr adds the transaction codes to tabletErr.
+func (n *Node) txnErr(err error) *pb.TabletError {
+	e := n.tabletErr(err)
+	if e == nil || e.Code != pb.TabletError_INTERNAL {
+		return e
+	}
+	var rr *tablet.ReadRestartError
+	switch {
+	case errors.Is(err, tablet.ErrTxnConflict):
+		e.Code = pb.TabletError_TXN_CONFLICT
+	case errors.Is(err, tablet.ErrDeadlock):
+		e.Code = pb.TabletError_DEADLOCK
+	case errors.Is(err, tablet.ErrLockNotAvailable):
+		e.Code = pb.TabletError_LOCK_NOT_AVAILABLE
+	case errors.Is(err, tablet.ErrTxnAborted):
+		e.Code = pb.TabletError_TXN_ABORTED
+	case errors.As(err, &rr):
+		e.Code = pb.TabletError_READ_RESTART
+	case errors.Is(err, tablet.ErrNoResolver):
+		e.Code = pb.TabletError_BUSY
+	}
+	return e
+}
+
+func (s *service) TxnWrite(ctx context.Context, req *pb.TxnWriteRequest) (*pb.TxnWriteResponse, error) {
+	n := s.n
+	resp := &pb.TxnWriteResponse{}
+	err := func() error {
+		if err := n.observe(req.GetClientTime()); err != nil {
+			return err
+		}
+		tb, err := n.lookupData(req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		id, err := txnID(req.GetTxnId())
+		if err != nil {
+			return err
+		}
+		var wb docdb.WriteBatch
+		if err := wb.Unmarshal(req.GetBatch()); err != nil {
+			return fmt.Errorf("%w: %v", errInvalid, err)
+		}
+		for _, r := range req.GetLockRows() {
+			if !docdb.IsRowKey(r) {
+				return fmt.Errorf("%w: malformed row key %x", errInvalid, r)
+			}
+		}
+		if req.GetLockMode() > pb.LockMode_LOCK_UPDATE || req.GetWaitPolicy() > pb.WaitPolicy_FAIL_ON_CONFLICT {
+			return fmt.Errorf("%w: unknown lock mode or wait policy", errInvalid)
+		}
+		res, err := tb.WriteTxn(ctx, &tablet.TxnWrite{
+			Txn: id, ReadTime: hlc.Timestamp(req.GetReadTime()), CheckNewer: req.GetCheckNewer(),
+			WriteID: req.GetWriteId(), Ops: wb.Ops, Locks: req.GetLockRows(),
+			Lock: tablet.LockMode(req.GetLockMode()), Wait: tablet.WaitPolicy(req.GetWaitPolicy()),
+		})
+		resp.WriteTime = uint64(res.HT)
+		resp.SkippedRows = res.Skipped
+		return err
+	}()
+	resp.Error = n.txnErr(err)
+	resp.ServerTime = uint64(n.cfg.Clock.Now())
+	return resp, nil
+}
+
+func (s *service) TxnResolve(ctx context.Context, req *pb.TxnResolveRequest) (*pb.TxnResolveResponse, error) {
+	n := s.n
+	resp := &pb.TxnResolveResponse{}
+	err := func() error {
+		if err := n.observe(req.GetClientTime()); err != nil {
+			return err
+		}
+		tb, err := n.lookupData(req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		id, err := txnID(req.GetTxnId())
+		if err != nil {
+			return err
+		}
+		switch req.GetKind() {
+		case pb.TxnResolveRequest_APPLY:
+			if req.GetCommitTime() == 0 {
+				return fmt.Errorf("%w: apply without a commit time", errInvalid)
+			}
+			return tb.ApplyTxn(ctx, id, hlc.Timestamp(req.GetCommitTime()))
+		case pb.TxnResolveRequest_REMOVE:
+			return tb.RemoveTxn(ctx, id, false, 0)
+		case pb.TxnResolveRequest_REMOVE_FROM_WRITE_ID:
+			return tb.RemoveTxn(ctx, id, true, req.GetFromWriteId())
+		}
+		return fmt.Errorf("%w: unknown resolve kind", errInvalid)
+	}()
+	resp.Error = n.txnErr(err)
+	resp.ServerTime = uint64(n.cfg.Clock.Now())
+	return resp, nil
+}
+
+func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.TxnStatusResponse, error) {
+	n := s.n
+	resp := &pb.TxnStatusResponse{}
+	err := func() error {
+		if err := n.observe(req.GetClientTime()); err != nil {
+			return err
+		}
+		tb, err := n.lookupData(req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		id, err := txnID(req.GetTxnId())
+		if err != nil {
+			return err
+		}
+		if !docdb.IsRowKey(req.GetRowKey()) {
+			return fmt.Errorf("%w: malformed row key %x", errInvalid, req.GetRowKey())
+		}
+		var op txn.Op
+		switch req.GetOp() {
+		case pb.TxnStatusRequest_GET:
+			op = txn.OpGet
+		case pb.TxnStatusRequest_CREATE:
+			op = txn.OpCreate
+		case pb.TxnStatusRequest_HEARTBEAT:
+			op = txn.OpHeartbeat
+		case pb.TxnStatusRequest_COMMIT:
+			op = txn.OpCommit
+		case pb.TxnStatusRequest_ABORT:
+			op = txn.OpAbort
+		case pb.TxnStatusRequest_REPORT_WAIT:
+			var blockers []docdb.TxnID
+			for _, b := range req.GetWaitingFor() {
+				bid, err := txnID(b)
+				if err != nil {
+					return err
+				}
+				blockers = append(blockers, bid)
+			}
+			n.txn.waitsMu.Lock()
+			n.txn.waits[id] = waitEdge{blockers: blockers, at: time.Now()}
+			n.txn.waitsMu.Unlock()
+			op = txn.OpGet
+		default:
+			return fmt.Errorf("%w: unknown status op", errInvalid)
+		}
+		clock := n.cfg.Clock
+		var answer txn.Record
+		err = tb.UpdateRow(ctx, req.GetRowKey(), func(row docdb.Row, found bool) ([]docdb.WriteOp, error) {
+			cur, ok := txn.RecordOf(row, found)
+			if t := hlc.Timestamp(req.GetTime()); t > 0 && (op == txn.OpGet || op == txn.OpCommit) {
+				// GET: a pending transaction must commit above the
+				// reader's time; COMMIT: above every time the
+				// transaction used. Under the row latch, so no commit
+				// can slip in between.
+				if err := clock.Update(t); err != nil {
+					return nil, err
+				}
+			}
+			now := clock.Now()
+			next, write, ans := txn.Transition(op, cur, ok, now, clock.Now(), n.txn.expiry)
+			answer = ans
+			if !write {
+				return nil, nil
+			}
+			return txn.WriteOps(req.GetRowKey(), next), nil
+		})
+		if err != nil {
+			return err
+		}
+		resp.State = pb.TxnState(answer.State)
+		resp.CommitTime = uint64(answer.CommitHT)
+		if answer.State == tablet.TxnPending {
+			n.txn.waitsMu.Lock()
+			if w, ok := n.txn.waits[id]; ok && time.Since(w.at) < waitEdgeTTL {
+				for _, b := range w.blockers {
+					resp.WaitingFor = append(resp.WaitingFor, append([]byte(nil), b[:]...))
+				}
+			}
+			n.txn.waitsMu.Unlock()
+		} else {
+			n.txn.waitsMu.Lock()
+			delete(n.txn.waits, id)
+			n.txn.waitsMu.Unlock()
+		}
+		return nil
+	}()
+	resp.Error = n.txnErr(err)
+	resp.ServerTime = uint64(n.cfg.Clock.Now())
+	return resp, nil
+}
+
+// txnCleanupLoop resolves transactions whose intents sit on this node's
+// leader tablets for longer than staleTxnAge: their coordinator died or
+// could not reach the participant after commit or abort.
+const staleTxnAge = 5 * time.Second
+
+func (n *Node) txnCleanupLoop() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.gcStop:
+			return
+		case <-t.C:
+		}
+		if n.txn.client.Load() == nil {
+			continue
+		}
+		for _, tb := range n.Tablets() {
+			if !tb.Group().HasLease() {
+				continue
+			}
+			for _, id := range tb.StaleTxns(staleTxnAge) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err := tb.ResolveTxn(ctx, id)
+				cancel()
+				if err != nil {
+					slog.Debug("tserver: resolving a stale transaction", "node", n.cfg.NodeID, "tablet", tb.Descriptor().ID, "txn", id, "err", err)
+				}
+			}
+		}
+	}
+}

@@ -498,3 +498,40 @@ func TestTxnBank(t *testing.T) {
 		t.Fatalf("final total %d, want %d", sum, accounts*initial)
 	}
 }
+
+// TestTxnPlainWriteWaitsForLocks: a write outside any transaction waits
+// for a pending transaction's lock on the row instead of slipping under
+// it (which would lose the plain write when the transaction commits).
+func TestTxnPlainWriteWaitsForLocks(t *testing.T) {
+	_, cl, tb := txnSetup(t, "plain", 2)
+	ctx := ctxT(t)
+	key := client.Row{"k": docdb.Text("r")}
+	if err := tb.Put(ctx, client.Row{"k": key["k"], "v": docdb.Int64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	tx := begin(t, cl, client.Snapshot)
+	r, _, err := tx.GetForUpdate(ctx, tb, key, client.ForUpdate, client.WaitOnConflict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tb.Put(ctx, client.Row{"k": key["k"], "v": docdb.Int64(100)}) }()
+	if err := tx.Put(ctx, tb, client.Row{"k": key["k"], "v": docdb.Int64(val(r) + 1)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the plain write finished (%v) while the row was locked", err)
+	default:
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The plain write came after the transaction: its value stands.
+	if r, _, err := tb.Get(ctx, key); err != nil || val(r) != 100 {
+		t.Fatalf("got %v %v, want 100", r, err)
+	}
+}

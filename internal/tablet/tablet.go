@@ -190,11 +190,28 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 		keys = append(keys, string(op.RowKey))
 	}
 	sort.Strings(keys)
-	release, err := t.latches.acquireWrite(ctx, keys)
-	if err != nil {
-		return 0, err
+	for {
+		release, err := t.latches.acquireWrite(ctx, keys)
+		if err != nil {
+			return 0, err
+		}
+		// A write outside any transaction still respects transactions'
+		// locks and provisional writes: it waits for them as a
+		// transaction would (it holds nothing while it waits, so it
+		// cannot be part of a deadlock).
+		pending, err := t.pendingConflicts(ctx, wb.Ops)
+		if err != nil {
+			release()
+			return 0, err
+		}
+		if len(pending) == 0 {
+			return t.writeLatched(ctx, wb, release)
+		}
+		release()
+		if err := t.waitForTxnsPlain(ctx, pending); err != nil {
+			return 0, err
+		}
 	}
-	return t.writeLatched(ctx, wb, release)
 }
 
 // writeLatched stamps and replicates wb under the latches the caller took;

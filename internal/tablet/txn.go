@@ -1017,3 +1017,68 @@ func (t *Tablet) UpdateRow(ctx context.Context, rowKey []byte, fn func(row docdb
 	_, err = t.writeLatched(ctx, &docdb.WriteBatch{Ops: ops}, release)
 	return err
 }
+
+// pendingConflicts returns the pending transactions whose intents conflict
+// with a non-transactional write of ops (resolving the finished ones on
+// the way). Cheap when the tablet has no transactions.
+func (t *Tablet) pendingConflicts(ctx context.Context, ops []docdb.WriteOp) ([]docdb.TxnID, error) {
+	if !t.txns.any() {
+		return nil, nil
+	}
+	conflicts, err := docdb.Conflicts(t.eng, docdb.TxnID{}, docdb.WriteAccesses(ops))
+	if err != nil || len(conflicts) == 0 {
+		return nil, err
+	}
+	if t.resolver == nil {
+		return nil, ErrNoResolver
+	}
+	seen := map[docdb.TxnID]bool{}
+	var out []docdb.TxnID
+	for _, c := range conflicts {
+		if !seen[c.Txn] {
+			seen[c.Txn] = true
+			out = append(out, c.Txn)
+		}
+	}
+	return out, nil
+}
+
+// waitForTxnsPlain resolves the transactions a non-transactional write
+// met and waits for the pending ones (one poll interval at most).
+func (t *Tablet) waitForTxnsPlain(ctx context.Context, txns []docdb.TxnID) error {
+	var pending []docdb.TxnID
+	for _, id := range txns {
+		still, err := t.ResolveTxn(ctx, id)
+		if err != nil {
+			return err
+		}
+		if still {
+			pending = append(pending, id)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	woken := make(chan struct{}, len(pending))
+	for _, p := range pending {
+		ch := t.txns.waitFor(p)
+		go func() {
+			select {
+			case <-ch:
+				woken <- struct{}{}
+			case <-stop:
+			}
+		}()
+	}
+	timer := time.NewTimer(waitPoll)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	case <-woken:
+	}
+	return nil
+}

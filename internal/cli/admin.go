@@ -143,9 +143,90 @@ list-tservers) or a node's RPC address.`,
 				})
 			},
 		},
+		newMoveReplicaCmd(o),
 		newBlacklistCmd(o),
 	)
 	return cmd
+}
+
+func newMoveReplicaCmd(o *adminOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "move-replica TABLET FROM_NODE TO_NODE",
+		Short: "Move a tablet's replica from one tserver to another",
+		Long: `Move tablet TABLET's replica on tserver FROM_NODE to tserver TO_NODE, which must be
+live, not blacklisted, and not hold a replica of the tablet yet. The master does it the
+way its balancer moves replicas: TO_NODE joins as a learner and receives a snapshot, is
+promoted to voter once caught up, leadership leaves FROM_NODE if it has it, and
+FROM_NODE's replica is removed. The balancer leaves the tablet alone meanwhile (it may
+rebalance later, as with any move).
+
+The command waits for the move up to --timeout. A big tablet's snapshot takes longer
+than the default: if the time runs out, the master carries on with the move, and
+running the same command again waits for it.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseTabletID(args[0])
+			if err != nil {
+				return err
+			}
+			return o.run(cmd, func(ctx context.Context, a *adminConn) (any, table, error) {
+				from, err := a.resolveNode(ctx, args[1])
+				if err != nil {
+					return nil, table{}, err
+				}
+				to, err := a.resolveNode(ctx, args[2])
+				if err != nil {
+					return nil, table{}, err
+				}
+				r, err := a.moveReplica(ctx, id, from, to)
+				if err != nil {
+					return nil, table{}, err
+				}
+				return moveReplicaResult(id, from, to, r)
+			})
+		},
+	}
+}
+
+// moveReplica asks the master to move a replica and waits for the move
+// until ctx is nearly done. A master answers before its call's deadline
+// (at most 10 s, see client.Masters) with how far the move got; asking
+// again with the same arguments waits for the same move.
+func (a *adminConn) moveReplica(ctx context.Context, tablet, from, to uint64) (*masterpb.MoveReplicaResponse, error) {
+	for {
+		r, err := masterCall(ctx, a, "MoveReplica", func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MoveReplicaResponse, error) {
+			return mc.MoveReplica(ctx, &masterpb.MoveReplicaRequest{TabletId: tablet, FromNode: from, ToNode: to})
+		})
+		if err != nil || r.GetDone() {
+			return r, err
+		}
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < time.Second {
+			return r, nil
+		}
+	}
+}
+
+// moveReplicaResult is what move-replica prints: a finished move, or an
+// error saying where an unfinished one is.
+func moveReplicaResult(tablet, from, to uint64, r *masterpb.MoveReplicaResponse) (any, table, error) {
+	took := (time.Duration(r.GetElapsedMs()) * time.Millisecond).Round(100 * time.Millisecond)
+	if !r.GetDone() {
+		return nil, table{}, fmt.Errorf("tablet %d: the replica is still moving from node %d to node %d (step %s, %v so far); "+
+			"the master carries on with it: see list-tablets, or run this again (with a longer --timeout) to wait for it",
+			tablet, from, to, r.GetStep(), took)
+	}
+	replicas := []replicaRow{}
+	for _, rep := range r.GetTablet().GetReplicas() {
+		replicas = append(replicas, replicaRow{NodeID: rep.GetNodeId(), Addr: rep.GetAddr(), Role: rep.GetRole().String()})
+	}
+	doc := map[string]any{"tablet_id": tablet, "from_node": from, "to_node": to, "done": true,
+		"leader_moved": r.GetLeaderMoved(), "elapsed_ms": r.GetElapsedMs(),
+		"leader_node": r.GetTablet().GetLeaderNode(), "replicas": replicas}
+	msg := fmt.Sprintf("tablet %d: replica moved from node %d to node %d in %v", tablet, from, to, took)
+	if r.GetLeaderMoved() {
+		msg = fmt.Sprintf("tablet %d: replica moved from node %d to node %d in %v (leadership moved off node %d first)", tablet, from, to, took, from)
+	}
+	return doc, messageTable(msg), nil
 }
 
 func newBlacklistCmd(o *adminOptions) *cobra.Command {

@@ -2,13 +2,20 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
+	"github.com/shaledb/shaledb/internal/master/masterpb"
 	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
@@ -112,5 +119,131 @@ func TestHTTPPprof(t *testing.T) {
 	}
 	if code, _ := get("/nothing"); code != 404 {
 		t.Errorf("/nothing: %d", code)
+	}
+}
+
+// fakeMaster answers ListTServers and MoveReplica like a master leader
+// would: a move is done after doneAfter calls; one never done (doneAfter
+// 0) has each call wait until shortly before its deadline.
+type fakeMaster struct {
+	masterpb.UnimplementedMasterServer
+	doneAfter int
+
+	mu    sync.Mutex
+	calls []*masterpb.MoveReplicaRequest
+}
+
+func (f *fakeMaster) ListTServers(ctx context.Context, _ *masterpb.ListTServersRequest) (*masterpb.ListTServersResponse, error) {
+	return &masterpb.ListTServersResponse{Tservers: []*masterpb.TServerInfo{
+		{NodeId: 1, RpcAddr: "127.0.0.1:7100"}, {NodeId: 2, RpcAddr: "127.0.0.2:7100"}, {NodeId: 4, RpcAddr: "127.0.0.4:7100"},
+	}}, nil
+}
+
+func (f *fakeMaster) MoveReplica(ctx context.Context, req *masterpb.MoveReplicaRequest) (*masterpb.MoveReplicaResponse, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, req)
+	n := len(f.calls)
+	f.mu.Unlock()
+	if req.GetTabletId() == 404 {
+		return &masterpb.MoveReplicaResponse{Error: &masterpb.MasterError{Code: masterpb.MasterError_NOT_FOUND, Message: "master: not found: tablet 404"}}, nil
+	}
+	if f.doneAfter > 0 && n >= f.doneAfter {
+		return &masterpb.MoveReplicaResponse{Done: true, Step: "done", LeaderMoved: true, ElapsedMs: 1234, Tablet: &masterpb.TabletLocation{
+			LeaderNode: 4,
+			Replicas:   []*masterpb.Replica{{NodeId: 1, Addr: "127.0.0.1:7100"}, {NodeId: 4, Addr: "127.0.0.4:7100"}},
+		}}, nil
+	}
+	if d, ok := ctx.Deadline(); ok && f.doneAfter == 0 {
+		select {
+		case <-time.After(time.Until(d) - 100*time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	return &masterpb.MoveReplicaResponse{Step: "add-learner", ElapsedMs: 800}, nil
+}
+
+func startFakeMaster(t *testing.T, f *fakeMaster) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	masterpb.RegisterMasterServer(s, f)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
+// TestMoveReplicaCommand runs `shale admin move-replica` against a fake
+// master: arguments checked before any call, nodes resolved by address,
+// the move asked again until done, and its outcome printed as a message,
+// as JSON, or as an error.
+func TestMoveReplicaCommand(t *testing.T) {
+	shale := func(args ...string) (string, string, int) {
+		var out, errOut bytes.Buffer
+		code := run(args, &out, &errOut)
+		return out.String(), errOut.String(), code
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"admin", "move-replica", "1000", "1"}, "accepts 3 arg(s), received 2"},
+		{[]string{"admin", "move-replica", "x", "1", "4"}, `tablet "x": want a tablet id`},
+		{[]string{"admin", "move-replica", "1000", "node1", "4"}, `node "node1": want a node id or an RPC address`},
+	} {
+		if _, errOut, code := shale(tc.args...); code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("shale %v: exit %d, stderr %q; want an error with %q", tc.args, code, errOut, tc.want)
+		}
+	}
+
+	// Done on the second call: the first one answered "not yet".
+	f := &fakeMaster{doneAfter: 2}
+	addr := startFakeMaster(t, f)
+	out, errOut, code := shale("admin", "--master-addrs", addr, "--timeout", "15s", "move-replica", "1000", "127.0.0.2", "4")
+	if code != 0 || out != "tablet 1000: replica moved from node 2 to node 4 in 1.2s (leadership moved off node 2 first)\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	f.mu.Lock()
+	calls := f.calls
+	f.mu.Unlock()
+	if len(calls) != 2 || calls[1].GetFromNode() != 2 || calls[1].GetToNode() != 4 || calls[1].GetTabletId() != 1000 {
+		t.Fatalf("calls %v: want the move of tablet 1000 from 2 to 4 asked twice", calls)
+	}
+
+	f = &fakeMaster{doneAfter: 1}
+	addr = startFakeMaster(t, f)
+	out, errOut, code = shale("admin", "--master-addrs", addr, "move-replica", "1000", "2", "127.0.0.4:7100", "--json")
+	var doc struct {
+		TabletID    uint64       `json:"tablet_id"`
+		From        uint64       `json:"from_node"`
+		To          uint64       `json:"to_node"`
+		Done        bool         `json:"done"`
+		LeaderMoved bool         `json:"leader_moved"`
+		Leader      uint64       `json:"leader_node"`
+		Replicas    []replicaRow `json:"replicas"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: stdout %q, stderr %q", code, err, out, errOut)
+	}
+	if doc.TabletID != 1000 || doc.From != 2 || doc.To != 4 || !doc.Done || !doc.LeaderMoved || doc.Leader != 4 ||
+		len(doc.Replicas) != 2 || doc.Replicas[1].NodeID != 4 || doc.Replicas[1].Role != "VOTER" {
+		t.Fatalf("json %+v", doc)
+	}
+
+	// Not done in time: an error saying where the move is.
+	f = &fakeMaster{}
+	addr = startFakeMaster(t, f)
+	_, errOut, code = shale("admin", "--master-addrs", addr, "--timeout", "1500ms", "move-replica", "1000", "2", "4")
+	if code == 0 || !strings.Contains(errOut, "tablet 1000: the replica is still moving from node 2 to node 4 (step add-learner") ||
+		!strings.Contains(errOut, "the master carries on") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+
+	// The master's refusal.
+	_, errOut, code = shale("admin", "--master-addrs", addr, "move-replica", "404", "2", "4")
+	if code == 0 || !strings.Contains(errOut, "MoveReplica: master: not found: tablet 404") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }

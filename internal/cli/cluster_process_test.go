@@ -205,6 +205,7 @@ func TestClusterProcess(t *testing.T) {
 		{[]string{"start", "--data-dir", t.TempDir(), "--rf", "4"}, "--rf 4"},
 		{[]string{"start", "--listen", "127.0.0.1"}, "--data-dir is required"},
 		{[]string{"admin", "--master-addrs", masters, "list-tablets", "nope"}, `table "nope" not found`},
+		{[]string{"admin", "--master-addrs", masters, "move-replica", "987654", "1", "2"}, "MoveReplica: master: not found: tablet 987654"},
 		{[]string{"cluster", "create", "--nodes", "3", "--rf", "3", "--base-dir", base}, "a cluster exists"},
 	} {
 		_, errOut, err := r.run(tc.args...)

@@ -53,8 +53,17 @@ func (m *Master) balance(ctx context.Context) {
 			continue
 		}
 		m.mu.Lock()
-		m.mu.moves[mv.Tablet] = &inflightMove{move: mv, issued: now}
+		// An operator's move (MoveReplica) may have claimed the tablet
+		// since the state was taken.
+		_, claimed := m.mu.replicaMoves[mv.Tablet]
+		_, busy := m.mu.moves[mv.Tablet]
+		if !claimed && !busy {
+			m.mu.moves[mv.Tablet] = &inflightMove{move: mv, issued: now}
+		}
 		m.mu.Unlock()
+		if claimed || busy {
+			continue
+		}
 		m.log.Info("balancer: move", "kind", mv.Kind, "tablet", mv.Tablet, "tserver", mv.TServer, "from", mv.From, "reason", mv.Reason)
 		m.wg.Add(1)
 		go func(mv balancer.Move) {
@@ -125,35 +134,55 @@ func (m *Master) execute(mv balancer.Move, leaderAddr, targetAddr string) error 
 // holds m.mu (through withCatalog).
 func (m *Master) retireMoves(c *catalog, now time.Time) {
 	for id, im := range m.mu.moves {
-		loc, ok := c.tablets[id]
-		if !ok {
-			delete(m.mu.moves, id)
-			continue
-		}
-		mv := im.move
-		role, present := replicaRole(loc, mv.TServer)
-		done, limit := false, changeTimeout
-		switch mv.Kind {
-		case balancer.AddLearner:
-			limit = addLearnerTimeout
-			// Done once the learner has caught up with the leader.
-			if present && role == pb.Replica_LEARNER {
-				lr := c.report(loc.GetLeaderNode(), id)
-				r := c.report(mv.TServer, id)
-				done = lr != nil && r != nil && r.applied > 0 && r.applied+10 >= lr.applied
-			}
-		case balancer.PromoteLearner:
-			done = present && role == pb.Replica_VOTER
-		case balancer.RemoveReplica:
-			done = !present
-		case balancer.TransferLeader:
-			limit = transferTimeout
-			done = loc.GetLeaderNode() == mv.TServer
-		}
-		if done || now.Sub(im.issued) > limit {
+		if moveOver(c, im, now) {
 			delete(m.mu.moves, id)
 		}
 	}
+}
+
+// moveOver reports whether an issued move is done, as the tablet reports
+// show it, or past its time limit (or its tablet gone).
+func moveOver(c *catalog, im *inflightMove, now time.Time) bool {
+	mv := im.move
+	loc, ok := c.tablets[mv.Tablet]
+	if !ok {
+		return true
+	}
+	role, present := replicaRole(loc, mv.TServer)
+	done, limit := false, moveTimeout(mv.Kind)
+	switch mv.Kind {
+	case balancer.AddLearner:
+		// Done once the learner has caught up with the leader.
+		done = present && role == pb.Replica_LEARNER && c.caughtUp(loc, mv.TServer)
+	case balancer.PromoteLearner:
+		done = present && role == pb.Replica_VOTER
+	case balancer.RemoveReplica:
+		done = !present
+	case balancer.TransferLeader:
+		done = loc.GetLeaderNode() == mv.TServer
+	}
+	return done || now.Sub(im.issued) > limit
+}
+
+// moveTimeout is how long a move of that kind may take before it is
+// dropped (and planned, or issued, again).
+func moveTimeout(k balancer.MoveKind) time.Duration {
+	switch k {
+	case balancer.AddLearner:
+		return addLearnerTimeout
+	case balancer.TransferLeader:
+		return transferTimeout
+	}
+	return changeTimeout
+}
+
+// caughtUp reports whether node's replica of a tablet has applied entries
+// and is within a few of its leader's, as their reports say.
+func (c *catalog) caughtUp(loc *pb.TabletLocation, node uint64) bool {
+	id := loc.GetTablet().GetTabletId()
+	lr := c.report(loc.GetLeaderNode(), id)
+	r := c.report(node, id)
+	return lr != nil && r != nil && r.applied > 0 && r.applied+10 >= lr.applied
 }
 
 func replicaRole(loc *pb.TabletLocation, node uint64) (pb.Replica_Role, bool) {
@@ -218,6 +247,13 @@ func (m *Master) balancerState(c *catalog, now time.Time) balancer.State {
 	sort.Slice(st.Tablets, func(i, j int) bool { return st.Tablets[i].ID < st.Tablets[j].ID })
 	for _, im := range m.mu.moves {
 		st.InFlight = append(st.InFlight, im.move)
+	}
+	// An operator's move in progress counts as in flight for its whole
+	// course: the planner leaves the tablet alone (it would otherwise take
+	// the new replica for an excess one), and counts the loads as they will
+	// be once it is done.
+	for _, rm := range m.mu.replicaMoves {
+		st.InFlight = append(st.InFlight, rm.inFlight()...)
 	}
 	return st
 }

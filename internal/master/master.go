@@ -75,6 +75,12 @@ type Master struct {
 		term uint64   // the term the catalog was loaded in
 		// moves are the balancer's moves in flight, by tablet.
 		moves map[uint64]*inflightMove
+		// replicaMoves are the operators' moves (MoveReplica) in
+		// progress, by tablet; the balancer leaves those tablets alone.
+		replicaMoves map[uint64]*replicaMove
+		// movedRecently are the operators' moves done in the last
+		// minute, by tablet (see MoveReplica).
+		movedRecently map[uint64]*replicaMove
 	}
 
 	// balanceDirty: a report changed since the balancer last planned;
@@ -154,6 +160,8 @@ func Start(cfg Config) (*Master, error) {
 	n := cfg.Node
 	m := &Master{cfg: cfg, node: n, pool: rpc.NewPool(), log: cfg.Logger.With("master", n.ID())}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.mu.replicaMoves = make(map[uint64]*replicaMove)
+	m.mu.movedRecently = make(map[uint64]*replicaMove)
 	if tb, ok := n.Tablet(SysCatalogTabletID); ok {
 		m.sys = tb
 	} else {

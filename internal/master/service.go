@@ -229,6 +229,19 @@ func (s *service) Blacklist(ctx context.Context, req *pb.BlacklistRequest) (*pb.
 	return &pb.BlacklistResponse{Error: s.call(func(m *Master) error { return m.Blacklist(ctx, req.GetNodeId(), req.GetRemove()) })}, nil
 }
 
+func (s *service) MoveReplica(ctx context.Context, req *pb.MoveReplicaRequest) (*pb.MoveReplicaResponse, error) {
+	var resp *pb.MoveReplicaResponse
+	e := s.call(func(m *Master) (err error) {
+		resp, err = m.MoveReplica(ctx, req.GetTabletId(), req.GetFromNode(), req.GetToNode())
+		return err
+	})
+	if resp == nil {
+		resp = &pb.MoveReplicaResponse{}
+	}
+	resp.Error = e
+	return resp, nil
+}
+
 // LeaderStepdown moves a tablet's leadership away from its current leader
 // (to toNode, or to another voter).
 func (m *Master) LeaderStepdown(ctx context.Context, tabletID, toNode uint64) error {

@@ -2365,6 +2365,164 @@ func (x *BlacklistResponse) GetError() *MasterError {
 	return nil
 }
 
+// MoveReplicaRequest moves tablet_id's replica on from_node to to_node:
+// to_node joins as a learner, is promoted once caught up, and from_node is
+// removed (after leadership moves away from it). The call waits until the
+// move is done or shortly before its deadline, whichever comes first; a
+// move not done by then carries on at the master, and the same request
+// again waits for it.
+type MoveReplicaRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TabletId      uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	FromNode      uint64                 `protobuf:"varint,2,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	ToNode        uint64                 `protobuf:"varint,3,opt,name=to_node,json=toNode,proto3" json:"to_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveReplicaRequest) Reset() {
+	*x = MoveReplicaRequest{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveReplicaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveReplicaRequest) ProtoMessage() {}
+
+func (x *MoveReplicaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveReplicaRequest.ProtoReflect.Descriptor instead.
+func (*MoveReplicaRequest) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *MoveReplicaRequest) GetTabletId() uint64 {
+	if x != nil {
+		return x.TabletId
+	}
+	return 0
+}
+
+func (x *MoveReplicaRequest) GetFromNode() uint64 {
+	if x != nil {
+		return x.FromNode
+	}
+	return 0
+}
+
+func (x *MoveReplicaRequest) GetToNode() uint64 {
+	if x != nil {
+		return x.ToNode
+	}
+	return 0
+}
+
+type MoveReplicaResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error *MasterError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// done: to_node is a voter and from_node is out of the configuration.
+	Done bool `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	// step is what the move was doing when the call returned without done:
+	// waiting (for a balancer move of the tablet, or a known leader),
+	// add-learner, promote, transfer-leader or remove.
+	Step string `protobuf:"bytes,3,opt,name=step,proto3" json:"step,omitempty"`
+	// leader_moved: from_node led the tablet, and leadership was moved away
+	// from it before its removal.
+	LeaderMoved bool `protobuf:"varint,4,opt,name=leader_moved,json=leaderMoved,proto3" json:"leader_moved,omitempty"`
+	// tablet is the tablet's location as the master knows it at the answer.
+	Tablet *TabletLocation `protobuf:"bytes,5,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	// elapsed_ms since the move started.
+	ElapsedMs     int64 `protobuf:"varint,6,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveReplicaResponse) Reset() {
+	*x = MoveReplicaResponse{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveReplicaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveReplicaResponse) ProtoMessage() {}
+
+func (x *MoveReplicaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveReplicaResponse.ProtoReflect.Descriptor instead.
+func (*MoveReplicaResponse) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *MoveReplicaResponse) GetError() *MasterError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *MoveReplicaResponse) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *MoveReplicaResponse) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+func (x *MoveReplicaResponse) GetLeaderMoved() bool {
+	if x != nil {
+		return x.LeaderMoved
+	}
+	return false
+}
+
+func (x *MoveReplicaResponse) GetTablet() *TabletLocation {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *MoveReplicaResponse) GetElapsedMs() int64 {
+	if x != nil {
+		return x.ElapsedMs
+	}
+	return 0
+}
+
 // ClusterConfig is the sys catalog's cluster record: identity, defaults and
 // id counters (the next id of each kind to hand out).
 type ClusterConfig struct {
@@ -2385,7 +2543,7 @@ type ClusterConfig struct {
 
 func (x *ClusterConfig) Reset() {
 	*x = ClusterConfig{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2555,7 @@ func (x *ClusterConfig) String() string {
 func (*ClusterConfig) ProtoMessage() {}
 
 func (x *ClusterConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2568,7 @@ func (x *ClusterConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterConfig.ProtoReflect.Descriptor instead.
 func (*ClusterConfig) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{33}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ClusterConfig) GetClusterId() string {
@@ -2483,7 +2641,7 @@ type TServerRecord struct {
 
 func (x *TServerRecord) Reset() {
 	*x = TServerRecord{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2495,7 +2653,7 @@ func (x *TServerRecord) String() string {
 func (*TServerRecord) ProtoMessage() {}
 
 func (x *TServerRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2508,7 +2666,7 @@ func (x *TServerRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TServerRecord.ProtoReflect.Descriptor instead.
 func (*TServerRecord) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{34}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TServerRecord) GetNodeId() uint64 {
@@ -2734,7 +2892,19 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x16\n" +
 	"\x06remove\x18\x02 \x01(\bR\x06remove\"F\n" +
 	"\x11BlacklistResponse\x121\n" +
-	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\"\xa9\x02\n" +
+	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\"g\n" +
+	"\x12MoveReplicaRequest\x12\x1b\n" +
+	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x1b\n" +
+	"\tfrom_node\x18\x02 \x01(\x04R\bfromNode\x12\x17\n" +
+	"\ato_node\x18\x03 \x01(\x04R\x06toNode\"\xea\x01\n" +
+	"\x13MoveReplicaResponse\x121\n" +
+	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\bR\x04done\x12\x12\n" +
+	"\x04step\x18\x03 \x01(\tR\x04step\x12!\n" +
+	"\fleader_moved\x18\x04 \x01(\bR\vleaderMoved\x126\n" +
+	"\x06tablet\x18\x05 \x01(\v2\x1e.shaledb.master.TabletLocationR\x06tablet\x12\x1d\n" +
+	"\n" +
+	"elapsed_ms\x18\x06 \x01(\x03R\telapsedMs\"\xa9\x02\n" +
 	"\rClusterConfig\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12-\n" +
@@ -2750,7 +2920,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x127\n" +
-	"\tplacement\x18\x04 \x01(\v2\x19.shaledb.master.PlacementR\tplacement2\xa9\a\n" +
+	"\tplacement\x18\x04 \x01(\v2\x19.shaledb.master.PlacementR\tplacement2\x81\b\n" +
 	"\x06Master\x12A\n" +
 	"\x04Join\x12\x1b.shaledb.master.JoinRequest\x1a\x1c.shaledb.master.JoinResponse\x12P\n" +
 	"\tHeartbeat\x12 .shaledb.master.HeartbeatRequest\x1a!.shaledb.master.HeartbeatResponse\x12V\n" +
@@ -2763,7 +2933,8 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\fListTServers\x12#.shaledb.master.ListTServersRequest\x1a$.shaledb.master.ListTServersResponse\x12_\n" +
 	"\x0eLeaderStepdown\x12%.shaledb.master.LeaderStepdownRequest\x1a&.shaledb.master.LeaderStepdownResponse\x12V\n" +
 	"\vSplitTablet\x12\".shaledb.master.SplitTabletRequest\x1a#.shaledb.master.SplitTabletResponse\x12P\n" +
-	"\tBlacklist\x12 .shaledb.master.BlacklistRequest\x1a!.shaledb.master.BlacklistResponseB5Z3github.com/shaledb/shaledb/internal/master/masterpbb\x06proto3"
+	"\tBlacklist\x12 .shaledb.master.BlacklistRequest\x1a!.shaledb.master.BlacklistResponse\x12V\n" +
+	"\vMoveReplica\x12\".shaledb.master.MoveReplicaRequest\x1a#.shaledb.master.MoveReplicaResponseB5Z3github.com/shaledb/shaledb/internal/master/masterpbb\x06proto3"
 
 var (
 	file_internal_master_masterpb_master_proto_rawDescOnce sync.Once
@@ -2778,7 +2949,7 @@ func file_internal_master_masterpb_master_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_master_masterpb_master_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_internal_master_masterpb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_internal_master_masterpb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_internal_master_masterpb_master_proto_goTypes = []any{
 	(MasterError_Code)(0),              // 0: shaledb.master.MasterError.Code
 	(Partitioning_Kind)(0),             // 1: shaledb.master.Partitioning.Kind
@@ -2818,32 +2989,34 @@ var file_internal_master_masterpb_master_proto_goTypes = []any{
 	(*SplitTabletResponse)(nil),        // 35: shaledb.master.SplitTabletResponse
 	(*BlacklistRequest)(nil),           // 36: shaledb.master.BlacklistRequest
 	(*BlacklistResponse)(nil),          // 37: shaledb.master.BlacklistResponse
-	(*ClusterConfig)(nil),              // 38: shaledb.master.ClusterConfig
-	(*TServerRecord)(nil),              // 39: shaledb.master.TServerRecord
-	nil,                                // 40: shaledb.master.JoinResponse.MastersEntry
-	nil,                                // 41: shaledb.master.HeartbeatResponse.MastersEntry
-	nil,                                // 42: shaledb.master.HeartbeatResponse.TserversEntry
-	(*tserverpb.TabletStatus)(nil),     // 43: shaledb.tserver.TabletStatus
-	(*tserverpb.TabletDescriptor)(nil), // 44: shaledb.tserver.TabletDescriptor
+	(*MoveReplicaRequest)(nil),         // 38: shaledb.master.MoveReplicaRequest
+	(*MoveReplicaResponse)(nil),        // 39: shaledb.master.MoveReplicaResponse
+	(*ClusterConfig)(nil),              // 40: shaledb.master.ClusterConfig
+	(*TServerRecord)(nil),              // 41: shaledb.master.TServerRecord
+	nil,                                // 42: shaledb.master.JoinResponse.MastersEntry
+	nil,                                // 43: shaledb.master.HeartbeatResponse.MastersEntry
+	nil,                                // 44: shaledb.master.HeartbeatResponse.TserversEntry
+	(*tserverpb.TabletStatus)(nil),     // 45: shaledb.tserver.TabletStatus
+	(*tserverpb.TabletDescriptor)(nil), // 46: shaledb.tserver.TabletDescriptor
 }
 var file_internal_master_masterpb_master_proto_depIdxs = []int32{
 	0,  // 0: shaledb.master.MasterError.code:type_name -> shaledb.master.MasterError.Code
 	6,  // 1: shaledb.master.JoinRequest.placement:type_name -> shaledb.master.Placement
 	5,  // 2: shaledb.master.JoinResponse.error:type_name -> shaledb.master.MasterError
-	40, // 3: shaledb.master.JoinResponse.masters:type_name -> shaledb.master.JoinResponse.MastersEntry
-	43, // 4: shaledb.master.TabletReport.status:type_name -> shaledb.tserver.TabletStatus
+	42, // 3: shaledb.master.JoinResponse.masters:type_name -> shaledb.master.JoinResponse.MastersEntry
+	45, // 4: shaledb.master.TabletReport.status:type_name -> shaledb.tserver.TabletStatus
 	6,  // 5: shaledb.master.HeartbeatRequest.placement:type_name -> shaledb.master.Placement
 	9,  // 6: shaledb.master.HeartbeatRequest.tablets:type_name -> shaledb.master.TabletReport
 	5,  // 7: shaledb.master.HeartbeatResponse.error:type_name -> shaledb.master.MasterError
-	41, // 8: shaledb.master.HeartbeatResponse.masters:type_name -> shaledb.master.HeartbeatResponse.MastersEntry
-	42, // 9: shaledb.master.HeartbeatResponse.tservers:type_name -> shaledb.master.HeartbeatResponse.TserversEntry
+	43, // 8: shaledb.master.HeartbeatResponse.masters:type_name -> shaledb.master.HeartbeatResponse.MastersEntry
+	44, // 9: shaledb.master.HeartbeatResponse.tservers:type_name -> shaledb.master.HeartbeatResponse.TserversEntry
 	12, // 10: shaledb.master.Schema.columns:type_name -> shaledb.master.ColumnSchema
 	1,  // 11: shaledb.master.Partitioning.kind:type_name -> shaledb.master.Partitioning.Kind
 	13, // 12: shaledb.master.TableInfo.schema:type_name -> shaledb.master.Schema
 	14, // 13: shaledb.master.TableInfo.partitioning:type_name -> shaledb.master.Partitioning
 	2,  // 14: shaledb.master.TableInfo.state:type_name -> shaledb.master.TableInfo.State
 	3,  // 15: shaledb.master.Replica.role:type_name -> shaledb.master.Replica.Role
-	44, // 16: shaledb.master.TabletLocation.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	46, // 16: shaledb.master.TabletLocation.tablet:type_name -> shaledb.tserver.TabletDescriptor
 	16, // 17: shaledb.master.TabletLocation.replicas:type_name -> shaledb.master.Replica
 	13, // 18: shaledb.master.CreateTableRequest.schema:type_name -> shaledb.master.Schema
 	14, // 19: shaledb.master.CreateTableRequest.partitioning:type_name -> shaledb.master.Partitioning
@@ -2863,37 +3036,41 @@ var file_internal_master_masterpb_master_proto_depIdxs = []int32{
 	29, // 33: shaledb.master.ListTServersResponse.tservers:type_name -> shaledb.master.TServerInfo
 	5,  // 34: shaledb.master.LeaderStepdownResponse.error:type_name -> shaledb.master.MasterError
 	5,  // 35: shaledb.master.SplitTabletResponse.error:type_name -> shaledb.master.MasterError
-	44, // 36: shaledb.master.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
-	44, // 37: shaledb.master.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
+	46, // 36: shaledb.master.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
+	46, // 37: shaledb.master.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
 	5,  // 38: shaledb.master.BlacklistResponse.error:type_name -> shaledb.master.MasterError
-	6,  // 39: shaledb.master.TServerRecord.placement:type_name -> shaledb.master.Placement
-	7,  // 40: shaledb.master.Master.Join:input_type -> shaledb.master.JoinRequest
-	10, // 41: shaledb.master.Master.Heartbeat:input_type -> shaledb.master.HeartbeatRequest
-	18, // 42: shaledb.master.Master.CreateTable:input_type -> shaledb.master.CreateTableRequest
-	20, // 43: shaledb.master.Master.DropTable:input_type -> shaledb.master.DropTableRequest
-	22, // 44: shaledb.master.Master.GetTable:input_type -> shaledb.master.GetTableRequest
-	24, // 45: shaledb.master.Master.ListTables:input_type -> shaledb.master.ListTablesRequest
-	27, // 46: shaledb.master.Master.ListMasters:input_type -> shaledb.master.ListMastersRequest
-	30, // 47: shaledb.master.Master.ListTServers:input_type -> shaledb.master.ListTServersRequest
-	32, // 48: shaledb.master.Master.LeaderStepdown:input_type -> shaledb.master.LeaderStepdownRequest
-	34, // 49: shaledb.master.Master.SplitTablet:input_type -> shaledb.master.SplitTabletRequest
-	36, // 50: shaledb.master.Master.Blacklist:input_type -> shaledb.master.BlacklistRequest
-	8,  // 51: shaledb.master.Master.Join:output_type -> shaledb.master.JoinResponse
-	11, // 52: shaledb.master.Master.Heartbeat:output_type -> shaledb.master.HeartbeatResponse
-	19, // 53: shaledb.master.Master.CreateTable:output_type -> shaledb.master.CreateTableResponse
-	21, // 54: shaledb.master.Master.DropTable:output_type -> shaledb.master.DropTableResponse
-	23, // 55: shaledb.master.Master.GetTable:output_type -> shaledb.master.GetTableResponse
-	25, // 56: shaledb.master.Master.ListTables:output_type -> shaledb.master.ListTablesResponse
-	28, // 57: shaledb.master.Master.ListMasters:output_type -> shaledb.master.ListMastersResponse
-	31, // 58: shaledb.master.Master.ListTServers:output_type -> shaledb.master.ListTServersResponse
-	33, // 59: shaledb.master.Master.LeaderStepdown:output_type -> shaledb.master.LeaderStepdownResponse
-	35, // 60: shaledb.master.Master.SplitTablet:output_type -> shaledb.master.SplitTabletResponse
-	37, // 61: shaledb.master.Master.Blacklist:output_type -> shaledb.master.BlacklistResponse
-	51, // [51:62] is the sub-list for method output_type
-	40, // [40:51] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	5,  // 39: shaledb.master.MoveReplicaResponse.error:type_name -> shaledb.master.MasterError
+	17, // 40: shaledb.master.MoveReplicaResponse.tablet:type_name -> shaledb.master.TabletLocation
+	6,  // 41: shaledb.master.TServerRecord.placement:type_name -> shaledb.master.Placement
+	7,  // 42: shaledb.master.Master.Join:input_type -> shaledb.master.JoinRequest
+	10, // 43: shaledb.master.Master.Heartbeat:input_type -> shaledb.master.HeartbeatRequest
+	18, // 44: shaledb.master.Master.CreateTable:input_type -> shaledb.master.CreateTableRequest
+	20, // 45: shaledb.master.Master.DropTable:input_type -> shaledb.master.DropTableRequest
+	22, // 46: shaledb.master.Master.GetTable:input_type -> shaledb.master.GetTableRequest
+	24, // 47: shaledb.master.Master.ListTables:input_type -> shaledb.master.ListTablesRequest
+	27, // 48: shaledb.master.Master.ListMasters:input_type -> shaledb.master.ListMastersRequest
+	30, // 49: shaledb.master.Master.ListTServers:input_type -> shaledb.master.ListTServersRequest
+	32, // 50: shaledb.master.Master.LeaderStepdown:input_type -> shaledb.master.LeaderStepdownRequest
+	34, // 51: shaledb.master.Master.SplitTablet:input_type -> shaledb.master.SplitTabletRequest
+	36, // 52: shaledb.master.Master.Blacklist:input_type -> shaledb.master.BlacklistRequest
+	38, // 53: shaledb.master.Master.MoveReplica:input_type -> shaledb.master.MoveReplicaRequest
+	8,  // 54: shaledb.master.Master.Join:output_type -> shaledb.master.JoinResponse
+	11, // 55: shaledb.master.Master.Heartbeat:output_type -> shaledb.master.HeartbeatResponse
+	19, // 56: shaledb.master.Master.CreateTable:output_type -> shaledb.master.CreateTableResponse
+	21, // 57: shaledb.master.Master.DropTable:output_type -> shaledb.master.DropTableResponse
+	23, // 58: shaledb.master.Master.GetTable:output_type -> shaledb.master.GetTableResponse
+	25, // 59: shaledb.master.Master.ListTables:output_type -> shaledb.master.ListTablesResponse
+	28, // 60: shaledb.master.Master.ListMasters:output_type -> shaledb.master.ListMastersResponse
+	31, // 61: shaledb.master.Master.ListTServers:output_type -> shaledb.master.ListTServersResponse
+	33, // 62: shaledb.master.Master.LeaderStepdown:output_type -> shaledb.master.LeaderStepdownResponse
+	35, // 63: shaledb.master.Master.SplitTablet:output_type -> shaledb.master.SplitTabletResponse
+	37, // 64: shaledb.master.Master.Blacklist:output_type -> shaledb.master.BlacklistResponse
+	39, // 65: shaledb.master.Master.MoveReplica:output_type -> shaledb.master.MoveReplicaResponse
+	54, // [54:66] is the sub-list for method output_type
+	42, // [42:54] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_internal_master_masterpb_master_proto_init() }
@@ -2907,7 +3084,7 @@ func file_internal_master_masterpb_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_master_masterpb_master_proto_rawDesc), len(file_internal_master_masterpb_master_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   38,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

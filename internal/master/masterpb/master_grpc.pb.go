@@ -35,6 +35,7 @@ const (
 	Master_LeaderStepdown_FullMethodName = "/shaledb.master.Master/LeaderStepdown"
 	Master_SplitTablet_FullMethodName    = "/shaledb.master.Master/SplitTablet"
 	Master_Blacklist_FullMethodName      = "/shaledb.master.Master/Blacklist"
+	Master_MoveReplica_FullMethodName    = "/shaledb.master.Master/MoveReplica"
 )
 
 // MasterClient is the client API for Master service.
@@ -55,6 +56,7 @@ type MasterClient interface {
 	LeaderStepdown(ctx context.Context, in *LeaderStepdownRequest, opts ...grpc.CallOption) (*LeaderStepdownResponse, error)
 	SplitTablet(ctx context.Context, in *SplitTabletRequest, opts ...grpc.CallOption) (*SplitTabletResponse, error)
 	Blacklist(ctx context.Context, in *BlacklistRequest, opts ...grpc.CallOption) (*BlacklistResponse, error)
+	MoveReplica(ctx context.Context, in *MoveReplicaRequest, opts ...grpc.CallOption) (*MoveReplicaResponse, error)
 }
 
 type masterClient struct {
@@ -175,6 +177,16 @@ func (c *masterClient) Blacklist(ctx context.Context, in *BlacklistRequest, opts
 	return out, nil
 }
 
+func (c *masterClient) MoveReplica(ctx context.Context, in *MoveReplicaRequest, opts ...grpc.CallOption) (*MoveReplicaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveReplicaResponse)
+	err := c.cc.Invoke(ctx, Master_MoveReplica_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -193,6 +205,7 @@ type MasterServer interface {
 	LeaderStepdown(context.Context, *LeaderStepdownRequest) (*LeaderStepdownResponse, error)
 	SplitTablet(context.Context, *SplitTabletRequest) (*SplitTabletResponse, error)
 	Blacklist(context.Context, *BlacklistRequest) (*BlacklistResponse, error)
+	MoveReplica(context.Context, *MoveReplicaRequest) (*MoveReplicaResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -235,6 +248,9 @@ func (UnimplementedMasterServer) SplitTablet(context.Context, *SplitTabletReques
 }
 func (UnimplementedMasterServer) Blacklist(context.Context, *BlacklistRequest) (*BlacklistResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Blacklist not implemented")
+}
+func (UnimplementedMasterServer) MoveReplica(context.Context, *MoveReplicaRequest) (*MoveReplicaResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method MoveReplica not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -455,6 +471,24 @@ func _Master_Blacklist_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_MoveReplica_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveReplicaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).MoveReplica(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_MoveReplica_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).MoveReplica(ctx, req.(*MoveReplicaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -505,6 +539,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Blacklist",
 			Handler:    _Master_Blacklist_Handler,
+		},
+		{
+			MethodName: "MoveReplica",
+			Handler:    _Master_MoveReplica_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

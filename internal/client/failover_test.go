@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/server/servertest"
@@ -79,21 +80,21 @@ func TestNodeFailure(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
-	start := time.Now()
+	t.Cleanup(func() { stop.Store(true); wg.Wait() }) // also when a wait below fails
+	// The load runs on every tablet before the fault.
+	consensustest.WaitFor(t, 20*time.Second, "200 writes before the stop", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= 200
+	})
 	c.Stop(c.Index(victim))
 	stopped.Store(true)
 	t.Logf("stopped node %d (leader of %d of 6 tablets)", victim, leaders[victim])
-	for after.Load() < 200 && time.Since(start) < 20*time.Second {
-		time.Sleep(50 * time.Millisecond)
-	}
+	consensustest.WaitFor(t, 20*time.Second, "200 writes after the stop", func() bool { return after.Load() >= 200 })
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("%d writes acknowledged, %d after the stop, %d failed, slowest put %v, %d table lookups",
 		len(acked), after.Load(), failures.Load(), time.Duration(slowest.Load()), cl.Stats().TableLoads)
-	if after.Load() < 200 {
-		t.Fatalf("only %d writes succeeded after the node stopped", after.Load())
-	}
 
 	// Every acknowledged write is there, read by a fresh client too.
 	fresh := open(t, c)

@@ -139,9 +139,38 @@ func (t *Table) apply(ctx context.Context, name string, ops []Op) error {
 	return s.finish(ctx, name, t, t.write(ctx, s, prepared))
 }
 
-// write routes ops to their tablets, one Write per tablet in parallel,
-// and routes again the ops whose tablet proved stale.
+// write routes ops to their tablets, one Write per tablet in parallel.
 func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps) error {
+	keys := make([][]byte, len(pending))
+	for i, k := range pending {
+		keys[i] = k.key
+	}
+	return t.routeByTablet(ctx, s, keys, func(tab *tabletMeta, idx []int) error {
+		var wb docdb.WriteBatch
+		for _, i := range idx {
+			wb.Ops = append(wb.Ops, pending[i].ops...)
+		}
+		batch := wb.Marshal()
+		return s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
+			resp, err := t.c.writeAt(ctx, ts, r.addr, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now()})
+			if err != nil {
+				return nil, err
+			}
+			t.c.observe(resp.GetServerTime())
+			return resp.GetError(), nil
+		})
+	})
+}
+
+// routeByTablet groups the items named by keys (row keys) by tablet and
+// calls send once per tablet, in parallel, with the items' indexes in
+// order; the items of a tablet that proved stale (*rerouteError) are
+// routed again with fresh locations.
+func (t *Table) routeByTablet(ctx context.Context, s *sender, keys [][]byte, send func(tab *tabletMeta, idx []int) error) error {
+	pending := make([]int, len(keys))
+	for i := range pending {
+		pending[i] = i
+	}
 	var stale *tableMeta
 	var b backoff
 	for {
@@ -156,46 +185,30 @@ func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps) error 
 			}
 			continue
 		}
-		groups := map[*tabletMeta][]keyedOps{}
+		groups := map[*tabletMeta][]int{}
 		var order []*tabletMeta
-		var next []keyedOps
-		for _, k := range pending {
-			tab := m.locate(k.key)
+		var next []int
+		for _, i := range pending {
+			tab := m.locate(keys[i])
 			if tab == nil {
-				next = append(next, k)
+				next = append(next, i)
 				continue
 			}
 			if groups[tab] == nil {
 				order = append(order, tab)
 			}
-			groups[tab] = append(groups[tab], k)
+			groups[tab] = append(groups[tab], i)
 		}
 		errs := make([]error, len(order))
-		send := func(i int) {
-			tab := order[i]
-			var wb docdb.WriteBatch
-			for _, k := range groups[tab] {
-				wb.Ops = append(wb.Ops, k.ops...)
-			}
-			batch := wb.Marshal()
-			errs[i] = s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
-				resp, err := t.c.writeAt(ctx, ts, r.addr, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now()})
-				if err != nil {
-					return nil, err
-				}
-				t.c.observe(resp.GetServerTime())
-				return resp.GetError(), nil
-			})
-		}
 		if len(order) == 1 {
-			send(0)
+			errs[0] = send(order[0], groups[order[0]])
 		} else {
 			var wg sync.WaitGroup
-			for i := range order {
+			for i, tab := range order {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					send(i)
+					errs[i] = send(tab, groups[tab])
 				}()
 			}
 			wg.Wait()

@@ -278,131 +278,70 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 	s := &sender{c: tx.c, write: true}
 	ctx, cancel := tx.c.opContext(ctx)
 	defer cancel()
-	type item struct {
-		key  []byte
-		op   *docdb.WriteOp
-		wid  uint32
-		lock bool
-	}
-	var pending []item
+	// Items 0..len(ops)-1 are the ops (write id base+i), then the locks.
+	keys := make([][]byte, 0, len(ops)+len(lockRows))
 	for i := range ops {
-		pending = append(pending, item{key: ops[i].RowKey, op: &ops[i], wid: base + uint32(i)})
+		keys = append(keys, ops[i].RowKey)
 	}
-	for _, r := range lockRows {
-		pending = append(pending, item{key: r, lock: true})
-	}
-	var stale *tableMeta
-	var b backoff
+	keys = append(keys, lockRows...)
 	var mu sync.Mutex
-	for len(pending) > 0 {
-		m, err := tx.c.cache.get(ctx, t.id, stale)
-		if err != nil {
-			if IsTableNotFound(err) || ctx.Err() != nil {
-				return s.finish(ctx, "txn-write", t, err)
+	err := t.routeByTablet(ctx, s, keys, func(tab *tabletMeta, idx []int) error {
+		// One request per run of consecutive write ids (the server numbers
+		// a request's ops from its write id); the locks ride on the first.
+		var locks [][]byte
+		var runs [][]int
+		for _, i := range idx {
+			switch n := len(runs); {
+			case i >= len(ops):
+				locks = append(locks, keys[i])
+			case n > 0 && runs[n-1][len(runs[n-1])-1]+1 == i:
+				runs[n-1] = append(runs[n-1], i)
+			default:
+				runs = append(runs, []int{i})
 			}
-			if !b.wait(ctx) {
-				return s.finish(ctx, "txn-write", t, ctx.Err())
-			}
-			continue
 		}
-		groups := map[*tabletMeta][]item{}
-		var order []*tabletMeta
-		var next []item
-		for _, it := range pending {
-			tab := m.locate(it.key)
-			if tab == nil {
-				next = append(next, it)
-				continue
-			}
-			if groups[tab] == nil {
-				order = append(order, tab)
-			}
-			groups[tab] = append(groups[tab], it)
+		if len(runs) == 0 {
+			runs = append(runs, nil)
 		}
-		errs := make([]error, len(order))
-		var wg sync.WaitGroup
-		for i, tab := range order {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// One request per run of consecutive write ids: the
-				// server numbers a request's ops from its write id.
-				items := groups[tab]
-				var locks [][]byte
-				var runs [][]item
-				for _, it := range items {
-					if it.lock {
-						locks = append(locks, it.key)
-						continue
-					}
-					if n := len(runs); n > 0 && runs[n-1][len(runs[n-1])-1].wid+1 == it.wid {
-						runs[n-1] = append(runs[n-1], it)
-					} else {
-						runs = append(runs, []item{it})
-					}
+		mu.Lock()
+		tx.participants[tab.id] = tab
+		mu.Unlock()
+		for ri, run := range runs {
+			var wb docdb.WriteBatch
+			wid := base
+			if len(run) > 0 {
+				wid = base + uint32(run[0])
+			}
+			for _, i := range run {
+				wb.Ops = append(wb.Ops, ops[i])
+			}
+			req := &tspb.TxnWriteRequest{TabletId: tab.id, TxnId: tx.id[:], ReadTime: uint64(tx.readTime),
+				CheckNewer: tx.opts.Isolation == Snapshot, WriteId: wid, Batch: wb.Marshal(), WaitPolicy: wait}
+			if ri == 0 && len(locks) > 0 {
+				req.LockRows, req.LockMode = locks, mode
+			}
+			err := s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
+				req.ClientTime = tx.c.now()
+				resp, err := ts.TxnWrite(ctx, req)
+				if err != nil {
+					return nil, err
 				}
-				if len(runs) == 0 {
-					runs = append(runs, nil)
+				tx.c.observe(resp.GetServerTime())
+				mu.Lock()
+				tx.noteTime(hlc.Timestamp(resp.GetWriteTime()))
+				if skipped != nil {
+					*skipped = append(*skipped, resp.GetSkippedRows()...)
 				}
-				for ri, run := range runs {
-					var wb docdb.WriteBatch
-					var wid uint32
-					for j, it := range run {
-						if j == 0 {
-							wid = it.wid
-						}
-						wb.Ops = append(wb.Ops, *it.op)
-					}
-					req := &tspb.TxnWriteRequest{TabletId: tab.id, TxnId: tx.id[:], ReadTime: uint64(tx.readTime),
-						CheckNewer: tx.opts.Isolation == Snapshot, WriteId: wid, Batch: wb.Marshal(), WaitPolicy: wait}
-					if ri == 0 && len(locks) > 0 {
-						req.LockRows, req.LockMode = locks, mode
-					}
-					mu.Lock()
-					tx.participants[tab.id] = tab
-					mu.Unlock()
-					errs[i] = s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
-						req.ClientTime = tx.c.now()
-						resp, err := ts.TxnWrite(ctx, req)
-						if err != nil {
-							return nil, err
-						}
-						tx.c.observe(resp.GetServerTime())
-						mu.Lock()
-						tx.noteTime(hlc.Timestamp(resp.GetWriteTime()))
-						if skipped != nil {
-							*skipped = append(*skipped, resp.GetSkippedRows()...)
-						}
-						mu.Unlock()
-						return resp.GetError(), nil
-					})
-					if errs[i] != nil {
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		var first error
-		for i, err := range errs {
-			var re *rerouteError
-			switch {
-			case err == nil:
-			case errors.As(err, &re):
-				next = append(next, groups[order[i]]...)
-			case first == nil:
-				first = err
+				mu.Unlock()
+				return resp.GetError(), nil
+			})
+			if err != nil {
+				return err
 			}
 		}
-		if first != nil {
-			return s.finish(ctx, "txn-write", t, first)
-		}
-		pending, stale = next, m
-		if len(pending) > 0 && !b.wait(ctx) {
-			return s.finish(ctx, "txn-write", t, ctx.Err())
-		}
-	}
-	return nil
+		return nil
+	})
+	return s.finish(ctx, "txn-write", t, err)
 }
 
 // Lock locks rows (SELECT ... FOR SHARE / FOR UPDATE without reading
@@ -588,7 +527,7 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 	}
 	tx.fixFromRead(sc.readTime)
 	if tx.hasOwnTable(t.id) {
-		rows, _ = tx.overlayScan(t, sc, rows, keys)
+		rows = tx.overlayScan(t, sc, rows, keys)
 	}
 	if limit > 0 && len(rows) > limit {
 		rows = rows[:limit]
@@ -682,7 +621,7 @@ func mergeKey(t *Table, rowKey []byte, row Row) Row {
 }
 
 // overlayScan merges the transaction's own writes into a scan's rows.
-func (tx *Txn) overlayScan(t *Table, sc *Scanner, rows []Row, keys [][]byte) ([]Row, [][]byte) {
+func (tx *Txn) overlayScan(t *Table, sc *Scanner, rows []Row, keys [][]byte) []Row {
 	lo, hi := scanBounds(t, sc.opts)
 	byKey := map[string]int{}
 	for i, k := range keys {
@@ -724,11 +663,11 @@ func (tx *Txn) overlayScan(t *Table, sc *Scanner, rows []Row, keys [][]byte) ([]
 		}
 		return c < 0
 	})
-	outRows, outKeys := make([]Row, len(idx)), make([][]byte, len(idx))
+	out := make([]Row, len(idx))
 	for j, i := range idx {
-		outRows[j], outKeys[j] = rows[i], keys[i]
+		out[j] = rows[i]
 	}
-	return outRows, outKeys
+	return out
 }
 
 func scanBounds(t *Table, o ScanOptions) (lo, hi []byte) {

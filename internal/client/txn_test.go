@@ -33,7 +33,7 @@ func begin(t *testing.T, cl *client.Client, iso client.Isolation) *client.Txn {
 	return tx
 }
 
-// countIntents waits until no tablet of any node holds an intent.
+// waitNoIntents waits until no tablet of any node holds an intent.
 func waitNoIntents(t *testing.T, c *servertest.Cluster) {
 	t.Helper()
 	var last int
@@ -394,11 +394,23 @@ func TestTxnBank(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	phase := func(d time.Duration, nemesis func()) {
-		pctx, pcancel := context.WithTimeout(ctx, d)
-		defer pcancel()
+	// phase runs the load until script returns; script waits on the
+	// load's progress (more transfers, more consistent snapshots) rather
+	// than on the clock.
+	phase := func(script func(progress func(what string, transfers, checks int64))) {
+		pctx, pcancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
+		defer func() {
+			pcancel()
+			wg.Wait()
+		}()
 		var transfers, checks atomic.Int64
+		progress := func(what string, moreTransfers, moreChecks int64) {
+			tt, tc := transfers.Load()+moreTransfers, checks.Load()+moreChecks
+			consensustest.WaitFor(t, time.Minute, what, func() bool {
+				return transfers.Load() >= tt && checks.Load() >= tc
+			})
+		}
 		for w := range 6 {
 			iso := client.Isolation(w % 3)
 			wg.Add(1)
@@ -469,21 +481,20 @@ func TestTxnBank(t *testing.T) {
 				checks.Add(1)
 			}
 		}()
-		if nemesis != nil {
-			nemesis()
-		}
+		script(progress)
+		pcancel()
 		wg.Wait()
 		t.Logf("%d transfers, %d consistent snapshots", transfers.Load(), checks.Load())
-		if transfers.Load() == 0 || checks.Load() == 0 {
-			t.Errorf("no progress: %d transfers, %d checks", transfers.Load(), checks.Load())
-		}
 	}
-	phase(4*time.Second, nil)
-	phase(8*time.Second, func() {
-		time.Sleep(2 * time.Second) // load runs before the fault
+	phase(func(progress func(string, int64, int64)) {
+		progress("transfers and checks on a healthy cluster", 100, 20)
+	})
+	phase(func(progress func(string, int64, int64)) {
+		progress("load before the fault", 20, 2)
 		c.Stop(2)
-		time.Sleep(2 * time.Second) // and with the node down
+		progress("transfers and checks with node 3 down", 30, 3)
 		c.Start(2, []string{c.Addrs[0]})
+		progress("transfers and checks after node 3 is back", 30, 3)
 	})
 	waitNoIntents(t, c)
 	var sum int64

@@ -268,13 +268,20 @@ func (g *Group) Campaign() {
 // acknowledged one of our frames sent within LeaseDuration. Those replicas
 // refuse votes for VoteRefusalWindow (> LeaseDuration) after hearing from us.
 func (g *Group) HasLease() bool {
+	_, ok := g.LeaseTerm()
+	return ok
+}
+
+// LeaseTerm is HasLease that also returns the term of the lease (callers
+// that must notice a change of leader use it).
+func (g *Group) LeaseTerm() (uint64, bool) {
 	now := time.Now()
 	g.mu.Lock()
 	st := g.mu.status
 	ok := st.Role == RoleLeader && g.mu.leadTransfer == 0 && g.mu.followersOK != nil
 	if !ok {
 		g.mu.Unlock()
-		return false
+		return 0, false
 	}
 	voters := g.mu.confVoters
 	followersOK := g.mu.followersOK
@@ -296,8 +303,8 @@ func (g *Group) HasLease() bool {
 		}
 		sort.Slice(acks, func(i, j int) bool { return acks[i].After(acks[j]) })
 		if now.Sub(acks[len(cfg)/2]) >= g.rt.cfg.LeaseDuration {
-			return false
+			return 0, false
 		}
 	}
-	return true
+	return st.Term, true
 }

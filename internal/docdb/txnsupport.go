@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
 )
 
 // NewestVersion returns the hybrid time of the newest version of any piece
@@ -68,4 +69,10 @@ func WriteLockIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestam
 		}
 		return nil
 	})
+}
+
+// RowSpan is the span of every engine key of one row (its versions), and,
+// through IntentSpanOf, of its intents.
+func RowSpan(rowKey []byte) storage.Span {
+	return storage.Span{Start: rowKey, End: rowEnd(rowKey)}
 }

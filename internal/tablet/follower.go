@@ -117,7 +117,7 @@ func (t *Tablet) FollowerGet(ctx context.Context, rowKey []byte, columns []uint3
 	if err != nil {
 		return docdb.Row{}, false, 0, err
 	}
-	if err := t.noIntentsFor(storage.Span{Start: rowKey, End: rowEndKey(rowKey)}); err != nil {
+	if err := t.noIntentsFor(docdb.RowSpan(rowKey)); err != nil {
 		return docdb.Row{}, false, 0, err
 	}
 	row, found, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: rt, Columns: columns})

@@ -199,56 +199,29 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 		// locks and provisional writes: it waits for them as a
 		// transaction would (it holds nothing while it waits, so it
 		// cannot be part of a deadlock).
-		pending, err := t.pendingConflicts(ctx, wb.Ops)
+		conflicts, err := t.plainWriteConflicts(wb.Ops)
 		if err != nil {
 			release()
 			return 0, err
 		}
-		if len(pending) == 0 {
+		if len(conflicts) == 0 {
 			return t.writeLatched(ctx, wb, release)
 		}
 		release()
-		if err := t.waitForTxnsPlain(ctx, pending); err != nil {
+		pending, err := t.resolveConflicts(ctx, conflicts)
+		if err == nil && len(pending) > 0 {
+			err = t.waitAny(ctx, pending)
+		}
+		if err != nil {
 			return 0, err
 		}
 	}
 }
 
-// writeLatched stamps and replicates wb under the latches the caller took;
-// it owns release from here on. If ctx ends while the proposal is in
-// flight, the latches stay held until its outcome is known: the write may
-// still apply at its hybrid time, and a read at or above that time must
-// wait for it rather than miss it.
+// writeLatched stamps and replicates wb under the latches the caller took
+// (see proposeLatched).
 func (t *Tablet) writeLatched(ctx context.Context, wb *docdb.WriteBatch, release func()) (hlc.Timestamp, error) {
-	// The lease implies every earlier leader's entries are applied here, so
-	// the clock is already past their hybrid times; leaderReady also waits
-	// out what an earlier leader may have handed out in memory only.
-	if err := t.leaderReady(ctx); err != nil {
-		release()
-		return 0, err
-	}
-	ht, done := t.stamp()
-	pd, err := t.group.ProposeAsync(encodeWrite(ht, wb))
-	if err != nil {
-		done()
-		release()
-		return 0, err
-	}
-	res, err := pd.Wait(ctx)
-	if !pd.Resolved() {
-		go func() {
-			_, _ = pd.Await()
-			done()
-			release()
-		}()
-		return 0, err
-	}
-	done()
-	release()
-	if err != nil {
-		return 0, err
-	}
-	return res.(hlc.Timestamp), nil
+	return t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte { return encodeWrite(ht, wb) }, release)
 }
 
 // Get reads one row at the current time from the leaseholder.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -159,7 +160,9 @@ type TxnWriteResult struct {
 // transactions have intents here (so that reads of a tablet without any
 // skip the intent lookup) and who waits for whom.
 type txnTracker struct {
-	mu sync.Mutex
+	// count mirrors len(live) for the hot path (every read and write asks).
+	count atomic.Int64
+	mu    sync.Mutex
 	// live: transactions with intents on this replica, with when this
 	// replica first saw them (for the background resolver).
 	live map[docdb.TxnID]time.Time
@@ -175,10 +178,23 @@ func (tr *txnTracker) init() {
 	tr.done = map[docdb.TxnID]chan struct{}{}
 }
 
-func (tr *txnTracker) any() bool {
+func (tr *txnTracker) any() bool { return tr.count.Load() > 0 }
+
+// add records txn as having intents here; remove forgets it and queues
+// its waiters for waking (PostApply). Both under mu.
+func (tr *txnTracker) addLocked(txn docdb.TxnID, now time.Time) {
+	if _, ok := tr.live[txn]; !ok {
+		tr.live[txn] = now
+		tr.count.Store(int64(len(tr.live)))
+	}
+}
+
+func (tr *txnTracker) remove(txn docdb.TxnID) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return len(tr.live) > 0
+	delete(tr.live, txn)
+	tr.count.Store(int64(len(tr.live)))
+	tr.resolved = append(tr.resolved, txn)
 }
 
 // waitFor returns a channel closed when txn's intents here are resolved.
@@ -210,9 +226,6 @@ func (tr *txnTracker) wake() {
 	tr.resolved = tr.resolved[:0]
 }
 
-// SetResolver sets how this tablet reaches status records.
-func (t *Tablet) SetResolver(r Resolver) { t.resolver = r }
-
 // loadTxns rebuilds the set of transactions with intents here (after open
 // or a snapshot).
 func (t *Tablet) loadTxns() error {
@@ -225,8 +238,9 @@ func (t *Tablet) loadTxns() error {
 	now := time.Now()
 	clear(t.txns.live)
 	for _, id := range txns {
-		t.txns.live[id] = now
+		t.txns.addLocked(id, now)
 	}
+	t.txns.count.Store(int64(len(t.txns.live)))
 	return nil
 }
 
@@ -332,9 +346,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 			}
 		}
 		t.txns.mu.Lock()
-		if _, ok := t.txns.live[txn]; !ok {
-			t.txns.live[txn] = time.Now()
-		}
+		t.txns.addLocked(txn, time.Now())
 		t.txns.mu.Unlock()
 		t.noteApplied(ht)
 		return ht
@@ -350,7 +362,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 			return err
 		}
 		t.noteApplied(commit)
-		t.txnGone(txn)
+		t.txns.remove(txn)
 		return commit
 	case cmdRemoveTxn:
 		if len(data) != 1+16+1+4 {
@@ -367,7 +379,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 			_, err = docdb.RemoveIntents(b, b, t.desc.ID, txn)
 		} else {
 			_, err = docdb.RemoveIntents(b, b, t.desc.ID, txn)
-			t.txnGone(txn)
+			t.txns.remove(txn)
 		}
 		if err != nil {
 			return err
@@ -380,13 +392,6 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 func (t *Tablet) noteApplied(ht hlc.Timestamp) {
 	for cur := t.maxApplied.Load(); uint64(ht) > cur && !t.maxApplied.CompareAndSwap(cur, uint64(ht)); cur = t.maxApplied.Load() {
 	}
-}
-
-func (t *Tablet) txnGone(txn docdb.TxnID) {
-	t.txns.mu.Lock()
-	delete(t.txns.live, txn)
-	t.txns.resolved = append(t.txns.resolved, txn)
-	t.txns.mu.Unlock()
 }
 
 // ---- Leader side: intents with conflict detection ----
@@ -443,6 +448,7 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 		if err != nil {
 			return TxnWriteResult{}, err
 		}
+		// Conflicts are only meaningful at the leaseholder.
 		if err := t.leaderReady(ctx); err != nil {
 			release()
 			return TxnWriteResult{}, err
@@ -476,7 +482,7 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 			return TxnWriteResult{HT: ht, Skipped: skipped}, err
 		}
 		release()
-		pending, err := t.resolveConflicts(ctx, conflicts, 0)
+		pending, err := t.resolveConflicts(ctx, conflicts)
 		if err != nil {
 			return TxnWriteResult{}, err
 		}
@@ -517,10 +523,9 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 	}
 }
 
-// resolveConflicts resolves the status of the transactions of conflicts:
-// committed ones are applied here and aborted ones removed; it returns the
-// pending ones.
-func (t *Tablet) resolveConflicts(ctx context.Context, conflicts []docdb.Conflict, readTime hlc.Timestamp) ([]docdb.TxnID, error) {
+// resolveConflicts resolves the transactions of conflicts (see
+// ResolveTxn) and returns the pending ones.
+func (t *Tablet) resolveConflicts(ctx context.Context, conflicts []docdb.Conflict) ([]docdb.TxnID, error) {
 	seen := map[docdb.TxnID]bool{}
 	var pending []docdb.TxnID
 	for _, c := range conflicts {
@@ -528,20 +533,11 @@ func (t *Tablet) resolveConflicts(ctx context.Context, conflicts []docdb.Conflic
 			continue
 		}
 		seen[c.Txn] = true
-		st, err := t.resolver.Status(ctx, c.Txn, readTime)
+		still, err := t.ResolveTxn(ctx, c.Txn)
 		if err != nil {
 			return nil, err
 		}
-		switch st.State {
-		case TxnCommitted:
-			if err := t.ApplyTxn(ctx, c.Txn, st.CommitHT); err != nil {
-				return nil, err
-			}
-		case TxnAborted:
-			if err := t.RemoveTxn(ctx, c.Txn, false, 0); err != nil {
-				return nil, err
-			}
-		default:
+		if still {
 			pending = append(pending, c.Txn)
 		}
 	}
@@ -566,6 +562,13 @@ func (t *Tablet) waitForTxns(ctx context.Context, self docdb.TxnID, pending []do
 	if st, err := t.resolver.Status(ctx, self, 0); err == nil && st.State == TxnAborted {
 		return fmt.Errorf("%w: %s", ErrTxnAborted, self)
 	}
+	return t.waitAny(ctx, pending)
+}
+
+// waitAny waits until the intents here of one of the pending transactions
+// are resolved, or a poll interval passes (an abandoned transaction is
+// noticed by the next status check).
+func (t *Tablet) waitAny(ctx context.Context, pending []docdb.TxnID) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	woken := make(chan struct{}, len(pending))
@@ -634,13 +637,15 @@ func (t *Tablet) findDeadlock(ctx context.Context, self docdb.TxnID, blockers []
 }
 
 // proposeLatched stamps and replicates a command under the latches the
-// caller took (see writeLatched, whose rules it follows).
+// caller took; it owns release from here on. If ctx ends while the
+// proposal is in flight, the latches stay held until its outcome is known:
+// the command may still apply at its hybrid time, and a read at or above
+// that time must wait for it rather than miss it.
 func (t *Tablet) proposeLatched(ctx context.Context, encode func(ht hlc.Timestamp) []byte, release func()) (hlc.Timestamp, error) {
-	if !t.group.HasLease() {
-		release()
-		return 0, t.notLeader()
-	}
-	if err := t.servable(); err != nil {
+	// The lease implies every earlier leader's entries are applied here, so
+	// the clock is already past their hybrid times; leaderReady also waits
+	// out what an earlier leader may have handed out in memory only.
+	if err := t.leaderReady(ctx); err != nil {
 		release()
 		return 0, err
 	}
@@ -674,9 +679,6 @@ func (t *Tablet) proposeLatched(ctx context.Context, encode func(ht hlc.Timestam
 // ApplyTxn applies txn's intents here as versions at its commit time.
 // Idempotent.
 func (t *Tablet) ApplyTxn(ctx context.Context, txn docdb.TxnID, commit hlc.Timestamp) error {
-	if err := t.leaderReady(ctx); err != nil {
-		return err
-	}
 	_, err := t.proposeLatched(ctx, func(hlc.Timestamp) []byte { return encodeApplyTxn(txn, commit) }, func() {})
 	return err
 }
@@ -684,9 +686,6 @@ func (t *Tablet) ApplyTxn(ctx context.Context, txn docdb.TxnID, commit hlc.Times
 // RemoveTxn removes txn's intents here (all, or with partial those of
 // write ids >= fromWriteID). Idempotent.
 func (t *Tablet) RemoveTxn(ctx context.Context, txn docdb.TxnID, partial bool, fromWriteID uint32) error {
-	if err := t.leaderReady(ctx); err != nil {
-		return err
-	}
 	_, err := t.proposeLatched(ctx, func(hlc.Timestamp) []byte { return encodeRemoveTxn(txn, partial, fromWriteID) }, func() {})
 	return err
 }
@@ -748,13 +747,13 @@ func (t *Tablet) resolveReadIntents(ctx context.Context, span storage.Span, read
 // maximum offset ahead of our clock, and none of our writes may land below
 // them.
 func (t *Tablet) leaderReady(ctx context.Context) error {
-	if !t.group.HasLease() {
+	term, ok := t.group.LeaseTerm()
+	if !ok {
 		return t.notLeader()
 	}
 	if err := t.servable(); err != nil {
 		return err
 	}
-	term := t.group.Status().Term
 	t.leaseMu.Lock()
 	if t.leaseTerm != term {
 		t.leaseTerm = term
@@ -784,7 +783,7 @@ func (t *Tablet) GetTxn(ctx context.Context, rowKey []byte, columns []uint32, o 
 	if err := t.checkSpan(rowKey); err != nil {
 		return docdb.Row{}, false, 0, err
 	}
-	span := storage.Span{Start: rowKey, End: rowEndKey(rowKey)}
+	span := docdb.RowSpan(rowKey)
 	var row docdb.Row
 	var found bool
 	rt, err := t.readTxn(ctx, span, o, func() func() {
@@ -793,10 +792,10 @@ func (t *Tablet) GetTxn(ctx context.Context, rowKey []byte, columns []uint32, o 
 			return nil
 		}
 		return release
-	}, func(at hlc.Timestamp) (string, error) {
-		r, f, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: at, Columns: columns})
-		row, found = r, f
-		return rowSignature(r, f), err
+	}, func(at hlc.Timestamp) error {
+		var err error
+		row, found, err = docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: at, Columns: columns})
+		return err
 	}, func(limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
 		r, f, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: limit, Columns: columns})
 		if err != nil {
@@ -831,10 +830,10 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 			return nil
 		}
 		return release
-	}, func(at hlc.Timestamp) (string, error) {
+	}, func(at hlc.Timestamp) error {
 		var err error
 		rows, resume, err = scan(at)
-		return sig(rows), err
+		return err
 	}, func(limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
 		rs, _, err := scan(limit)
 		if err != nil {
@@ -852,7 +851,7 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 // readTxn runs a read: latch, resolve intents, read at the read time, and
 // check the uncertainty window, restarting as allowed.
 func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latch func() func(),
-	read func(at hlc.Timestamp) (string, error),
+	read func(at hlc.Timestamp) error,
 	readLimit func(limit hlc.Timestamp) (newest hlc.Timestamp, differs bool, err error)) (hlc.Timestamp, error) {
 	for attempt := 0; ; attempt++ {
 		release := latch()
@@ -889,7 +888,7 @@ func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latc
 			}
 			continue
 		}
-		if _, err := read(rt); err != nil {
+		if err := read(rt); err != nil {
 			release()
 			return 0, err
 		}
@@ -917,7 +916,8 @@ func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latc
 	}
 }
 
-// rowSignature is a comparable summary of a read row.
+// rowSignature is a comparable summary of a read row (to compare the reads
+// at the read time and at the uncertainty limit).
 func rowSignature(r docdb.Row, found bool) string {
 	if !found {
 		return "-"
@@ -927,11 +927,6 @@ func rowSignature(r docdb.Row, found bool) string {
 		s += fmt.Sprintf("%d=%s;", c.ID, c.Value)
 	}
 	return s + "|"
-}
-
-func rowEndKey(rowKey []byte) []byte {
-	end := append([]byte(nil), rowKey...)
-	return append(end, 0xFF)
 }
 
 // ---- Background resolution ----
@@ -1018,67 +1013,12 @@ func (t *Tablet) UpdateRow(ctx context.Context, rowKey []byte, fn func(row docdb
 	return err
 }
 
-// pendingConflicts returns the pending transactions whose intents conflict
-// with a non-transactional write of ops (resolving the finished ones on
-// the way). Cheap when the tablet has no transactions.
-func (t *Tablet) pendingConflicts(ctx context.Context, ops []docdb.WriteOp) ([]docdb.TxnID, error) {
+// plainWriteConflicts returns the intents of transactions that a write
+// outside any transaction of ops conflicts with. Cheap when the tablet has
+// no transactions.
+func (t *Tablet) plainWriteConflicts(ops []docdb.WriteOp) ([]docdb.Conflict, error) {
 	if !t.txns.any() {
 		return nil, nil
 	}
-	conflicts, err := docdb.Conflicts(t.eng, docdb.TxnID{}, docdb.WriteAccesses(ops))
-	if err != nil || len(conflicts) == 0 {
-		return nil, err
-	}
-	if t.resolver == nil {
-		return nil, ErrNoResolver
-	}
-	seen := map[docdb.TxnID]bool{}
-	var out []docdb.TxnID
-	for _, c := range conflicts {
-		if !seen[c.Txn] {
-			seen[c.Txn] = true
-			out = append(out, c.Txn)
-		}
-	}
-	return out, nil
-}
-
-// waitForTxnsPlain resolves the transactions a non-transactional write
-// met and waits for the pending ones (one poll interval at most).
-func (t *Tablet) waitForTxnsPlain(ctx context.Context, txns []docdb.TxnID) error {
-	var pending []docdb.TxnID
-	for _, id := range txns {
-		still, err := t.ResolveTxn(ctx, id)
-		if err != nil {
-			return err
-		}
-		if still {
-			pending = append(pending, id)
-		}
-	}
-	if len(pending) == 0 {
-		return nil
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	woken := make(chan struct{}, len(pending))
-	for _, p := range pending {
-		ch := t.txns.waitFor(p)
-		go func() {
-			select {
-			case <-ch:
-				woken <- struct{}{}
-			case <-stop:
-			}
-		}()
-	}
-	timer := time.NewTimer(waitPoll)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-	case <-woken:
-	}
-	return nil
+	return docdb.Conflicts(t.eng, docdb.TxnID{}, docdb.WriteAccesses(ops))
 }

@@ -60,6 +60,18 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		e.Code = pb.TabletError_TIMEOUT
 	case errors.Is(err, errInvalid):
 		e.Code = pb.TabletError_INVALID_ARGUMENT
+	case errors.Is(err, tablet.ErrTxnConflict):
+		e.Code = pb.TabletError_TXN_CONFLICT
+	case errors.Is(err, tablet.ErrDeadlock):
+		e.Code = pb.TabletError_DEADLOCK
+	case errors.Is(err, tablet.ErrLockNotAvailable):
+		e.Code = pb.TabletError_LOCK_NOT_AVAILABLE
+	case errors.Is(err, tablet.ErrTxnAborted):
+		e.Code = pb.TabletError_TXN_ABORTED
+	case errors.As(err, new(*tablet.ReadRestartError)):
+		e.Code = pb.TabletError_READ_RESTART
+	case errors.Is(err, tablet.ErrNoResolver):
+		e.Code = pb.TabletError_BUSY
 	default:
 		e.Code = pb.TabletError_INTERNAL
 	}
@@ -88,6 +100,15 @@ func (n *Node) lookupData(id uint64) (*tablet.Tablet, error) {
 	return tb, err
 }
 
+// dataTablet starts a data-path call: the caller's hybrid time folded
+// into the node clock, and the (non-system) tablet it names.
+func (n *Node) dataTablet(clientTime, id uint64) (*tablet.Tablet, error) {
+	if err := n.observe(clientTime); err != nil {
+		return nil, err
+	}
+	return n.lookupData(id)
+}
+
 // observe folds a caller's hybrid time into the node clock.
 func (n *Node) observe(t uint64) error {
 	if t == 0 {
@@ -100,10 +121,7 @@ func (s *service) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 	n := s.n
 	resp := &pb.WriteResponse{}
 	err := func() error {
-		if err := n.observe(req.GetClientTime()); err != nil {
-			return err
-		}
-		tb, err := n.lookupData(req.GetTabletId())
+		tb, err := n.dataTablet(req.GetClientTime(), req.GetTabletId())
 		if err != nil {
 			return err
 		}
@@ -143,10 +161,7 @@ func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRespon
 	n := s.n
 	resp := &pb.ReadResponse{}
 	err := func() error {
-		if err := n.observe(req.GetClientTime()); err != nil {
-			return err
-		}
-		tb, err := n.lookupData(req.GetTabletId())
+		tb, err := n.dataTablet(req.GetClientTime(), req.GetTabletId())
 		if err != nil {
 			return err
 		}
@@ -184,7 +199,7 @@ func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRespon
 		}
 		return nil
 	}()
-	resp.Error = n.txnErr(err)
+	resp.Error = n.tabletErr(err)
 	resp.RestartTime = restartTime(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
@@ -194,10 +209,7 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 	n := s.n
 	resp := &pb.ScanResponse{}
 	err := func() error {
-		if err := n.observe(req.GetClientTime()); err != nil {
-			return err
-		}
-		tb, err := n.lookupData(req.GetTabletId())
+		tb, err := n.dataTablet(req.GetClientTime(), req.GetTabletId())
 		if err != nil {
 			return err
 		}
@@ -240,7 +252,7 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 		}
 		return nil
 	}()
-	resp.Error = n.txnErr(err)
+	resp.Error = n.tabletErr(err)
 	resp.RestartTime = restartTime(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil

@@ -2,7 +2,6 @@ package tserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -123,38 +122,11 @@ func (r resolver) ReportWait(ctx context.Context, waiter docdb.TxnID, blockers [
 	return err
 }
 
-// txnErr adds the transaction codes to tabletErr.
-func (n *Node) txnErr(err error) *pb.TabletError {
-	e := n.tabletErr(err)
-	if e == nil || e.Code != pb.TabletError_INTERNAL {
-		return e
-	}
-	var rr *tablet.ReadRestartError
-	switch {
-	case errors.Is(err, tablet.ErrTxnConflict):
-		e.Code = pb.TabletError_TXN_CONFLICT
-	case errors.Is(err, tablet.ErrDeadlock):
-		e.Code = pb.TabletError_DEADLOCK
-	case errors.Is(err, tablet.ErrLockNotAvailable):
-		e.Code = pb.TabletError_LOCK_NOT_AVAILABLE
-	case errors.Is(err, tablet.ErrTxnAborted):
-		e.Code = pb.TabletError_TXN_ABORTED
-	case errors.As(err, &rr):
-		e.Code = pb.TabletError_READ_RESTART
-	case errors.Is(err, tablet.ErrNoResolver):
-		e.Code = pb.TabletError_BUSY
-	}
-	return e
-}
-
 func (s *service) TxnWrite(ctx context.Context, req *pb.TxnWriteRequest) (*pb.TxnWriteResponse, error) {
 	n := s.n
 	resp := &pb.TxnWriteResponse{}
 	err := func() error {
-		if err := n.observe(req.GetClientTime()); err != nil {
-			return err
-		}
-		tb, err := n.lookupData(req.GetTabletId())
+		tb, err := n.dataTablet(req.GetClientTime(), req.GetTabletId())
 		if err != nil {
 			return err
 		}
@@ -183,7 +155,7 @@ func (s *service) TxnWrite(ctx context.Context, req *pb.TxnWriteRequest) (*pb.Tx
 		resp.SkippedRows = res.Skipped
 		return err
 	}()
-	resp.Error = n.txnErr(err)
+	resp.Error = n.tabletErr(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
 }
@@ -192,10 +164,7 @@ func (s *service) TxnResolve(ctx context.Context, req *pb.TxnResolveRequest) (*p
 	n := s.n
 	resp := &pb.TxnResolveResponse{}
 	err := func() error {
-		if err := n.observe(req.GetClientTime()); err != nil {
-			return err
-		}
-		tb, err := n.lookupData(req.GetTabletId())
+		tb, err := n.dataTablet(req.GetClientTime(), req.GetTabletId())
 		if err != nil {
 			return err
 		}
@@ -216,7 +185,7 @@ func (s *service) TxnResolve(ctx context.Context, req *pb.TxnResolveRequest) (*p
 		}
 		return fmt.Errorf("%w: unknown resolve kind", errInvalid)
 	}()
-	resp.Error = n.txnErr(err)
+	resp.Error = n.tabletErr(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
 }
@@ -225,10 +194,7 @@ func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.
 	n := s.n
 	resp := &pb.TxnStatusResponse{}
 	err := func() error {
-		if err := n.observe(req.GetClientTime()); err != nil {
-			return err
-		}
-		tb, err := n.lookupData(req.GetTabletId())
+		tb, err := n.dataTablet(req.GetClientTime(), req.GetTabletId())
 		if err != nil {
 			return err
 		}
@@ -308,7 +274,7 @@ func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.
 		}
 		return nil
 	}()
-	resp.Error = n.txnErr(err)
+	resp.Error = n.tabletErr(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
 }

@@ -13,21 +13,21 @@ type Family uint8
 
 // Type families.
 const (
-	FamUnknown   Family = iota // an untyped literal or parameter before resolution
-	FamBool                    // Datum.I (0/1)
-	FamInt                     // int2, int4, int8, oid: Datum.I
-	FamFloat                   // float4, float8: Datum.F
-	FamNumeric                 // numeric: Datum.D
-	FamString                  // text, varchar, bpchar, name, "char": Datum.S
-	FamBytes                   // bytea: Datum.B
-	FamDate                    // date: Datum.I days since 2000-01-01 (PostgreSQL's epoch)
-	FamTime                    // time: Datum.I microseconds since midnight
-	FamTimestamp               // timestamp: Datum.I microseconds since 2000-01-01 00:00:00
-	FamTimestampTZ             // timestamptz: Datum.I microseconds since 2000-01-01 00:00:00 UTC
-	FamInterval                // interval: Datum.Iv
-	FamUUID                    // uuid: Datum.U
-	FamJSON                    // json, jsonb: Datum.S (jsonb normalised)
-	FamArray                   // arrays (catalog output only): Datum.A
+	FamUnknown     Family = iota // an untyped literal or parameter before resolution
+	FamBool                      // Datum.I (0/1)
+	FamInt                       // int2, int4, int8, oid: Datum.I
+	FamFloat                     // float4, float8: Datum.F
+	FamNumeric                   // numeric: Datum.D
+	FamString                    // text, varchar, bpchar, name, "char": Datum.S
+	FamBytes                     // bytea: Datum.B
+	FamDate                      // date: Datum.I days since 2000-01-01 (PostgreSQL's epoch)
+	FamTime                      // time: Datum.I microseconds since midnight
+	FamTimestamp                 // timestamp: Datum.I microseconds since 2000-01-01 00:00:00
+	FamTimestampTZ               // timestamptz: Datum.I microseconds since 2000-01-01 00:00:00 UTC
+	FamInterval                  // interval: Datum.Iv
+	FamUUID                      // uuid: Datum.U
+	FamJSON                      // json, jsonb: Datum.S (jsonb normalised)
+	FamArray                     // arrays (catalog output only): Datum.A
 )
 
 // PostgreSQL type OIDs (pg_type.oid).

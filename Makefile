@@ -10,10 +10,16 @@ RACE_PKGS := ./internal/hlc/... ./internal/storage/... ./internal/docdb/... ./in
 
 all: build
 
-# deps installs what a fresh machine lacks: Go modules now; Debian packages
-# (postgresql-client, python3-psycopg2, python3-cassandra) as the query layers arrive.
+# deps installs what a fresh machine lacks: Go modules, a C compiler for
+# the PostgreSQL parser (cgo), and the PostgreSQL client (psql) that the
+# YSQL tests drive; Debian packages for python3-psycopg2 and
+# python3-cassandra follow as their tests arrive.
+DEB_PKGS := postgresql-client
 deps:
 	@$(GO) mod download
+	@command -v psql >/dev/null && command -v gcc >/dev/null || { \
+		SUDO=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(DEB_PKGS) gcc >/dev/null; }
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/shale

@@ -1,0 +1,108 @@
+package plan
+
+import (
+	"time"
+
+	"github.com/shaledb/shaledb/internal/ysql/builtins"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// This file is the planner's one door into the type system and the
+// builtin operators and functions.
+
+type binaryOp struct {
+	Left, Right, Result types.T
+	Fn                  func(ec *EvalContext, l, r types.Datum) (types.Datum, error)
+}
+
+type unaryOp struct {
+	Arg, Result types.T
+	Fn          func(ec *EvalContext, d types.Datum) (types.Datum, error)
+}
+
+type function struct {
+	Args   []types.T
+	Result types.T
+	Fn     func(ec *EvalContext, args []types.Datum) (types.Datum, error)
+	Strict bool
+}
+
+type aggregate struct {
+	Args   []types.T
+	Result types.T
+	New    func() Aggregator
+}
+
+func (ec *EvalContext) builtinCtx() *builtins.EvalContext {
+	if ec == nil {
+		return &builtins.EvalContext{Location: time.UTC}
+	}
+	return &builtins.EvalContext{TxnTime: ec.TxnTime, StmtTime: ec.StmtTime, Location: ec.Location}
+}
+
+func lookupBinary(name string, l, r types.T) (*binaryOp, error) {
+	op, err := builtins.LookupOperator(name, l, r)
+	if err != nil {
+		return nil, err
+	}
+	return &binaryOp{Left: op.Left, Right: op.Right, Result: op.Result,
+		Fn: func(ec *EvalContext, a, b types.Datum) (types.Datum, error) { return op.Eval(ec.builtinCtx(), a, b) }}, nil
+}
+
+func lookupUnary(name string, t types.T) (*unaryOp, error) {
+	op, err := builtins.LookupUnaryOperator(name, t)
+	if err != nil {
+		return nil, err
+	}
+	return &unaryOp{Arg: op.Arg, Result: op.Result,
+		Fn: func(ec *EvalContext, d types.Datum) (types.Datum, error) { return op.Eval(ec.builtinCtx(), d) }}, nil
+}
+
+func lookupFunction(name string, args []types.T) (*function, error) {
+	f, err := builtins.LookupFunction(name, args)
+	if err != nil {
+		return nil, err
+	}
+	return &function{Args: f.Args, Result: f.Result, Strict: f.Strict,
+		Fn: func(ec *EvalContext, a []types.Datum) (types.Datum, error) { return f.Eval(ec.builtinCtx(), a) }}, nil
+}
+
+func lookupAggregate(name string, args []types.T) (*aggregate, error) {
+	a, err := builtins.LookupAggregate(name, args)
+	if err != nil {
+		return nil, err
+	}
+	return &aggregate{Args: a.Args, Result: a.Result, New: func() Aggregator { return a.New() }}, nil
+}
+
+func parseText(t types.T, s string) (types.Datum, error) { return types.ParseText(s, t, time.UTC) }
+
+func coerce(d types.Datum, from, to types.T, kind types.CastContext, ec *EvalContext) (types.Datum, error) {
+	loc := time.UTC
+	if ec != nil && ec.Location != nil {
+		loc = ec.Location
+	}
+	return types.Coerce(d, from, to, kind, loc)
+}
+
+// Coerce converts a value with an explicit cast (EXECUTE parameters).
+func Coerce(d types.Datum, from, to types.T) (types.Datum, error) {
+	return coerce(d, from, to, types.CastExplicit, nil)
+}
+
+func canCast(from, to types.T, kind types.CastContext) bool { return types.CanCast(from, to, kind) }
+
+func compare(a, b types.Datum, t types.T) int { return types.Compare(a, b, t) }
+
+func typeName(t types.T) string { return t.String() }
+
+// commonType is PostgreSQL's select_common_type for UNION, CASE, VALUES
+// and COALESCE.
+func commonType(ts []types.T, what string) (types.T, error) {
+	t, err := types.CommonType(ts)
+	if err != nil {
+		return t, pgerror.From(err)
+	}
+	return t, nil
+}

@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/shale
 STATICCHECK_VERSION := v0.8.2
 # Core packages that also run under the race detector in `make test`.
-RACE_PKGS := ./internal/hlc/... ./internal/storage/... ./internal/docdb/... ./internal/consensus/... ./internal/tablet/... ./internal/tserver/... ./internal/master/... ./internal/server/... ./internal/metrics/... ./internal/webui/...
+RACE_PKGS := ./internal/hlc/... ./internal/storage/... ./internal/docdb/... ./internal/consensus/... ./internal/tablet/... ./internal/tserver/... ./internal/master/... ./internal/server/... ./internal/metrics/... ./internal/webui/... ./internal/ysql/pgwire/...
 
 .PHONY: all build test test-unit test-race test-long lint bench run deps proto clean
 

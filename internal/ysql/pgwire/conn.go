@@ -20,8 +20,9 @@ import (
 // before they are written: large results stream instead of piling up.
 const flushThreshold = 32 << 10
 
-// conn is one client connection, served by one goroutine (serve). Apart
-// from the fields under mu, only that goroutine touches it.
+// conn is one client connection, served by one goroutine (serve). Other
+// goroutines touch only the fields under mu, and rd while a disconnect
+// watch runs (watch.go), when serve does not read.
 type conn struct {
 	srv    *Server
 	nc     net.Conn

@@ -113,6 +113,8 @@ type Portal interface {
 	// up to maxRows rows (0 = all) to out. It returns the command tag
 	// ("SELECT 3", "INSERT 0 1", "BEGIN"...) and whether the portal is
 	// suspended (more rows remain; PortalSuspended is sent, no tag).
+	// The tags "DEALLOCATE ALL" and "DISCARD ALL" make pgwire drop its
+	// named prepared statements (and, for DISCARD ALL, its portals).
 	Execute(ctx context.Context, maxRows int, out RowWriter) (tag string, suspended bool, err error)
 	// Close releases the portal.
 	Close()

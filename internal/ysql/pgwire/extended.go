@@ -189,6 +189,28 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		c.send(&pgproto3.PortalSuspended{})
 	default:
 		c.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+		c.afterTag(tag)
+	}
+}
+
+// afterTag applies what a completed statement did to the protocol's own
+// objects: SQL and protocol share PostgreSQL's prepared-statement
+// namespace, so DEALLOCATE ALL drops the named statements (pgx's
+// DeallocateAll re-prepares the same names next), and DISCARD ALL also
+// closes the portals. The engine cannot reach these maps; the tag, which
+// the protocol shows anyway, tells pgwire.
+func (c *conn) afterTag(tag string) {
+	switch tag {
+	case "DISCARD ALL":
+		c.closePortals()
+		fallthrough
+	case "DEALLOCATE ALL":
+		for name, s := range c.stmts {
+			if name != "" {
+				delete(c.stmts, name)
+				s.Close()
+			}
+		}
 	}
 }
 

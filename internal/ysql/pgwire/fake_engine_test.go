@@ -23,6 +23,7 @@ import (
 //	SELECT $1::int4, $2::text     one row echoing the parameters
 //	select "a", "b" from "t"      pgx CopyFrom's describe: no rows
 //	BEGIN / COMMIT / ROLLBACK     toggle the transaction status
+//	DEALLOCATE ALL, DISCARD ALL   just return their tags
 //	FAIL <code>                   fails at Execute with every error field
 //	BADSYNTAX ...                 fails at Prepare: 42601 at position 1
 //	SLEEP                         waits for its context to be cancelled
@@ -164,6 +165,8 @@ func (s *fakeSession) Prepare(ctx context.Context, q string, paramTypes []uint32
 		}
 		st.kind, st.n = "series", n
 		st.cols = []Column{int4Col, textCol}
+	case up == "DEALLOCATE ALL" || up == "DISCARD ALL":
+		st.kind = "tag"
 	case up == "BEGIN" || up == "COMMIT" || up == "ROLLBACK":
 		st.kind = strings.ToLower(up)
 	case strings.HasPrefix(up, "FAIL "):
@@ -283,6 +286,8 @@ func (p *fakePortal) Execute(ctx context.Context, maxRows int, out RowWriter) (s
 		return "SELECT 1", false, nil
 	case "empty":
 		return "SELECT 0", false, nil
+	case "tag":
+		return strings.ToUpper(p.st.text), false, nil
 	case "begin":
 		s.txn = 'T'
 		return "BEGIN", false, nil
@@ -407,6 +412,9 @@ func readBinaryCopy(r io.Reader) ([][]string, error) {
 				return nil, fmt.Errorf("data after COPY trailer: %v", err)
 			}
 			return rows, nil
+		}
+		if n < 0 {
+			return nil, pgerror.New("22P04", "bad field count %d", n)
 		}
 		row := make([]string, n)
 		for i := range row {

@@ -349,3 +349,22 @@ func TestReadAheadKeepsPipelinedMessages(t *testing.T) {
 	equal(t, c.until("ReadyForQuery"), []string{"ParseComplete", "BindComplete", "DataRow 0|row0", "CommandComplete SELECT 1", "ReadyForQuery I"})
 	equal(t, c.until("ReadyForQuery"), []string{"RowDescription i/23/0 s/25/0", "DataRow 0|row0", "DataRow 1|row1", "CommandComplete SELECT 2", "ReadyForQuery I"})
 }
+
+func TestPgxDeallocateAll(t *testing.T) {
+	ts := startServer(t, newFakeEngine(), nil)
+	conn := pgxConnect(t, ts, nil)
+	ctx := testCtx(t)
+	var i int32
+	var s string
+	if err := conn.QueryRow(ctx, "SELECT $1::int4, $2::text", 1, "a").Scan(&i, &s); err != nil {
+		t.Fatal(err)
+	}
+	// pgx forgets its statements and prepares the same names again: the
+	// server must have dropped them too (or Parse fails with 42P05).
+	if err := conn.DeallocateAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT $1::int4, $2::text", 2, "b").Scan(&i, &s); err != nil || i != 2 {
+		t.Fatalf("after DeallocateAll: %d %v", i, err)
+	}
+}

@@ -332,6 +332,20 @@ func TestDuplicateAndUnnamedStatements(t *testing.T) {
 	equal(t, c.until("ReadyForQuery"), []string{"ErrorResponse ERROR 26000 unnamed prepared statement does not exist", "ReadyForQuery I"})
 }
 
+func TestDiscardAll(t *testing.T) {
+	ts := startServer(t, newFakeEngine(), nil)
+	c := ts.connect(t)
+	c.send(&pgproto3.Parse{Name: "s", Query: "SELECT 1"}, &pgproto3.Parse{Query: "SELECT 2"},
+		&pgproto3.Parse{Name: "d", Query: "DISCARD ALL"}, &pgproto3.Bind{DestinationPortal: "p", PreparedStatement: "d"},
+		&pgproto3.Execute{Portal: "p"}, &pgproto3.Sync{})
+	equal(t, c.until("ReadyForQuery"), []string{"ParseComplete", "ParseComplete", "ParseComplete", "BindComplete", "CommandComplete DISCARD ALL", "ReadyForQuery I"})
+	// Named statements are gone; the unnamed one stays, as in PostgreSQL.
+	c.send(&pgproto3.Bind{PreparedStatement: "s"}, &pgproto3.Sync{})
+	equal(t, c.until("ReadyForQuery"), []string{`ErrorResponse ERROR 26000 prepared statement "s" does not exist`, "ReadyForQuery I"})
+	c.send(&pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	equal(t, c.until("ReadyForQuery"), []string{"BindComplete", "DataRow 0|row0", "DataRow 1|row1", "CommandComplete SELECT 2", "ReadyForQuery I"})
+}
+
 func TestClose(t *testing.T) {
 	ts := startServer(t, newFakeEngine(), nil)
 	c := ts.connect(t)

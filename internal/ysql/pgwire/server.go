@@ -205,7 +205,8 @@ func (s *Server) admit() bool {
 }
 
 // Close stops accepting, cancels every running statement, ends every
-// connection with FATAL 57P01 and waits for their goroutines.
+// connection with FATAL 57P01 and waits for their goroutines. An engine
+// call that ignores its cancelled context holds Close up until it returns.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closing.Swap(true) {

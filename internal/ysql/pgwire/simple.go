@@ -21,6 +21,9 @@ func (c *conn) simpleQuery(q string) {
 	case len(texts) == 0:
 		c.send(&pgproto3.EmptyQueryResponse{})
 	}
+	if c.broken {
+		return
+	}
 	for _, text := range texts {
 		ok := c.simpleStatement(text)
 		if c.broken {
@@ -71,6 +74,7 @@ func (c *conn) simpleStatement(text string) bool {
 		return false
 	}
 	c.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+	c.afterTag(tag)
 	return true
 }
 

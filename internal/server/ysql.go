@@ -25,7 +25,12 @@ func (s *Server) startYSQL(c *client.Client) {
 		return
 	}
 	eng := exec.NewEngine(exec.Config{Client: c})
-	srv := pgwire.NewServer(pgwire.Config{Engine: eng, Logger: s.log.With("component", "ysql")})
+	srv, err := pgwire.NewServer(pgwire.Config{Engine: eng, Logger: s.log.With("component", "ysql"), Registerer: s.reg.Prometheus()})
+	if err != nil {
+		_ = ln.Close()
+		s.fail(err)
+		return
+	}
 	s.ysql.Store(&ysqlState{engine: eng, server: srv, addr: ln.Addr().String()})
 	s.log.Info("ysql listening", "addr", ln.Addr().String())
 	s.wg.Add(1)

@@ -48,6 +48,9 @@ func (s *Snapshot) Schema(db, name string) (*Schema, bool) {
 type Cache struct {
 	cl     *client.Client
 	latest atomic.Uint64
+	// stale forces the next Get to reload (a data-path error suggested
+	// the snapshot is old).
+	stale atomic.Bool
 
 	mu   sync.Mutex // serialises reloads
 	snap atomic.Pointer[Snapshot]
@@ -72,14 +75,15 @@ func (c *Cache) NoteVersion(v uint64) {
 
 // Get returns a snapshot at least as new as every version noted.
 func (c *Cache) Get(ctx context.Context) (*Snapshot, error) {
-	if s := c.snap.Load(); s != nil && s.Version >= c.latest.Load() {
+	if s := c.snap.Load(); s != nil && s.Version >= c.latest.Load() && !c.stale.Load() {
 		return s, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s := c.snap.Load(); s != nil && s.Version >= c.latest.Load() {
+	if s := c.snap.Load(); s != nil && s.Version >= c.latest.Load() && !c.stale.Load() {
 		return s, nil
 	}
+	c.stale.Store(false)
 	s, err := c.load(ctx)
 	if err != nil {
 		return nil, err
@@ -89,12 +93,16 @@ func (c *Cache) Get(ctx context.Context) (*Snapshot, error) {
 	return s, nil
 }
 
-// Refresh forces a reload on the next Get (after a data-path error that
+// Refresh forces a reload on the next Get (after DDL, or an error that
 // suggests stale metadata).
-func (c *Cache) Refresh() {
-	if s := c.snap.Load(); s != nil {
-		c.NoteVersion(s.Version + 1)
-	}
+func (c *Cache) Refresh() { c.stale.Store(true) }
+
+// Fresh returns a snapshot read from the master now: a statement naming
+// something this node has not heard of yet (created through another node
+// a moment ago) looks again before failing.
+func (c *Cache) Fresh(ctx context.Context) (*Snapshot, error) {
+	c.Refresh()
+	return c.Get(ctx)
 }
 
 func (c *Cache) load(ctx context.Context) (*Snapshot, error) {

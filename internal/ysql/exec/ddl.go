@@ -10,6 +10,7 @@ import (
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
@@ -66,9 +67,9 @@ func deparseExpr(e *pg.Node) (string, error) {
 	sel := &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: &pg.SelectStmt{
 		TargetList: []*pg.Node{{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: e}}}},
 	}}}
-	out, err := pg.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: sel}}})
+	out, err := parse.Deparse(sel)
 	if err != nil {
-		return "", pgerror.Wrap(pgerror.CodeInternalError, err)
+		return "", err
 	}
 	return strings.TrimPrefix(out, "SELECT "), nil
 }

@@ -9,6 +9,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
@@ -25,9 +26,9 @@ func (s *Session) explain(ctx context.Context, es *pg.ExplainStmt, params []type
 			analyze = de.GetArg() == nil || isOn(v) || v == "true"
 		}
 	}
-	text, err := pg.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: es.GetQuery()}}})
+	text, err := parse.Deparse(es.GetQuery())
 	if err != nil {
-		return nil, pgerror.Wrap(pgerror.CodeInternalError, err)
+		return nil, err
 	}
 	st, err := s.prepare(ctx, text, nil)
 	if err != nil {

@@ -209,6 +209,12 @@ func setValue(args []*pg.Node) (string, error) {
 			case c.GetBoolval() != nil:
 				parts = append(parts, strconv.FormatBool(c.GetBoolval().GetBoolval()))
 			}
+		case a.GetString_() != nil:
+			parts = append(parts, a.GetString_().GetSval())
+		case a.GetInteger() != nil:
+			parts = append(parts, strconv.Itoa(int(a.GetInteger().GetIval())))
+		case a.GetBoolean() != nil:
+			parts = append(parts, strconv.FormatBool(a.GetBoolean().GetBoolval()))
 		case a.GetTypeCast() != nil:
 			v, err := setValue([]*pg.Node{a.GetTypeCast().GetArg()})
 			if err != nil {

@@ -88,8 +88,27 @@ func (s *Session) searchPath() []string {
 	return out
 }
 
-// plan binds the statement against the current catalog.
+// plan binds the statement against the current catalog. A name this node
+// does not know may have been created through another node a moment ago:
+// it looks at the master's catalog once more before failing.
 func (st *Statement) plan(ctx context.Context) error {
+	err := st.planOnce(ctx)
+	switch pgerror.Code(err) {
+	case pgerror.CodeUndefinedTable, pgerror.CodeUndefinedColumn, pgerror.CodeInvalidSchemaName, pgerror.CodeUndefinedObject:
+		before, serr := st.s.snapshot(ctx)
+		if serr != nil {
+			return err
+		}
+		fresh, ferr := st.s.e.cfg.Cache.Fresh(ctx)
+		if ferr != nil || fresh.Version == before.Version && fresh == before {
+			return err
+		}
+		return st.planOnce(ctx)
+	}
+	return err
+}
+
+func (st *Statement) planOnce(ctx context.Context) error {
 	s := st.s
 	b, err := s.binder(ctx)
 	if err != nil {
@@ -178,6 +197,12 @@ func (st *Statement) Close() {}
 
 // Bind decodes the parameters and makes a portal.
 func (st *Statement) Bind(ctx context.Context, params [][]byte, paramFormats []int16, resultFormats []int16) (pgwire.Portal, error) {
+	if st.raw != nil && st.raw.GetStmt().GetCopyStmt() != nil {
+		if st.s.failed {
+			return nil, errInFailed
+		}
+		return st.s.copyPortalFor(ctx, st.raw.GetStmt().GetCopyStmt())
+	}
 	if len(params) != len(st.params) {
 		return nil, pgerror.New(pgerror.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement %q requires %d", len(params), "", len(st.params))
 	}

@@ -7,6 +7,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
@@ -259,9 +260,9 @@ func (s *Session) sqlPrepare(ctx context.Context, ps *pg.PrepareStmt) (string, [
 		}
 		given = append(given, t.OID)
 	}
-	deparsed, err := pg.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: ps.GetQuery()}}})
+	deparsed, err := parse.Deparse(ps.GetQuery())
 	if err != nil {
-		return "", nil, nil, pgerror.Wrap(pgerror.CodeInternalError, err)
+		return "", nil, nil, err
 	}
 	st, err := s.prepare(ctx, deparsed, given)
 	if err != nil {

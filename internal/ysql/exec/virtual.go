@@ -122,7 +122,7 @@ var virtualDefs = []vdef{
 					add(pkeyOID(t), t.PKName, ns[t.Schema], "i", len(t.Key), 0, false)
 				}
 			}
-			for _, d := range virtualDefs {
+			for _, d := range virtualList() {
 				add(d.oid, d.name, ns[d.schema], "v", len(d.cols), 0, false)
 			}
 			return out
@@ -333,6 +333,12 @@ var virtualDefs = []vdef{
 			return out
 		}},
 }
+
+// virtualList breaks the initialisation cycle of pg_class listing the
+// virtual relations themselves.
+var virtualList func() []vdef
+
+func init() { virtualList = func() []vdef { return virtualDefs } }
 
 func visibleCount(t *catalog.Table) int {
 	n := 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -85,6 +86,25 @@ func TestClients(t *testing.T) {
 		t.Fatalf("after errors: %d %v", n, err)
 	}
 
+	// COPY: pgx sends binary COPY data.
+	if _, err := conn0.Exec(ctx, `CREATE TABLE bulk (id int PRIMARY KEY, payload text, at timestamptz)`); err != nil {
+		t.Fatal(err)
+	}
+	src := make([][]any, 3000)
+	for i := range src {
+		src[i] = []any{int32(i), strings.Repeat("p", i%50), at}
+	}
+	copied, err := conn1.CopyFrom(ctx, pgx.Identifier{"bulk"}, []string{"id", "payload", "at"}, pgx.CopyFromRows(src))
+	if err != nil || copied != 3000 {
+		t.Fatalf("CopyFrom: %d %v", copied, err)
+	}
+	if err := conn0.QueryRow(ctx, `SELECT count(*) FROM bulk`).Scan(&n); err != nil || n != 3000 {
+		t.Fatalf("rows after COPY: %d %v", n, err)
+	}
+	if _, err := conn1.CopyFrom(ctx, pgx.Identifier{"bulk"}, []string{"id", "payload", "at"}, pgx.CopyFromRows(src[:1])); !errors.As(err, &pe) || pe.Code != "23505" {
+		t.Fatalf("COPY of a duplicate key: %v", err)
+	}
+
 	// psql, the simple protocol, several statements in one -c.
 	psql, err := exec.LookPath("psql")
 	if err != nil {
@@ -100,5 +120,23 @@ func TestClients(t *testing.T) {
 		"-c", "SELECT * FROM items WHERE", "-v", "ON_ERROR_STOP=1").CombinedOutput()
 	if !strings.Contains(string(out), "syntax error at end of input") {
 		t.Fatalf("psql syntax error: %s", out)
+	}
+	// psql's \copy streams a CSV file through COPY FROM STDIN.
+	csv := t.TempDir() + "/rows.csv"
+	if err := os.WriteFile(csv, []byte("id,payload,at\n5000,\"a, quoted\",2026-01-02 03:04:05+00\n5001,,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.CommandContext(ctx, psql, "-h", host, "-p", port, "-U", "yugabyte", "-d", "yugabyte", "-X", "-v", "ON_ERROR_STOP=1",
+		"-c", `\copy bulk FROM '`+csv+`' WITH (FORMAT csv, HEADER true)`).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "COPY 2") {
+		t.Fatalf("psql \\copy: %v\n%s", err, out)
+	}
+	var payload string
+	var nullAt *time.Time
+	if err := conn0.QueryRow(ctx, `SELECT payload, at FROM bulk WHERE id = 5000`).Scan(&payload, &nullAt); err != nil || payload != "a, quoted" || nullAt == nil {
+		t.Fatalf("csv row: %q %v %v", payload, nullAt, err)
+	}
+	if err := conn0.QueryRow(ctx, `SELECT payload, at FROM bulk WHERE id = 5001`).Scan(&payload, &nullAt); err == nil {
+		t.Fatal("NULL payload scanned into a string")
 	}
 }

@@ -80,3 +80,20 @@ func syntaxError(err error) error {
 	}
 	return pgerror.New(pgerror.CodeSyntaxError, "%s", err.Error())
 }
+
+var treeVersion = sync.OnceValue(func() int32 {
+	res, err := pg.Parse("SELECT 1")
+	if err != nil {
+		panic("parse: pg_query cannot parse SELECT 1: " + err.Error())
+	}
+	return res.GetVersion()
+})
+
+// Deparse turns a statement tree back into SQL text.
+func Deparse(stmt *pg.Node) (string, error) {
+	out, err := pg.Deparse(&pg.ParseResult{Version: treeVersion(), Stmts: []*pg.RawStmt{{Stmt: stmt}}})
+	if err != nil {
+		return "", pgerror.New(pgerror.CodeInternalError, "deparse: %v", err)
+	}
+	return out, nil
+}

@@ -35,6 +35,9 @@ func (b *Binder) DefaultExpr(c *catalog.Column) (Expr, error) {
 	return b.assign(e, c, -1)
 }
 
+// Checks binds a table's CHECK constraints over its row.
+func (b *Binder) Checks(t *catalog.Table) ([]Expr, error) { return b.checks(t) }
+
 // checks binds a table's CHECK constraints over its row.
 func (b *Binder) checks(t *catalog.Table) ([]Expr, error) {
 	var out []Expr
@@ -147,6 +150,26 @@ func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
 	}
 	ins := &Insert{Table: t}
 	sel := s.GetSelectStmt().GetSelectStmt()
+	// Without a column list, the values fill the leading columns and the
+	// rest take their defaults.
+	if len(s.GetCols()) == 0 && sel != nil {
+		width := -1
+		if len(sel.GetValuesLists()) > 0 {
+			width = len(sel.GetValuesLists()[0].GetList().GetItems())
+		} else if sel.GetOp() == pg.SetOperation_SETOP_NONE {
+			width = 0
+			for _, tl := range sel.GetTargetList() {
+				if cr := tl.GetResTarget().GetVal().GetColumnRef(); cr != nil && isStar(cr) {
+					width = -1
+					break
+				}
+				width++
+			}
+		}
+		if width >= 0 && width < len(target) {
+			target = target[:width]
+		}
+	}
 	switch {
 	case sel == nil: // DEFAULT VALUES
 		ins.Source = &Values{Rows: [][]Expr{defaults}, cols: tableColumns(t)}

@@ -83,7 +83,7 @@ func coerce(d types.Datum, from, to types.T, kind types.CastContext, ec *EvalCon
 	if ec != nil && ec.Location != nil {
 		loc = ec.Location
 	}
-	return types.Coerce(d, from, to, kind, loc)
+	return types.CoerceTZ(d, from, to, kind, loc)
 }
 
 // Coerce converts a value with an explicit cast (EXECUTE parameters).
@@ -98,11 +98,37 @@ func compare(a, b types.Datum, t types.T) int { return types.Compare(a, b, t) }
 func typeName(t types.T) string { return t.String() }
 
 // commonType is PostgreSQL's select_common_type for UNION, CASE, VALUES
-// and COALESCE.
+// and COALESCE: the first known type, moved to a later one of the same
+// category that it casts to implicitly (and not back) or that is the
+// category's preferred type.
 func commonType(ts []types.T, what string) (types.T, error) {
-	t, err := types.CommonType(ts)
-	if err != nil {
-		return t, pgerror.From(err)
+	var out types.T
+	found := false
+	for _, t := range ts {
+		if t.OID == types.OIDUnknown || t.OID == 0 {
+			continue
+		}
+		if !found {
+			out, found = t, true
+			continue
+		}
+		if t.OID == out.OID {
+			if t.Mod != out.Mod {
+				out.Mod = -1
+			}
+			continue
+		}
+		oi, ti := out.Info(), t.Info()
+		if oi == nil || ti == nil || oi.Category != ti.Category {
+			return out, pgerror.New(pgerror.CodeDatatypeMismatch, "%s types %s and %s cannot be matched", what, typeName(out), typeName(t))
+		}
+		if (canCast(out, t, types.CastImplicit) && !canCast(t, out, types.CastImplicit)) ||
+			(ti.Preferred && !oi.Preferred && canCast(out, t, types.CastImplicit)) {
+			out = t
+		}
 	}
-	return t, nil
+	if !found {
+		return tUnknown, nil
+	}
+	return out, nil
 }

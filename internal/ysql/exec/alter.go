@@ -44,6 +44,8 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
 	}
 	next := cloneTable(t)
+	s.pendingSeqs = nil
+	defer func() { s.pendingSeqs = nil }()
 	var backfill []int // new columns with a default to fill in
 	var newPK []keySpec
 	for _, cn := range at.GetCmds() {
@@ -58,7 +60,7 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				}
 				return pgerror.New(pgerror.CodeDuplicateColumn, "column %q of relation %q already exists", cd.GetColname(), t.Name)
 			}
-			col, isPK, err := s.columnDef(next, cd)
+			col, isPK, err := s.columnDef(ctx, next, cd)
 			if err != nil {
 				return err
 			}
@@ -161,6 +163,11 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 	}
 	if newPK != nil {
 		return s.rewriteWithKey(ctx, t, next, newPK)
+	}
+	for _, q := range s.pendingSeqs {
+		if err := s.e.cfg.Cache.PutSequence(ctx, q, true); err != nil {
+			return err
+		}
 	}
 	if err := s.e.cfg.Cache.AlterTable(ctx, t, next); err != nil {
 		return alterErr(err, t)

@@ -54,7 +54,7 @@ func (s *Session) ddl(ctx context.Context, n *pg.Node, yb *ybOptions) (string, e
 	case n.GetIndexStmt() != nil:
 		return "", pgerror.Unsupported("CREATE INDEX")
 	case n.GetCreateSeqStmt() != nil:
-		return "", pgerror.Unsupported("CREATE SEQUENCE")
+		return "CREATE SEQUENCE", s.createSequence(ctx, n.GetCreateSeqStmt())
 	case n.GetViewStmt() != nil:
 		return "", pgerror.Unsupported("CREATE VIEW")
 	}
@@ -100,6 +100,8 @@ type keySpec struct {
 }
 
 func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOptions) error {
+	s.pendingSeqs = nil
+	defer func() { s.pendingSeqs = nil }()
 	if len(cs.GetInhRelations()) > 0 || cs.GetPartspec() != nil || cs.GetPartbound() != nil || cs.GetOfTypename() != nil {
 		return pgerror.Unsupported("inheritance and partitioned tables")
 	}
@@ -132,7 +134,7 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 			if t.ColumnIndex(cd.GetColname()) >= 0 {
 				return pgerror.New(pgerror.CodeDuplicateColumn, "column %q specified more than once", cd.GetColname())
 			}
-			col, colPK, err := s.columnDef(t, cd)
+			col, colPK, err := s.columnDef(ctx, t, cd)
 			if err != nil {
 				return err
 			}
@@ -234,7 +236,16 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 		}
 		return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", name)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for _, q := range s.pendingSeqs {
+		if err := s.e.cfg.Cache.PutSequence(ctx, q, true); err != nil {
+			_ = s.e.cfg.Cache.DropTable(ctx, t)
+			return err
+		}
+	}
+	return nil
 }
 
 // setKey lays out the primary key: YugabyteDB's default is the first
@@ -272,16 +283,27 @@ func setKey(t *catalog.Table, pk []keySpec) error {
 
 // columnDef converts a column definition; colPK reports a column-level
 // PRIMARY KEY.
-func (s *Session) columnDef(t *catalog.Table, cd *pg.ColumnDef) (*catalog.Column, bool, error) {
+func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.ColumnDef) (*catalog.Column, bool, error) {
 	tn := cd.GetTypeName()
+	serial := ""
 	if len(tn.GetNames()) > 0 {
 		last := strings.ToLower(tn.GetNames()[len(tn.GetNames())-1].GetString_().GetSval())
 		switch last {
-		case "serial", "bigserial", "smallserial", "serial4", "serial8", "serial2":
-			return nil, false, pgerror.Unsupported("SERIAL columns (sequences)")
+		case "serial", "serial4":
+			serial = "int4"
+		case "bigserial", "serial8":
+			serial = "int8"
+		case "smallserial", "serial2":
+			serial = "int2"
 		}
 	}
-	typ, err := types.FromTypeName(tn)
+	var typ types.T
+	var err error
+	if serial != "" {
+		typ, err = types.ParseType(serial)
+	} else {
+		typ, err = types.FromTypeName(tn)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -290,6 +312,12 @@ func (s *Session) columnDef(t *catalog.Table, cd *pg.ColumnDef) (*catalog.Column
 	}
 	col := &catalog.Column{Name: cd.GetColname(), ID: t.NextColID, Type: typ}
 	t.NextColID++
+	if serial != "" {
+		if col.Default, err = s.serialSequence(ctx, t, col.Name, typ); err != nil {
+			return nil, false, err
+		}
+		col.NotNull = true
+	}
 	pk := false
 	for _, cn := range cd.GetConstraints() {
 		c := cn.GetConstraint()
@@ -322,7 +350,14 @@ func (s *Session) columnDef(t *catalog.Table, cd *pg.ColumnDef) (*catalog.Column
 		case pg.ConstrType_CONSTR_FOREIGN:
 			return nil, false, pgerror.Unsupported("FOREIGN KEY constraints")
 		case pg.ConstrType_CONSTR_IDENTITY:
-			return nil, false, pgerror.Unsupported("identity columns (sequences)")
+			q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: t.Name + "_" + col.Name + "_seq", OwnedBy: t.Name + "." + col.Name}
+			if err := seqOptions(q, c.GetOptions(), typ); err != nil {
+				return nil, false, err
+			}
+			s.pendingSeqs = append(s.pendingSeqs, q)
+			col.Default = fmt.Sprintf("nextval('%s')", q.Name)
+			col.Identity = c.GetGeneratedWhen()
+			col.NotNull = true
 		case pg.ConstrType_CONSTR_GENERATED:
 			return nil, false, pgerror.Unsupported("generated columns")
 		}
@@ -396,8 +431,37 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 				return "", err
 			}
 			delete(s.tables, t.MasterID)
+			if err := s.dropOwnedSequences(ctx, snap, t); err != nil {
+				return "", err
+			}
 		}
 		return "DROP TABLE", nil
+	case pg.ObjectType_OBJECT_SEQUENCE:
+		for _, o := range ds.GetObjects() {
+			schema, name := qualifiedName(o.GetList().GetItems())
+			var q *catalog.Sequence
+			var ok bool
+			if schema != "" {
+				q, ok = snap.Sequence(s.db, schema, name)
+			} else {
+				for _, sc := range s.searchPath() {
+					if q, ok = snap.Sequence(s.db, sc, name); ok {
+						break
+					}
+				}
+			}
+			if !ok {
+				if ds.GetMissingOk() {
+					s.notice("NOTICE", "00000", "sequence %q does not exist, skipping", name)
+					continue
+				}
+				return "", pgerror.New(pgerror.CodeUndefinedTable, "sequence %q does not exist", name)
+			}
+			if err := s.e.cfg.Cache.DropSequence(ctx, q); err != nil {
+				return "", err
+			}
+		}
+		return "DROP SEQUENCE", nil
 	case pg.ObjectType_OBJECT_SCHEMA:
 		for _, o := range ds.GetObjects() {
 			name := o.GetString_().GetSval()

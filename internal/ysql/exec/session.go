@@ -38,6 +38,7 @@ type ServerInfo struct {
 // Engine creates sessions; one per node.
 type Engine struct {
 	cfg      Config
+	seqs     sequences
 	sessions atomic.Int64
 	defaults sync.Once
 	defErr   error
@@ -169,6 +170,13 @@ type Session struct {
 	prepared map[string]*Statement // SQL-level PREPARE
 	tables   map[uint32]*client.Table
 	closed   bool
+
+	// Sequences: the session's currval per sequence and lastval; the
+	// sequences of SERIAL columns of the CREATE TABLE being run.
+	currvals    map[uint32]int64
+	lastval     int64
+	lastvalSet  bool
+	pendingSeqs []*catalog.Sequence
 }
 
 // ParameterStatus reports the parameters PostgreSQL sends to clients.

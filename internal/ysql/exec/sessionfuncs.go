@@ -10,6 +10,9 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 	text := func(v string) (plan.Expr, bool, error) {
 		return &plan.Const{T: types.T{OID: types.OIDName, Mod: -1}, D: types.DString(v)}, true, nil
 	}
+	if e, ok, err := s.seqFunc(name, args); ok || err != nil {
+		return e, ok, err
+	}
 	if len(args) > 0 {
 		return nil, false, nil
 	}
@@ -20,8 +23,6 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 		return text(s.user)
 	case "current_schema":
 		for _, sc := range s.searchPath() {
-			snap := s.e.cfg.Cache
-			_ = snap
 			return text(sc)
 		}
 		return &plan.Const{T: types.T{OID: types.OIDName, Mod: -1}, D: types.NullDatum}, true, nil

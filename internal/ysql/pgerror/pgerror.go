@@ -199,3 +199,6 @@ const (
 
 // CodeBadCopyFileFormat is a malformed COPY input line.
 const CodeBadCopyFileFormat = "22P04"
+
+// CodeSequenceGeneratorLimitExceeded is nextval past the sequence's bound.
+const CodeSequenceGeneratorLimitExceeded = "2200H"

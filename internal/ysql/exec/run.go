@@ -94,6 +94,23 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		return r.join(x)
 	case *plan.SetOp:
 		return r.setOp(x)
+	case *plan.LateralJoin:
+		left, err := r.rows(x.Left)
+		if err != nil {
+			return nil, err
+		}
+		var out []plan.Row
+		for _, l := range left {
+			sub := &runner{s: r.s, ctx: r.ctx, txn: r.txn, ec: r.ec.WithOuter(l)}
+			rows, err := sub.rows(x.Sub)
+			if err != nil {
+				return nil, err
+			}
+			for _, row := range rows {
+				out = append(out, append(append(plan.Row(nil), l...), row...))
+			}
+		}
+		return out, nil
 	}
 	return nil, pgerror.New(pgerror.CodeInternalError, "exec: unknown plan node %T", n)
 }

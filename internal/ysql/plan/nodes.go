@@ -314,3 +314,20 @@ func NewScan(t *catalog.Table) *Scan { return newScan(t, t.Name) }
 func InsertRows(t *catalog.Table, rows []Row) *Insert {
 	return &Insert{Table: t, Source: &Rows{Data: rows, cols: tableColumns(t)}}
 }
+
+// Lateral marks a LATERAL subquery while its FROM list is planned.
+type Lateral struct{ Sub Node }
+
+// Columns are the subquery's.
+func (l *Lateral) Columns() []Column { return l.Sub.Columns() }
+
+// LateralJoin runs Sub once per row of Left, with that row as the
+// enclosing query's row, and joins each row with Sub's rows.
+type LateralJoin struct {
+	Left Node
+	Sub  Node
+	cols []Column
+}
+
+// Columns are the left's then the subquery's.
+func (l *LateralJoin) Columns() []Column { return l.cols }

@@ -602,9 +602,12 @@ func (b *Binder) fromList(items []*pg.Node, parent *scope) (Node, *scope, error)
 		if err != nil {
 			return nil, nil, err
 		}
-		if node == nil {
+		switch {
+		case node == nil:
 			node = n
-		} else {
+		case isLateral(n):
+			node = &LateralJoin{Left: node, Sub: n.(*Lateral).Sub, cols: append(append([]Column(nil), node.Columns()...), n.Columns()...)}
+		default:
 			node = &Join{Kind: InnerJoin, Left: node, Right: n, cols: append(append([]Column(nil), node.Columns()...), n.Columns()...)}
 		}
 		sc.cols = append(sc.cols, cols...)
@@ -652,10 +655,13 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		return b.join(n.GetJoinExpr(), sc, parent)
 	case n.GetRangeSubselect() != nil:
 		rs := n.GetRangeSubselect()
+		subParent := parent
 		if rs.GetLateral() {
-			return nil, nil, pgerror.Unsupported("LATERAL")
+			// A LATERAL subquery sees the FROM items before it as an
+			// enclosing query's columns; it is run once per row of them.
+			subParent = &scope{cols: sc.cols, parent: parent}
 		}
-		sub, err := b.selectStmt(rs.GetSubquery().GetSelectStmt(), parent)
+		sub, err := b.selectStmt(rs.GetSubquery().GetSelectStmt(), subParent)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -671,7 +677,11 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		for i, c := range cols {
 			exprs[i] = &ColRef{Idx: i, T: c.T, Name: c.Name}
 		}
-		return &Project{Input: sub, Exprs: exprs, cols: cols}, scopeCols(cols), nil
+		var node Node = &Project{Input: sub, Exprs: exprs, cols: cols}
+		if rs.GetLateral() {
+			node = &Lateral{Sub: node}
+		}
+		return node, scopeCols(cols), nil
 	case n.GetRangeFunction() != nil:
 		return nil, nil, pgerror.Unsupported("functions in FROM")
 	}
@@ -747,9 +757,17 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 	if err != nil {
 		return nil, nil, err
 	}
-	right, rcols, err := b.fromItem(j.GetRarg(), sc, parent)
+	// The right side of a join may be LATERAL over the left one.
+	right, rcols, err := b.fromItem(j.GetRarg(), &scope{cols: append(append([]scopeCol(nil), sc.cols...), lcols...), parent: parent}, parent)
 	if err != nil {
 		return nil, nil, err
+	}
+	if lat, ok := right.(*Lateral); ok {
+		if j.GetJointype() != pg.JoinType_JOIN_INNER || j.GetQuals() != nil && !isTrueConst(j.GetQuals()) {
+			return nil, nil, pgerror.Unsupported("LATERAL in this kind of join")
+		}
+		cols := append(append([]scopeCol(nil), lcols...), rcols...)
+		return &LateralJoin{Left: left, Sub: lat.Sub, cols: append(append([]Column(nil), left.Columns()...), right.Columns()...)}, cols, nil
 	}
 	out := &Join{Left: left, Right: right, cols: append(append([]Column(nil), left.Columns()...), right.Columns()...)}
 	switch j.GetJointype() {
@@ -965,4 +983,11 @@ func opName(op pg.SetOperation) string {
 		return "intersect"
 	}
 	return "except"
+}
+
+func isLateral(n Node) bool { _, ok := n.(*Lateral); return ok }
+
+func isTrueConst(n *pg.Node) bool {
+	c := n.GetAConst()
+	return c != nil && c.GetBoolval() != nil && c.GetBoolval().GetBoolval()
 }

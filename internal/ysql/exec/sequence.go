@@ -196,7 +196,7 @@ func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error
 	case name == "nextval" && len(args) == 1, name == "currval" && len(args) == 1,
 		name == "setval" && (len(args) == 2 || len(args) == 3):
 	case name == "lastval" && len(args) == 0:
-		return &plan.FuncExpr{Name: name, T: tInt8, Fn: func(*plan.EvalContext, []types.Datum) (types.Datum, error) {
+		return &plan.FuncExpr{Name: name, T: tInt8, Volatile: true, Fn: func(*plan.EvalContext, []types.Datum) (types.Datum, error) {
 			if !s.lastvalSet {
 				return types.NullDatum, pgerror.New(pgerror.CodeObjectNotInPrerequisiteState, "lastval is not yet defined in this session")
 			}
@@ -205,7 +205,7 @@ func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error
 	default:
 		return nil, false, nil
 	}
-	return &plan.FuncExpr{Name: name, Args: args, T: tInt8, Strict: true, Fn: func(ec *plan.EvalContext, vals []types.Datum) (types.Datum, error) {
+	return &plan.FuncExpr{Name: name, Args: args, T: tInt8, Strict: true, Volatile: true, Fn: func(ec *plan.EvalContext, vals []types.Datum) (types.Datum, error) {
 		ctx := context.Background()
 		q, err := s.lookupSequence(ctx, vals[0].S)
 		if err != nil {

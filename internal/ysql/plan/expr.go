@@ -8,6 +8,8 @@ package plan
 import (
 	"time"
 
+	"github.com/shaledb/shaledb/internal/ysql/builtins"
+
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
@@ -25,6 +27,7 @@ type EvalContext struct {
 	Subquery  func(ec *EvalContext, sq *Subquery, outer Row) ([]Row, error)
 	outerRows []Row
 	subCache  map[*Subquery][]Row
+	bctx      *builtins.EvalContext
 }
 
 // Expr is a typed, bound expression.
@@ -159,6 +162,9 @@ type FuncExpr struct {
 	T      types.T
 	Fn     func(ec *EvalContext, args []types.Datum) (types.Datum, error)
 	Strict bool // NULL argument -> NULL result without calling Fn
+	// Volatile functions (random, nextval) are evaluated per row, never
+	// at plan time.
+	Volatile bool
 }
 
 func (f *FuncExpr) Type() types.T { return f.T }

@@ -20,8 +20,14 @@ func funcName(fc *pg.FuncCall) string {
 	return strings.ToLower(name)
 }
 
-var aggNames = map[string]bool{"count": true, "sum": true, "avg": true, "min": true, "max": true,
-	"string_agg": true, "bool_and": true, "bool_or": true, "every": true, "array_agg": true}
+func allConst(args []Expr) bool {
+	for _, a := range args {
+		if _, ok := a.(*Const); !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // hasAgg reports whether a parse tree contains an aggregate call outside
 // subqueries.
@@ -31,7 +37,7 @@ func hasAgg(n *pg.Node) bool {
 	}
 	found := false
 	walk(n, func(x *pg.Node) bool {
-		if fc := x.GetFuncCall(); fc != nil && aggNames[funcName(fc)] && fc.GetOver() == nil {
+		if fc := x.GetFuncCall(); fc != nil && IsAggregate(funcName(fc)) && fc.GetOver() == nil {
 			found = true
 		}
 		return !found && x.GetSubLink() == nil
@@ -138,7 +144,7 @@ func (b *Binder) funcCall(fc *pg.FuncCall, sc *scope) (Expr, error) {
 	if fc.GetOver() != nil {
 		return nil, posErr(pgerror.Unsupported("window functions"), loc)
 	}
-	if aggNames[name] {
+	if IsAggregate(name) {
 		return b.aggCall(name, fc, sc)
 	}
 	if fc.GetAggStar() || fc.GetAggDistinct() {
@@ -179,7 +185,13 @@ func (b *Binder) callFunction(name string, args []Expr, loc int32) (Expr, error)
 			}
 		}
 	}
-	return &FuncExpr{Name: name, Args: args, T: fn.Result, Fn: fn.Fn, Strict: fn.Strict}, nil
+	out := &FuncExpr{Name: name, Args: args, T: fn.Result, Fn: fn.Fn, Strict: fn.Strict, Volatile: fn.Volatile}
+	if !fn.Volatile && allConst(args) {
+		if d, err := out.Eval(nil, nil); err == nil {
+			return &Const{T: out.T, D: d}, nil
+		}
+	}
+	return out, nil
 }
 
 func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) {
@@ -223,7 +235,7 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 	if len(fc.GetAggOrder()) > 0 {
 		return nil, posErr(pgerror.Unsupported("ORDER BY inside an aggregate"), loc)
 	}
-	agg, err := lookupAggregate(name, argTypes)
+	agg, err := lookupAggregate(name, argTypes, fc.GetAggStar())
 	if err != nil {
 		return nil, posErr(pgerror.From(err), loc)
 	}

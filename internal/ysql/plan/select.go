@@ -480,7 +480,7 @@ func rowIndependent(e Expr) bool {
 				return false
 			}
 		}
-		return x.Name != "random" && x.Name != "nextval" && x.Name != "gen_random_uuid"
+		return !x.Volatile
 	}
 	return false
 }

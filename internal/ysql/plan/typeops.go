@@ -22,10 +22,11 @@ type unaryOp struct {
 }
 
 type function struct {
-	Args   []types.T
-	Result types.T
-	Fn     func(ec *EvalContext, args []types.Datum) (types.Datum, error)
-	Strict bool
+	Args     []types.T
+	Result   types.T
+	Fn       func(ec *EvalContext, args []types.Datum) (types.Datum, error)
+	Strict   bool
+	Volatile bool
 }
 
 type aggregate struct {
@@ -36,9 +37,12 @@ type aggregate struct {
 
 func (ec *EvalContext) builtinCtx() *builtins.EvalContext {
 	if ec == nil {
-		return &builtins.EvalContext{Location: time.UTC}
+		return &builtins.EvalContext{Loc: time.UTC}
 	}
-	return &builtins.EvalContext{TxnTime: ec.TxnTime, StmtTime: ec.StmtTime, Location: ec.Location}
+	if ec.bctx == nil {
+		ec.bctx = &builtins.EvalContext{TxnTime: ec.TxnTime, StmtTime: ec.StmtTime, Loc: ec.Location}
+	}
+	return ec.bctx
 }
 
 func lookupBinary(name string, l, r types.T) (*binaryOp, error) {
@@ -47,16 +51,20 @@ func lookupBinary(name string, l, r types.T) (*binaryOp, error) {
 		return nil, err
 	}
 	return &binaryOp{Left: op.Left, Right: op.Right, Result: op.Result,
-		Fn: func(ec *EvalContext, a, b types.Datum) (types.Datum, error) { return op.Eval(ec.builtinCtx(), a, b) }}, nil
+		Fn: func(ec *EvalContext, a, b types.Datum) (types.Datum, error) {
+			return op.Eval(ec.builtinCtx(), []types.Datum{a, b})
+		}}, nil
 }
 
 func lookupUnary(name string, t types.T) (*unaryOp, error) {
-	op, err := builtins.LookupUnaryOperator(name, t)
+	op, err := builtins.LookupOperator(name, types.T{}, t)
 	if err != nil {
 		return nil, err
 	}
-	return &unaryOp{Arg: op.Arg, Result: op.Result,
-		Fn: func(ec *EvalContext, d types.Datum) (types.Datum, error) { return op.Eval(ec.builtinCtx(), d) }}, nil
+	return &unaryOp{Arg: op.Right, Result: op.Result,
+		Fn: func(ec *EvalContext, d types.Datum) (types.Datum, error) {
+			return op.Eval(ec.builtinCtx(), []types.Datum{d})
+		}}, nil
 }
 
 func lookupFunction(name string, args []types.T) (*function, error) {
@@ -64,17 +72,40 @@ func lookupFunction(name string, args []types.T) (*function, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &function{Args: f.Args, Result: f.Result, Strict: f.Strict,
-		Fn: func(ec *EvalContext, a []types.Datum) (types.Datum, error) { return f.Eval(ec.builtinCtx(), a) }}, nil
+	out := &function{Args: f.Args, Result: f.Result, Strict: f.Strict, Volatile: f.Volatile}
+	if f.VariadicAny {
+		argTypes := append([]types.T(nil), args...)
+		for i := range f.Args {
+			argTypes[i] = f.Args[i]
+		}
+		out.Fn = func(ec *EvalContext, a []types.Datum) (types.Datum, error) {
+			return f.EvalVariadic(ec.builtinCtx(), a, argTypes)
+		}
+		return out, nil
+	}
+	out.Fn = func(ec *EvalContext, a []types.Datum) (types.Datum, error) { return f.Eval(ec.builtinCtx(), a) }
+	return out, nil
 }
 
-func lookupAggregate(name string, args []types.T) (*aggregate, error) {
-	a, err := builtins.LookupAggregate(name, args)
+func lookupAggregate(name string, args []types.T, star bool) (*aggregate, error) {
+	a, err := builtins.LookupAggregate(name, args, star)
 	if err != nil {
 		return nil, err
 	}
-	return &aggregate{Args: a.Args, Result: a.Result, New: func() Aggregator { return a.New() }}, nil
+	return &aggregate{Args: a.Args, Result: a.Result, New: func() Aggregator { return &aggState{st: a.New()} }}, nil
 }
+
+// aggState adapts a builtin aggregate's state to Aggregator.
+type aggState struct {
+	st builtins.AggState
+	ec *builtins.EvalContext
+}
+
+func (a *aggState) Add(args []types.Datum) error { return a.st.Add(a.ec, args) }
+func (a *aggState) Result() (types.Datum, error) { return a.st.Result() }
+
+// IsAggregate reports whether name is an aggregate function.
+func IsAggregate(name string) bool { return builtins.IsAggregate(name) }
 
 func parseText(t types.T, s string) (types.Datum, error) { return types.ParseText(s, t, time.UTC) }
 

@@ -121,7 +121,7 @@ func initcap(s string) string {
 	b := []byte(s)
 	inWord := false
 	for i, c := range b {
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' // "C" locale
 		if alnum {
 			if !inWord && c >= 'a' && c <= 'z' {
 				b[i] = c - 32

@@ -298,7 +298,7 @@ func LookupFunction(name string, args []types.T) (*Func, error) {
 	var idx []int
 	for i, f := range fns {
 		if f.VariadicAny {
-			if len(args) >= len(f.Args) {
+			if len(args) > len(f.Args) { // VARIADIC "any" needs at least one
 				c := append([]types.T(nil), f.Args...)
 				for j := len(f.Args); j < len(args); j++ {
 					c = append(c, args[j]) // "any" takes the argument as it is

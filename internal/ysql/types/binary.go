@@ -96,7 +96,11 @@ func appendArrayBinary(buf []byte, d Datum, t T) ([]byte, error) {
 		return buf, nil
 	}
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(d.A)))
-	buf = binary.BigEndian.AppendUint32(buf, 1)
+	if t.OID == OIDInt2Vector || t.OID == OIDOIDVector {
+		buf = binary.BigEndian.AppendUint32(buf, 0) // vectors are zero-based
+	} else {
+		buf = binary.BigEndian.AppendUint32(buf, 1)
+	}
 	for _, e := range d.A {
 		if e.Null {
 			buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32)
@@ -133,7 +137,7 @@ func appendNumericBinary(buf []byte, d *apd.Decimal) []byte {
 		} else {
 			word(numericPInf)
 		}
-		word(0)
+		word(0x20) // what numeric_send writes for infinities
 		return buf
 	}
 	dscale := NumericScale(d)

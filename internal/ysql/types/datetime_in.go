@@ -18,9 +18,9 @@ import (
 // January 8, 1999), Julian days (J2451187), times with fractions and
 // AM/PM, the ISO "T" separator, zone offsets (+05, +0530, -8:00, Z), zone
 // abbreviations (PST, EST, UTC...) and names (America/New_York), BC/AD and
-// the special words epoch, infinity, -infinity, allballs. now, today,
-// tomorrow and yesterday are refused (they need the transaction's clock;
-// the executor resolves them before calling the input function).
+// the special words epoch, infinity, -infinity, allballs, and now, today,
+// tomorrow and yesterday (relative to the time given to ParseTextAt, the
+// wall clock otherwise).
 
 type dtKind uint8
 
@@ -315,7 +315,7 @@ func parseDateTimeFields(in string, forTime bool) (*dtFields, *dtError) {
 	f := &dtFields{}
 	trimmed := strings.ToLower(strings.TrimSpace(in))
 	switch trimmed {
-	case "epoch", "infinity", "+infinity", "-infinity":
+	case "epoch", "infinity", "+infinity", "-infinity", "now", "today", "tomorrow", "yesterday":
 		f.special = strings.TrimPrefix(trimmed, "+")
 		return f, nil
 	case "allballs":
@@ -703,13 +703,41 @@ func (f *dtFields) timeUs() int64 {
 	return int64(f.hour)*usPerHour + int64(f.min)*usPerMin + int64(f.sec)*usPerSec + f.us
 }
 
-// ParseDate parses date input.
-func ParseDate(s string) (int64, error) {
+// nowRelative returns the local and UTC microseconds of now, today,
+// tomorrow or yesterday in loc.
+func nowRelative(special string, now time.Time, loc *time.Location) (local, utc int64) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	nowUs := now.UnixMicro() - PGEpochUnixMicros
+	local = TimestampTZToLocal(nowUs, loc)
+	if special == "now" {
+		return local, nowUs
+	}
+	days, _ := SplitTimestamp(local)
+	switch special {
+	case "tomorrow":
+		days++
+	case "yesterday":
+		days--
+	}
+	local = days * usPerDay
+	return local, TimestampToTZ(local, loc)
+}
+
+// ParseDate parses date input ('today' and 'now' by the wall clock in UTC).
+func ParseDate(s string) (int64, error) { return parseDateAt(s, time.Now(), time.UTC) }
+
+func parseDateAt(s string, now time.Time, loc *time.Location) (int64, error) {
 	f, e := parseDateTimeFields(s, false)
 	if e != nil {
 		return 0, e.pg("date", s)
 	}
 	switch f.special {
+	case "now", "today", "tomorrow", "yesterday":
+		local, _ := nowRelative(f.special, now, loc)
+		days, _ := SplitTimestamp(local)
+		return days, nil
 	case "epoch":
 		return DateFromYMD(1970, 1, 1), nil
 	case "infinity":
@@ -728,10 +756,17 @@ func ParseDate(s string) (int64, error) {
 }
 
 // ParseTime parses time input (a date and a zone are accepted and ignored).
-func ParseTime(s string) (int64, error) {
+func ParseTime(s string) (int64, error) { return parseTimeAt(s, time.Now(), time.UTC) }
+
+func parseTimeAt(s string, now time.Time, loc *time.Location) (int64, error) {
 	f, e := parseDateTimeFields(s, true)
 	if e != nil {
 		return 0, e.pg("time", s)
+	}
+	if f.special == "now" {
+		local, _ := nowRelative("now", now, loc)
+		_, tod := SplitTimestamp(local)
+		return tod, nil
 	}
 	if f.special != "" || !f.hasTime {
 		return 0, errBadFormat.pg("time", s)
@@ -747,6 +782,10 @@ func ParseTime(s string) (int64, error) {
 // ParseTimestamp parses timestamp input; with tz set it is timestamptz
 // input, and a local time without zone is read in loc.
 func ParseTimestamp(s string, tz bool, loc *time.Location) (int64, error) {
+	return parseTimestampAt(s, tz, loc, time.Now())
+}
+
+func parseTimestampAt(s string, tz bool, loc *time.Location, now time.Time) (int64, error) {
 	typeName := "timestamp"
 	if tz {
 		typeName = "timestamp with time zone"
@@ -762,6 +801,12 @@ func ParseTimestamp(s string, tz bool, loc *time.Location) (int64, error) {
 		return TimestampPosInfinity, nil
 	case "-infinity":
 		return TimestampNegInfinity, nil
+	case "now", "today", "tomorrow", "yesterday":
+		local, utc := nowRelative(f.special, now, loc)
+		if tz {
+			return utc, nil
+		}
+		return local, nil
 	}
 	d, e := f.date()
 	if e != nil {

@@ -1,7 +1,6 @@
 package types
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 	"strconv"
@@ -594,15 +593,37 @@ func jsonResult(v *JSONValue, jsonb, asText bool) Datum {
 }
 
 // CompareJSONB orders two jsonb documents as jsonb's btree does: by kind
-// (null < string < number < bool < array < object), arrays and objects by
-// size first, then element by element; objects compare keys then values.
+// (null < string < number < bool < array < object), arrays by length then
+// element by element, objects by size then keys (in storage order, compared
+// bytewise) and values. Top-level scalars are one-element "raw scalar"
+// arrays as in PostgreSQL: '[]' sorts below every scalar, and a scalar
+// below a one-element array.
 func CompareJSONB(a, b string) int {
 	va, err1 := ParseJSON(a, true)
 	vb, err2 := ParseJSON(b, true)
 	if err1 != nil || err2 != nil {
 		return strings.Compare(a, b)
 	}
-	return compareJSONValues(va, vb)
+	wrap := func(v *JSONValue) (*JSONValue, bool) {
+		if v.Kind == JSONArray || v.Kind == JSONObject {
+			return v, false
+		}
+		return &JSONValue{Kind: JSONArray, Arr: []*JSONValue{v}}, true
+	}
+	wa, rawA := wrap(va)
+	wb, rawB := wrap(vb)
+	if wa.Kind == JSONArray && wb.Kind == JSONArray {
+		if len(wa.Arr) != len(wb.Arr) {
+			return cmp3(len(wa.Arr), len(wb.Arr))
+		}
+		if rawA != rawB {
+			if rawA {
+				return -1
+			}
+			return 1
+		}
+	}
+	return compareJSONValues(wa, wb)
 }
 
 func compareJSONValues(a, b *JSONValue) int {
@@ -613,7 +634,7 @@ func compareJSONValues(a, b *JSONValue) int {
 	case JSONNull:
 		return 0
 	case JSONString:
-		return bytes.Compare([]byte(a.Str), []byte(b.Str))
+		return strings.Compare(a.Str, b.Str)
 	case JSONNumber:
 		return CompareNumeric(a.Num, b.Num)
 	case JSONBool:
@@ -633,11 +654,8 @@ func compareJSONValues(a, b *JSONValue) int {
 			return cmp3(len(a.Keys), len(b.Keys))
 		}
 		for i := range a.Keys {
-			if a.Keys[i] != b.Keys[i] {
-				if jsonbKeyLess(a.Keys[i], b.Keys[i]) {
-					return -1
-				}
-				return 1
+			if c := strings.Compare(a.Keys[i], b.Keys[i]); c != 0 {
+				return c
 			}
 			if c := compareJSONValues(a.Vals[i], b.Vals[i]); c != 0 {
 				return c

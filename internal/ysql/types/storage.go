@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 )
@@ -185,6 +187,11 @@ func FromStorage(v docdb.Value, t T) (Datum, error) {
 		d, err := ParseNumeric(string(v.Bytes))
 		if err != nil {
 			return NullDatum, err
+		}
+		if _, s, ok := t.NumericPrecScale(); ok && d.Form == apd.Finite && NumericScale(d) < s {
+			// A key's encoding keeps the value, not its display scale:
+			// numeric(p,s) restores it.
+			d = RoundNumeric(d, s)
 		}
 		return DNumeric(d), nil
 	case OIDBPChar:

@@ -156,6 +156,52 @@ func TestKeyOrder(t *testing.T) {
 	}
 }
 
+// TestKeyDecodeRoundTrip reads values back from DocDB's key encoding (as a
+// scan of a key column does) and values encoding.
+func TestKeyDecodeRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for _, typ := range append(storageTypes, MakeNumeric(12, 3)) {
+		for i := 0; i < 300; i++ {
+			var d Datum
+			if typ.OID == OIDNumeric && typ.Mod >= 0 {
+				d, _ = ParseText("12.5", typ, time.UTC)
+			} else {
+				d = randDatum(r, typ)
+			}
+			if Orderable(typ) {
+				v, _ := ToKeyStorage(d, typ)
+				k, err := docdb.EncodeKey(nil, v, i%2 == 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kv, _, _, err := docdb.DecodeKey(k)
+				if err != nil {
+					t.Fatalf("%s: %v", typ, err)
+				}
+				back, err := FromStorage(kv, typ)
+				if err != nil {
+					t.Fatalf("%s: %v", typ, err)
+				}
+				if Compare(back, d, typ) != 0 {
+					t.Fatalf("%s: key %q came back %q", typ, FormatText(d, typ, time.UTC), FormatText(back, typ, time.UTC))
+				}
+				if typ.Mod >= 0 && typ.OID == OIDNumeric && FormatText(back, typ, time.UTC) != "12.500" {
+					t.Fatalf("numeric(12,3) key read back as %q", FormatText(back, typ, time.UTC))
+				}
+			}
+			v, _ := ToStorage(d, typ)
+			vv, err := docdb.DecodeValue(docdb.AppendValue(nil, v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := FromStorage(vv, typ)
+			if err != nil || FormatText(back, typ, time.UTC) != FormatText(d, typ, time.UTC) {
+				t.Fatalf("%s: value %q came back %q %v", typ, FormatText(d, typ, time.UTC), FormatText(back, typ, time.UTC), err)
+			}
+		}
+	}
+}
+
 func TestTimestampStorageEpoch(t *testing.T) {
 	if _, err := ToStorage(DMicros(endTimestampUs-1), TTimestamp); err == nil {
 		t.Fatal("294276-12-31 stored without error")

@@ -16,7 +16,13 @@ import (
 // rounded and checked, timestamps are rounded to their precision. loc is
 // the session time zone for timestamptz input without a zone (nil: UTC).
 func ParseText(s string, t T, loc *time.Location) (Datum, error) {
-	d, err := parseBase(s, t, loc)
+	return ParseTextAt(s, t, loc, time.Now())
+}
+
+// ParseTextAt is ParseText with the time that 'now', 'today', 'tomorrow'
+// and 'yesterday' are relative to (the transaction's start).
+func ParseTextAt(s string, t T, loc *time.Location, now time.Time) (Datum, error) {
+	d, err := parseBaseAt(s, t, loc, now)
 	if err != nil {
 		return NullDatum, err
 	}
@@ -31,6 +37,13 @@ func invalidSyntax(typeName, s string) *pgerror.Error {
 }
 
 func parseBase(s string, t T, loc *time.Location) (Datum, error) {
+	return parseBaseAt(s, t, loc, time.Now())
+}
+
+func parseBaseAt(s string, t T, loc *time.Location, now time.Time) (Datum, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
 	switch t.OID {
 	case OIDBool:
 		b, ok := ParseBool(s)
@@ -78,19 +91,16 @@ func parseBase(s string, t T, loc *time.Location) (Datum, error) {
 		b, err := ParseBytea(s)
 		return DBytes(b), err
 	case OIDDate:
-		v, err := ParseDate(s)
+		v, err := parseDateAt(s, now, loc)
 		return DDate(v), err
 	case OIDTime:
-		v, err := ParseTime(s)
+		v, err := parseTimeAt(s, now, loc)
 		return DMicros(v), err
 	case OIDTimestamp:
-		v, err := ParseTimestamp(s, false, nil)
+		v, err := parseTimestampAt(s, false, loc, now)
 		return DMicros(v), err
 	case OIDTimestampTZ:
-		if loc == nil {
-			loc = time.UTC
-		}
-		v, err := ParseTimestamp(s, true, loc)
+		v, err := parseTimestampAt(s, true, loc, now)
 		return DMicros(v), err
 	case OIDInterval:
 		iv, err := ParseInterval(s)
@@ -108,7 +118,7 @@ func parseBase(s string, t T, loc *time.Location) (Datum, error) {
 		return DString(n), err
 	}
 	if t.IsArray() {
-		return parseArray(s, t, loc)
+		return parseArray(s, t, loc, now)
 	}
 	return NullDatum, pgerror.New(pgerror.CodeFeatureNotSupported, "input of type %s is not supported", t.String())
 }
@@ -402,7 +412,7 @@ func ParseUUID(s string) ([16]byte, error) {
 
 // parseArray parses a one-dimensional array literal: {1,2,NULL},
 // {"a b","x\"y"}.
-func parseArray(s string, t T, loc *time.Location) (Datum, error) {
+func parseArray(s string, t T, loc *time.Location, now time.Time) (Datum, error) {
 	elem := t.Elem()
 	bad := func(detail string) (Datum, error) {
 		return NullDatum, pgerror.New(pgerror.CodeInvalidTextRepresentation, "malformed array literal: \"%s\"", s).WithDetail("%s", detail)
@@ -494,7 +504,7 @@ func parseArray(s string, t T, loc *time.Location) (Datum, error) {
 		if !quoted && strings.EqualFold(v, "NULL") {
 			out = append(out, NullDatum)
 		} else {
-			d, err := ParseText(v, elem, loc)
+			d, err := ParseTextAt(v, elem, loc, now)
 			if err != nil {
 				return NullDatum, err
 			}

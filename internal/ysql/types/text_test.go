@@ -76,3 +76,30 @@ func outOrErr(d Datum, t T, loc *time.Location, err error) string {
 	}
 	return FormatText(d, t, loc)
 }
+
+func TestNowRelativeInput(t *testing.T) {
+	ny, _ := LoadZone("America/New_York")
+	now := time.Date(2024, 3, 5, 3, 30, 0, 0, time.UTC) // 2024-03-04 22:30 in New York
+	cases := []struct {
+		in  string
+		typ T
+		out string
+	}{
+		{"now", TTimestampTZ, "2024-03-04 22:30:00-05"},
+		{"today", TTimestampTZ, "2024-03-04 00:00:00-05"},
+		{"tomorrow", TDate, "2024-03-05"},
+		{"yesterday", TTimestamp, "2024-03-03 00:00:00"},
+		{"now", TTime, "22:30:00"},
+		{" Today ", TDate, "2024-03-04"},
+	}
+	for _, c := range cases {
+		d, err := ParseTextAt(c.in, c.typ, ny, now)
+		if err != nil {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		if got := FormatText(d, c.typ, ny); got != c.out {
+			t.Errorf("%q::%s: got %q, want %q", c.in, c.typ, got, c.out)
+		}
+	}
+}

@@ -63,7 +63,13 @@ func ResolveTypeName(names []string, mods []int32, arrayDims int) (T, error) {
 	}
 	ti, ok := byName[name]
 	if !ok {
-		return T{}, pgerror.New(pgerror.CodeUndefinedObject, "type \"%s\" does not exist", strings.Join(names, "."))
+		// pg_catalog. is what the grammar adds to SQL-standard names
+		// (bit, time with time zone): name the type as written.
+		shown := strings.Join(names, ".")
+		if len(names) == 2 && names[0] == "pg_catalog" {
+			shown = name
+		}
+		return T{}, pgerror.New(pgerror.CodeUndefinedObject, "type \"%s\" does not exist", shown)
 	}
 	if ti.Family == FamArray && ti.Category == 'A' && ti.OID != OIDInt2Vector && ti.OID != OIDOIDVector {
 		// "_int4" names the array type directly.

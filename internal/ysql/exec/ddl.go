@@ -12,6 +12,7 @@ import (
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
@@ -548,6 +549,26 @@ func (s *Session) truncate(ctx context.Context, ts *pg.TruncateStmt) error {
 	}
 	for _, t := range tables {
 		if err := s.recreate(ctx, t, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// truncateInTxn deletes every row of the tables in tx.
+func (s *Session) truncateInTxn(ctx context.Context, tx *client.Txn, ts *pg.TruncateStmt) error {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range ts.GetRelations() {
+		rv := r.GetRangeVar()
+		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
+		if !ok {
+			return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+		}
+		run := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
+		if _, _, err := run.delete(&plan.Delete{Table: t, Source: plan.NewScan(t)}); err != nil {
 			return err
 		}
 	}

@@ -214,7 +214,7 @@ func (r *runner) writeUpdate(b *writeBatch, t *catalog.Table, old, next plan.Row
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		if t.IsKey(i) {
-			v, err := types.ToStorage(next[i], c.Type)
+			v, err := types.ToKeyStorage(next[i], c.Type)
 			if err != nil {
 				return err
 			}

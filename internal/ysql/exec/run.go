@@ -526,7 +526,11 @@ func storageRow(t *catalog.Table, row plan.Row, keyOnly bool) (client.Row, error
 			out[catalog.StorageColumn(c)] = docdb.Null()
 			continue
 		}
-		v, err := types.ToStorage(row[i], c.Type)
+		conv := types.ToStorage
+		if t.IsKey(i) {
+			conv = types.ToKeyStorage
+		}
+		v, err := conv(row[i], c.Type)
 		if err != nil {
 			return nil, err
 		}
@@ -566,7 +570,7 @@ func (r *runner) keyValues(t *catalog.Table, exprs []plan.Expr) (client.Row, boo
 			return nil, false, nil // key = NULL matches nothing
 		}
 		c := &t.Columns[t.Key[i].Column]
-		v, err := types.ToStorage(d, c.Type)
+		v, err := types.ToKeyStorage(d, c.Type)
 		if err != nil {
 			return nil, false, err
 		}
@@ -657,7 +661,7 @@ func (r *runner) rangeBounds(s *plan.Scan, opts *client.ScanOptions) (bool, erro
 		if err != nil || d.Null {
 			return nil, false, err
 		}
-		v, err := types.ToStorage(d, next.Type)
+		v, err := types.ToKeyStorage(d, next.Type)
 		if err != nil {
 			return nil, false, err
 		}

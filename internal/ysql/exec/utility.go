@@ -94,6 +94,12 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 	case n.GetListenStmt() != nil, n.GetUnlistenStmt() != nil, n.GetNotifyStmt() != nil:
 		return "", nil, nil, pgerror.Unsupported("LISTEN/NOTIFY")
 	}
+	if s.inBlock && n.GetTruncateStmt() != nil {
+		// Inside a block TRUNCATE deletes the rows in the block's
+		// transaction, so it commits or rolls back with it.
+		err := s.inTxn(ctx, func(tx *client.Txn) error { return s.truncateInTxn(ctx, tx, n.GetTruncateStmt()) })
+		return "TRUNCATE TABLE", nil, nil, err
+	}
 	if s.inBlock && isDDL(n) {
 		// DDL is not transactional here: refuse it inside a block rather
 		// than pretend it rolls back.

@@ -71,6 +71,7 @@ type Tablet struct {
 	// Transactions (txn.go).
 	resolver Resolver
 	txns     txnTracker
+	ranges   rangeLockSet // range read locks (rangelock.go)
 	// leaseTerm is the term whose lease leaderReady last saw; leaseReady
 	// is when that leader may serve (after the clock offset wait).
 	leaseMu    sync.Mutex
@@ -356,7 +357,7 @@ func (sm *stateMachine) SnapshotSpans() []storage.Span {
 	if sm.split.Load() != nil {
 		return nil // the children own the data now
 	}
-	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span), docdb.TxnIndexSpan(sm.desc.ID)}
+	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span), docdb.TxnIndexSpan(sm.desc.ID), docdb.RangeLockSpan(sm.desc.ID)}
 }
 
 // Restored picks up a split that arrived by snapshot: the children are

@@ -640,8 +640,8 @@ func TestTxnPhantomRangeSkew(t *testing.T) {
 // read-locks the span it covered up to the last row returned: an insert
 // into it, even into the gap between its pages, waits until the scanner
 // commits; an insert past the last row returned does not; a savepoint
-// rollback releases the lock. Under snapshot isolation the insert does not
-// wait.
+// rollback or a rollback releases the lock, and a reverse scan locks from
+// its end down. Under snapshot isolation the insert does not wait.
 func TestTxnPhantomInsertWaits(t *testing.T) {
 	c := servertest.NewCluster(t, 3)
 	cl := open(t, c)
@@ -727,6 +727,33 @@ func TestTxnPhantomInsertWaits(t *testing.T) {
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	// A reverse scan locks from its end down to the last row returned; a
+	// rollback releases the lock.
+	t8 := begin(t, cl, client.Serializable)
+	rev, err := t8.Scan(ctx, tb, client.ScanOptions{Start: client.Row{"a": docdb.Int64(400)}, End: client.Row{"a": docdb.Int64(600)}, Limit: 3, PageSize: 2, Reverse: true})
+	if err != nil || len(rev) != 3 || rev[2]["a"].Int != 570 {
+		t.Fatalf("reverse scan: %v %v", rev, err)
+	}
+	t9 := begin(t, cl, client.Serializable)
+	if err := t9.Put(ctx, tb, phantomRow(565, "below")); err != nil {
+		t.Fatal(err)
+	}
+	t9Done := make(chan error, 1)
+	go func() {
+		err := t9.Put(ctx, tb, phantomRow(585, "inside"))
+		if err == nil {
+			err = t9.Commit(ctx)
+		}
+		t9Done <- err
+	}()
+	consensustest.WaitFor(t, 20*time.Second, "t9 waits for t8", func() bool { return waitingFor(t, cl, t9, t8) })
+	if err := t8.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-t9Done; err != nil {
+		t.Fatalf("t9 after t8 rolled back: %v", err)
 	}
 
 	// Snapshot isolation takes no range locks: the insert goes ahead.

@@ -412,3 +412,34 @@ func TestRangeLockSplit(t *testing.T) {
 		t.Fatalf("write after the lock was released: %v", err)
 	}
 }
+
+// TestRangeLockSnapshot: a replica that catches up by snapshot gets the
+// range locks with the data and loads them.
+func TestRangeLockSnapshot(t *testing.T) {
+	r := newFakeResolver()
+	h := newHarnessWith(t, 4, []uint64{1, 2, 3}, harnessOptions{runtime: fastConfig(), resolver: r})
+	id := desc.ID
+	h.evenRows(t, id, 10, 20)
+	a := testTxnID("a")
+	if _, _, _, err := h.scanLocked(t, id, tablet.ScanLock{Txn: a}, storage.Span{Start: rowKey(12), End: rowKey(17)}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	// Enough entries after the lock for the log to be truncated past it.
+	for i := 0; i < 300; i++ {
+		if err := h.onLeader(t, id, func(ctx context.Context, tb *tablet.Tablet) error {
+			_, err := tb.Write(ctx, putBatch(1000+i, 1001+i, "w"))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := h.waitLeader(t)
+	learner, _, _ := h.addLearnerBySnapshot(t, l, 4, 5+300)
+	if n := learner.RangeLockCount(); n != 1 {
+		t.Fatalf("the learner holds %d range locks in memory", n)
+	}
+	locks, err := docdb.RangeLocks(h.Node(4).Engine, id)
+	if err != nil || len(locks) != 1 || locks[0].Txn != a || string(locks[0].Span.Start) != string(rowKey(12)) || string(locks[0].Span.End) != string(rowKey(17)) {
+		t.Fatalf("the learner's range locks on disk: %v %v", locks, err)
+	}
+}

@@ -117,14 +117,18 @@ func Open(cfg Config) (*Tablet, error) {
 	if err := b.Commit(storage.Sync); err != nil {
 		return nil, err
 	}
+	// Load the transactions and range locks on disk before the group
+	// exists: once it does, the scheduler may replay committed entries
+	// that update them, and a later load could miss what a replayed entry
+	// has not committed yet.
+	if err := t.loadTxns(); err != nil {
+		return nil, err
+	}
 	g, err := cfg.Runtime.CreateGroup(consensus.GroupConfig{ID: cfg.Descriptor.ID, StateMachine: (*stateMachine)(t)})
 	if err != nil {
 		return nil, err
 	}
 	t.group = g
-	if err := t.loadTxns(); err != nil {
-		return nil, err
-	}
 	return t, nil
 }
 

@@ -40,8 +40,9 @@ type ScanOptions struct {
 //	err := sc.Err()
 //
 // Every page after the first reads at the first page's hybrid time, so the
-// scan sees one snapshot of the table. Each page has the client's
-// operation deadline.
+// scan sees one snapshot of the table (except in a SERIALIZABLE
+// transaction, where every page reads the latest data and read-locks the
+// span it covered). Each page has the client's operation deadline.
 type Scanner struct {
 	t    *Table
 	ctx  context.Context
@@ -51,6 +52,7 @@ type Scanner struct {
 	lo, hi    []byte // what remains: [lo, hi), hi nil unbounded
 	readTime  uint64
 	txn       *tspb.TxnReadOptions // inside a transaction
+	onLock    func(*tabletMeta)    // told of each tablet before a page locks a span of it
 	remaining int                  // rows still allowed; -1: no limit
 	done      bool
 
@@ -167,11 +169,19 @@ func (sc *Scanner) page() ([]Row, error) {
 		if sc.remaining >= 0 {
 			limit = min(limit, sc.remaining)
 		}
+		readTime := sc.readTime
+		if sc.locking() {
+			// Every page reads the latest data under its lock.
+			readTime = 0
+			if sc.onLock != nil {
+				sc.onLock(tab)
+			}
+		}
 		var resp *tspb.ScanResponse
 		scan := func(consistency tspb.ReadConsistency) call {
 			return func(ctx context.Context, ts tspb.TabletServerClient, _ *replica) (*tspb.TabletError, error) {
 				r, err := ts.Scan(ctx, &tspb.ScanRequest{TabletId: tab.id, Span: &tspb.Span{Start: sc.lo, End: sc.hi},
-					Projection: sc.proj, Limit: uint32(limit), Reverse: sc.opts.Reverse, ReadTime: sc.readTime,
+					Projection: sc.proj, Limit: uint32(limit), Reverse: sc.opts.Reverse, ReadTime: readTime,
 					Consistency: consistency, MaxStalenessMs: sc.opts.staleness(), ClientTime: t.c.now(), Txn: sc.txnOptions()})
 				if err != nil {
 					return nil, err
@@ -195,8 +205,8 @@ func (sc *Scanner) page() ([]Row, error) {
 		if err != nil {
 			return nil, s.finish(ctx, "scan", t, err)
 		}
-		if sc.readTime == 0 {
-			sc.readTime = resp.GetReadTime()
+		if sc.readTime == 0 || sc.locking() {
+			sc.readTime = max(sc.readTime, resp.GetReadTime())
 		}
 		rows := make([]Row, 0, len(resp.GetRows()))
 		for _, r := range resp.GetRows() {
@@ -220,14 +230,18 @@ func (sc *Scanner) page() ([]Row, error) {
 	return nil, nil
 }
 
+// locking reports whether every page read-locks the span it covers.
+func (sc *Scanner) locking() bool { return sc.txn.GetLockRange() }
+
 // txnOptions are the transaction options of the next page: once the
 // first page fixed the read time, the server may no longer move it.
 func (sc *Scanner) txnOptions() *tspb.TxnReadOptions {
 	if sc.txn == nil {
 		return nil
 	}
-	o := &tspb.TxnReadOptions{TxnId: sc.txn.GetTxnId(), GlobalLimit: sc.txn.GetGlobalLimit(), AllowRestart: sc.txn.GetAllowRestart()}
-	if sc.readTime != 0 && o.AllowRestart {
+	o := &tspb.TxnReadOptions{TxnId: sc.txn.GetTxnId(), GlobalLimit: sc.txn.GetGlobalLimit(), AllowRestart: sc.txn.GetAllowRestart(),
+		LockRange: sc.txn.GetLockRange(), WriteId: sc.txn.GetWriteId(), WaitPolicy: sc.txn.GetWaitPolicy()}
+	if sc.readTime != 0 && o.AllowRestart && !o.LockRange {
 		o.AllowRestart = false
 		if o.GlobalLimit == 0 {
 			o.GlobalLimit = uint64(hlc.Timestamp(sc.readTime).Add(sc.t.c.clock.MaxOffset()))

@@ -27,8 +27,8 @@ const (
 	Snapshot Isolation = iota
 	// Serializable: reads take share locks (strict two-phase locking), so
 	// write skew cannot happen; reads see the latest committed data once
-	// locked. Scans lock the rows they return but not the gaps between
-	// them (phantoms are not prevented yet).
+	// locked. Scans lock the key span they covered (range locks), so no
+	// row can appear in it either (no phantoms).
 	Serializable
 	// ReadCommitted: every read sees the latest committed data; writes
 	// never fail for a newer version (last writer wins, as PostgreSQL's
@@ -476,7 +476,12 @@ func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Ro
 }
 
 // Scan reads the rows of a scan inside the transaction (own writes
-// included). Under serializable isolation it locks the rows it returns.
+// included). Under serializable isolation every tablet read-locks the key
+// span the scan covered there (up to the last row returned when a limit cut
+// it short) as it reads the latest data: until the transaction ends, no
+// other transaction can change a row it read or insert one into the span
+// (no phantoms). Conflicting writes of pending transactions are waited for
+// as TxnOptions.Wait says.
 func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
@@ -484,22 +489,21 @@ func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 	if opts.FollowerReads {
 		return nil, &Error{Code: CodeInvalidArgument, Op: "scan", Table: t.name, Message: "follower reads inside a transaction"}
 	}
-	rows, err := tx.scan(ctx, t, opts)
-	if err != nil || tx.opts.Isolation != Serializable || len(rows) == 0 {
-		return rows, err
+	if tx.opts.Isolation != Serializable {
+		return tx.scan(ctx, t, opts, false)
 	}
-	keys := make([]Row, len(rows))
-	for i, r := range rows {
-		keys[i] = keyOf(t, r)
+	// Range locks are intents: the status record comes first. They take
+	// the current write id, so a savepoint rollback releases them.
+	if err := tx.ensureRecord(ctx); err != nil {
+		return nil, tx.txnErr("scan", err)
 	}
-	if _, err := tx.Lock(ctx, t, keys, ForShare, tx.opts.Wait); err != nil {
-		return nil, err
-	}
-	// Read again under the locks: the rows cannot change any more.
-	return tx.scan(ctx, t, opts)
+	defer func() { tx.writeID++ }()
+	return tx.scan(ctx, t, opts, true)
 }
 
-func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, error) {
+// scan runs a scan in the transaction; with lock, every page read-locks
+// the span it covered (serializable).
+func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) ([]Row, error) {
 	cols := opts.Columns
 	if len(cols) > 0 && tx.hasOwnTable(t.id) {
 		opts.Columns = nil
@@ -511,6 +515,10 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 	sc := t.Scan(ctx, opts)
 	o, rt := tx.readOptions()
 	sc.txn, sc.readTime = o, rt
+	if lock {
+		o.LockRange, o.WriteId, o.WaitPolicy = true, tx.writeID, tx.opts.Wait
+		sc.onLock = func(tab *tabletMeta) { tx.participants[tab.id] = tab }
+	}
 	var rows []Row
 	var keys [][]byte
 	for sc.Next() {

@@ -71,6 +71,7 @@ type Tablet struct {
 	// Transactions (txn.go).
 	resolver Resolver
 	txns     txnTracker
+	ranges   rangeLockSet // range read locks (rangelock.go)
 	// leaseTerm is the term whose lease leaderReady last saw; leaseReady
 	// is when that leader may serve (after the clock offset wait).
 	leaseMu    sync.Mutex
@@ -116,14 +117,18 @@ func Open(cfg Config) (*Tablet, error) {
 	if err := b.Commit(storage.Sync); err != nil {
 		return nil, err
 	}
+	// Load the transactions and range locks on disk before the group
+	// exists: once it does, the scheduler may replay committed entries
+	// that update them, and a later load could miss what a replayed entry
+	// has not committed yet.
+	if err := t.loadTxns(); err != nil {
+		return nil, err
+	}
 	g, err := cfg.Runtime.CreateGroup(consensus.GroupConfig{ID: cfg.Descriptor.ID, StateMachine: (*stateMachine)(t)})
 	if err != nil {
 		return nil, err
 	}
 	t.group = g
-	if err := t.loadTxns(); err != nil {
-		return nil, err
-	}
 	return t, nil
 }
 
@@ -356,7 +361,7 @@ func (sm *stateMachine) SnapshotSpans() []storage.Span {
 	if sm.split.Load() != nil {
 		return nil // the children own the data now
 	}
-	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span), docdb.TxnIndexSpan(sm.desc.ID)}
+	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span), docdb.TxnIndexSpan(sm.desc.ID), docdb.RangeLockSpan(sm.desc.ID)}
 }
 
 // Restored picks up a split that arrived by snapshot: the children are

@@ -226,13 +226,21 @@ func (tr *txnTracker) wake() {
 	tr.resolved = tr.resolved[:0]
 }
 
-// loadTxns rebuilds the set of transactions with intents here (after open
-// or a snapshot).
+// loadTxns rebuilds the set of transactions with intents or range locks
+// here, and the range locks' mirror (after open or a snapshot).
 func (t *Tablet) loadTxns() error {
 	txns, err := docdb.TxnsWithIntents(t.eng, t.desc.ID)
 	if err != nil {
 		return err
 	}
+	ranges, err := docdb.RangeLocks(t.eng, t.desc.ID)
+	if err != nil {
+		return err
+	}
+	for _, l := range ranges {
+		txns = append(txns, l.Txn)
+	}
+	t.ranges.set(ranges)
 	t.txns.mu.Lock()
 	defer t.txns.mu.Unlock()
 	now := time.Now()
@@ -246,7 +254,9 @@ func (t *Tablet) loadTxns() error {
 
 // ---- Raft commands ----
 
-func encodeIntents(ht hlc.Timestamp, w *TxnWrite, locks []docdb.Access) []byte {
+// encodeIntents encodes a cmdIntents entry: w's ops, row locks and range
+// locks (spans, serializable scans), all of w.Txn.
+func encodeIntents(ht hlc.Timestamp, w *TxnWrite, locks []docdb.Access, spans []storage.Span) []byte {
 	b := make([]byte, 0, 64+64*len(w.Ops))
 	b = append(b, cmdIntents)
 	b = binary.BigEndian.AppendUint64(b, uint64(ht))
@@ -262,15 +272,30 @@ func encodeIntents(ht hlc.Timestamp, w *TxnWrite, locks []docdb.Access) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(l.Key.RowKey)))
 		b = append(b, l.Key.RowKey...)
 	}
+	if len(spans) == 0 {
+		return b // as entries written before range locks existed
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(spans)))
+	for _, s := range spans {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(s.Start)))
+		b = append(b, s.Start...)
+		if s.End == nil {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 1)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(s.End)))
+		b = append(b, s.End...)
+	}
 	return b
 }
 
 var errMalformedCmd = errors.New("malformed transaction command")
 
-func decodeIntents(b []byte) (ht hlc.Timestamp, txn docdb.TxnID, wid uint32, ops []docdb.WriteOp, locks []docdb.Access, err error) {
+func decodeIntents(b []byte) (ht hlc.Timestamp, txn docdb.TxnID, wid uint32, ops []docdb.WriteOp, locks []docdb.Access, spans []storage.Span, err error) {
 	b = b[1:]
 	if len(b) < 8+16+4+4 {
-		return 0, txn, 0, nil, nil, errMalformedCmd
+		return 0, txn, 0, nil, nil, nil, errMalformedCmd
 	}
 	ht = hlc.Timestamp(binary.BigEndian.Uint64(b))
 	copy(txn[:], b[8:24])
@@ -278,30 +303,76 @@ func decodeIntents(b []byte) (ht hlc.Timestamp, txn docdb.TxnID, wid uint32, ops
 	n := int(binary.BigEndian.Uint32(b[28:]))
 	b = b[32:]
 	if len(b) < n+4 {
-		return 0, txn, 0, nil, nil, errMalformedCmd
+		return 0, txn, 0, nil, nil, nil, errMalformedCmd
 	}
 	var wb docdb.WriteBatch
 	if err := wb.Unmarshal(b[:n]); err != nil {
-		return 0, txn, 0, nil, nil, err
+		return 0, txn, 0, nil, nil, nil, err
 	}
 	b = b[n:]
 	nl := int(binary.BigEndian.Uint32(b))
 	b = b[4:]
 	for range nl {
 		if len(b) < 9 {
-			return 0, txn, 0, nil, nil, errMalformedCmd
+			return 0, txn, 0, nil, nil, nil, errMalformedCmd
 		}
 		a := docdb.Access{Type: docdb.IntentType(b[0]), Key: docdb.IntentKey{Column: binary.BigEndian.Uint32(b[1:])}}
 		kl := int(binary.BigEndian.Uint32(b[5:]))
 		b = b[9:]
 		if len(b) < kl {
-			return 0, txn, 0, nil, nil, errMalformedCmd
+			return 0, txn, 0, nil, nil, nil, errMalformedCmd
 		}
 		a.Key.RowKey = b[:kl]
 		b = b[kl:]
 		locks = append(locks, a)
 	}
-	return ht, txn, wid, wb.Ops, locks, nil
+	if len(b) == 0 {
+		return ht, txn, wid, wb.Ops, locks, nil, nil
+	}
+	if spans, err = decodeSpans(b); err != nil {
+		return 0, txn, 0, nil, nil, nil, err
+	}
+	return ht, txn, wid, wb.Ops, locks, spans, nil
+}
+
+func decodeSpans(b []byte) ([]storage.Span, error) {
+	if len(b) < 4 {
+		return nil, errMalformedCmd
+	}
+	n := int(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	var spans []storage.Span
+	for range n {
+		var s storage.Span
+		if len(b) < 4 {
+			return nil, errMalformedCmd
+		}
+		l := int(binary.BigEndian.Uint32(b))
+		if len(b) < 4+l+1 {
+			return nil, errMalformedCmd
+		}
+		s.Start = b[4 : 4+l]
+		hasEnd := b[4+l]
+		b = b[4+l+1:]
+		if hasEnd == 1 {
+			if len(b) < 4 {
+				return nil, errMalformedCmd
+			}
+			l = int(binary.BigEndian.Uint32(b))
+			if len(b) < 4+l {
+				return nil, errMalformedCmd
+			}
+			s.End = b[4 : 4+l]
+			b = b[4+l:]
+		} else if hasEnd != 0 {
+			return nil, errMalformedCmd
+		}
+		spans = append(spans, s)
+	}
+	if len(b) != 0 {
+		return nil, errMalformedCmd
+	}
+	return spans, nil
 }
 
 func encodeApplyTxn(txn docdb.TxnID, commit hlc.Timestamp) []byte {
@@ -330,7 +401,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 	data := e.Data
 	switch data[0] {
 	case cmdIntents:
-		ht, txn, wid, ops, locks, err := decodeIntents(data)
+		ht, txn, wid, ops, locks, spans, err := decodeIntents(data)
 		if err != nil {
 			return fmt.Errorf("tablet %d: index %d: %w", t.desc.ID, e.Index, err)
 		}
@@ -342,6 +413,14 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		if len(locks) > 0 {
 			if err := docdb.WriteLockIntents(b, t.desc.ID, txn, ht, locks, wid+uint32(len(ops))); err != nil {
+				return err
+			}
+		}
+		if len(spans) > 0 {
+			if err := docdb.WriteRangeLocks(b, t.desc.ID, txn, ht, spans, wid+uint32(len(ops))); err != nil {
+				return err
+			}
+			if err := t.syncRangeLocks(b, txn); err != nil {
 				return err
 			}
 		}
@@ -360,6 +439,9 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		t.clock.ForceUpdate(commit)
 		if _, err := docdb.ApplyIntents(b, b, t.desc.ID, txn, commit); err != nil {
 			return err
+		}
+		if t.ranges.has(txn) {
+			t.ranges.replaceTxn(txn, nil) // ApplyIntents released them
 		}
 		t.noteApplied(commit)
 		t.txns.remove(txn)
@@ -383,6 +465,11 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		if err != nil {
 			return err
+		}
+		if t.ranges.has(txn) {
+			if err := t.syncRangeLocks(b, txn); err != nil {
+				return err
+			}
 		}
 		return hlc.Timestamp(0)
 	}
@@ -460,6 +547,7 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 			release()
 			return TxnWriteResult{}, err
 		}
+		conflicts = append(conflicts, t.ranges.conflicts(w.Txn, want)...)
 		if len(conflicts) == 0 {
 			if w.CheckNewer {
 				for _, k := range keys {
@@ -478,7 +566,7 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 				release()
 				return TxnWriteResult{Skipped: skipped}, nil
 			}
-			ht, err := t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks) }, release)
+			ht, err := t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks, nil) }, release)
 			return TxnWriteResult{HT: ht, Skipped: skipped}, err
 		}
 		release()
@@ -965,14 +1053,18 @@ func (t *Tablet) ResolveTxn(ctx context.Context, txn docdb.TxnID) (pending bool,
 	return true, nil
 }
 
-// IntentCount counts the intents stored for this tablet (tests and
-// metrics).
+// IntentCount counts the intents and range locks stored for this tablet
+// (tests and metrics).
 func (t *Tablet) IntentCount() (int, error) {
 	txns, err := docdb.TxnsWithIntents(t.eng, t.desc.ID)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	ranges, err := docdb.RangeLocks(t.eng, t.desc.ID)
+	if err != nil {
+		return 0, err
+	}
+	n := len(ranges)
 	for _, id := range txns {
 		ins, err := docdb.IntentsOf(t.eng, t.desc.ID, id)
 		if err != nil {
@@ -1013,12 +1105,17 @@ func (t *Tablet) UpdateRow(ctx context.Context, rowKey []byte, fn func(row docdb
 	return err
 }
 
-// plainWriteConflicts returns the intents of transactions that a write
-// outside any transaction of ops conflicts with. Cheap when the tablet has
-// no transactions.
+// plainWriteConflicts returns the intents and range locks of transactions
+// that a write outside any transaction of ops conflicts with. Cheap when
+// the tablet has no transactions.
 func (t *Tablet) plainWriteConflicts(ops []docdb.WriteOp) ([]docdb.Conflict, error) {
 	if !t.txns.any() {
 		return nil, nil
 	}
-	return docdb.Conflicts(t.eng, docdb.TxnID{}, docdb.WriteAccesses(ops))
+	want := docdb.WriteAccesses(ops)
+	conflicts, err := docdb.Conflicts(t.eng, docdb.TxnID{}, want)
+	if err != nil {
+		return nil, err
+	}
+	return append(conflicts, t.ranges.conflicts(docdb.TxnID{}, want)...), nil
 }

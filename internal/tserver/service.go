@@ -220,6 +220,9 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 		}
 		var rows []docdb.Row
 		var resume []byte
+		if req.GetTxn().GetLockRange() {
+			return n.scanLocked(ctx, tb, req, opts, resp)
+		}
 		if req.GetConsistency() == pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS && !tb.Group().HasLease() {
 			sp, err := n.safePoint(ctx, tb, followerStaleness(req.GetMaxStalenessMs()))
 			if err != nil {
@@ -256,6 +259,39 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 	resp.RestartTime = restartTime(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
+}
+
+// scanLocked serves the scan of a SERIALIZABLE transaction: it reads the
+// latest data and read-locks the span it covered (tablet.ScanLocked); the
+// resume span starts where the locked span ends.
+func (n *Node) scanLocked(ctx context.Context, tb *tablet.Tablet, req *pb.ScanRequest, opts tablet.ScanOptions, resp *pb.ScanResponse) error {
+	o := req.GetTxn()
+	id, err := txnID(o.GetTxnId())
+	if err != nil {
+		return err
+	}
+	if req.GetConsistency() != pb.ReadConsistency_LEADER || o.GetWaitPolicy() > pb.WaitPolicy_FAIL_ON_CONFLICT {
+		return fmt.Errorf("%w: a locking scan reads the leader's latest data", errInvalid)
+	}
+	rows, covered, more, rt, err := tb.ScanLocked(ctx, opts, tablet.ScanLock{Txn: id, WriteID: o.GetWriteId(), Wait: tablet.WaitPolicy(o.GetWaitPolicy())})
+	if err != nil {
+		return err
+	}
+	resp.ReadTime = uint64(rt)
+	resp.Rows = make([]*pb.Row, len(rows))
+	for i, r := range rows {
+		resp.Rows[i] = rowToWire(r)
+	}
+	if more {
+		rs := opts.Span
+		if req.GetReverse() {
+			rs.End = covered.Start
+		} else {
+			rs.Start = covered.End
+		}
+		resp.ResumeSpan = &pb.Span{Start: rs.Start, End: rs.End}
+	}
+	return nil
 }
 
 // DescriptorFromWire converts a wire tablet descriptor.

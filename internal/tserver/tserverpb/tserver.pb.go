@@ -1151,7 +1151,14 @@ type TxnReadOptions struct {
 	// global_limit ends the clock uncertainty window; 0: none.
 	GlobalLimit uint64 `protobuf:"varint,2,opt,name=global_limit,json=globalLimit,proto3" json:"global_limit,omitempty"`
 	// allow_restart: the server may move the read time itself.
-	AllowRestart  bool `protobuf:"varint,3,opt,name=allow_restart,json=allowRestart,proto3" json:"allow_restart,omitempty"`
+	AllowRestart bool `protobuf:"varint,3,opt,name=allow_restart,json=allowRestart,proto3" json:"allow_restart,omitempty"`
+	// lock_range (scans of SERIALIZABLE transactions): read the latest data
+	// and read-lock the span the scan covered (a range lock with write id
+	// write_id), waiting for conflicting writes as wait_policy says. The
+	// resume span then starts where the locked span ends.
+	LockRange     bool       `protobuf:"varint,4,opt,name=lock_range,json=lockRange,proto3" json:"lock_range,omitempty"`
+	WriteId       uint32     `protobuf:"varint,5,opt,name=write_id,json=writeId,proto3" json:"write_id,omitempty"`
+	WaitPolicy    WaitPolicy `protobuf:"varint,6,opt,name=wait_policy,json=waitPolicy,proto3,enum=shaledb.tserver.WaitPolicy" json:"wait_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1205,6 +1212,27 @@ func (x *TxnReadOptions) GetAllowRestart() bool {
 		return x.AllowRestart
 	}
 	return false
+}
+
+func (x *TxnReadOptions) GetLockRange() bool {
+	if x != nil {
+		return x.LockRange
+	}
+	return false
+}
+
+func (x *TxnReadOptions) GetWriteId() uint32 {
+	if x != nil {
+		return x.WriteId
+	}
+	return 0
+}
+
+func (x *TxnReadOptions) GetWaitPolicy() WaitPolicy {
+	if x != nil {
+		return x.WaitPolicy
+	}
+	return WaitPolicy_WAIT_ON_CONFLICT
 }
 
 type ReadResponse struct {
@@ -3093,11 +3121,16 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x10max_staleness_ms\x18\x06 \x01(\rR\x0emaxStalenessMs\x12\x1f\n" +
 	"\vclient_time\x18\a \x01(\x04R\n" +
 	"clientTime\x121\n" +
-	"\x03txn\x18\b \x01(\v2\x1f.shaledb.tserver.TxnReadOptionsR\x03txn\"o\n" +
+	"\x03txn\x18\b \x01(\v2\x1f.shaledb.tserver.TxnReadOptionsR\x03txn\"\xe7\x01\n" +
 	"\x0eTxnReadOptions\x12\x15\n" +
 	"\x06txn_id\x18\x01 \x01(\fR\x05txnId\x12!\n" +
 	"\fglobal_limit\x18\x02 \x01(\x04R\vglobalLimit\x12#\n" +
-	"\rallow_restart\x18\x03 \x01(\bR\fallowRestart\"\xe1\x01\n" +
+	"\rallow_restart\x18\x03 \x01(\bR\fallowRestart\x12\x1d\n" +
+	"\n" +
+	"lock_range\x18\x04 \x01(\bR\tlockRange\x12\x19\n" +
+	"\bwrite_id\x18\x05 \x01(\rR\awriteId\x12<\n" +
+	"\vwait_policy\x18\x06 \x01(\x0e2\x1b.shaledb.tserver.WaitPolicyR\n" +
+	"waitPolicy\"\xe1\x01\n" +
 	"\fReadResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12&\n" +
@@ -3384,74 +3417,75 @@ var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	12, // 4: shaledb.tserver.ReadRequest.projection:type_name -> shaledb.tserver.Projection
 	0,  // 5: shaledb.tserver.ReadRequest.consistency:type_name -> shaledb.tserver.ReadConsistency
 	18, // 6: shaledb.tserver.ReadRequest.txn:type_name -> shaledb.tserver.TxnReadOptions
-	9,  // 7: shaledb.tserver.ReadResponse.error:type_name -> shaledb.tserver.TabletError
-	14, // 8: shaledb.tserver.ReadResponse.row:type_name -> shaledb.tserver.Row
-	10, // 9: shaledb.tserver.ScanRequest.span:type_name -> shaledb.tserver.Span
-	12, // 10: shaledb.tserver.ScanRequest.projection:type_name -> shaledb.tserver.Projection
-	0,  // 11: shaledb.tserver.ScanRequest.consistency:type_name -> shaledb.tserver.ReadConsistency
-	18, // 12: shaledb.tserver.ScanRequest.txn:type_name -> shaledb.tserver.TxnReadOptions
-	9,  // 13: shaledb.tserver.ScanResponse.error:type_name -> shaledb.tserver.TabletError
-	14, // 14: shaledb.tserver.ScanResponse.rows:type_name -> shaledb.tserver.Row
-	10, // 15: shaledb.tserver.ScanResponse.resume_span:type_name -> shaledb.tserver.Span
-	1,  // 16: shaledb.tserver.TxnWriteRequest.lock_mode:type_name -> shaledb.tserver.LockMode
-	2,  // 17: shaledb.tserver.TxnWriteRequest.wait_policy:type_name -> shaledb.tserver.WaitPolicy
-	9,  // 18: shaledb.tserver.TxnWriteResponse.error:type_name -> shaledb.tserver.TabletError
-	5,  // 19: shaledb.tserver.TxnResolveRequest.kind:type_name -> shaledb.tserver.TxnResolveRequest.Kind
-	9,  // 20: shaledb.tserver.TxnResolveResponse.error:type_name -> shaledb.tserver.TabletError
-	6,  // 21: shaledb.tserver.TxnStatusRequest.op:type_name -> shaledb.tserver.TxnStatusRequest.Op
-	9,  // 22: shaledb.tserver.TxnStatusResponse.error:type_name -> shaledb.tserver.TabletError
-	3,  // 23: shaledb.tserver.TxnStatusResponse.state:type_name -> shaledb.tserver.TxnState
-	9,  // 24: shaledb.tserver.SafeTimeResponse.error:type_name -> shaledb.tserver.TabletError
-	11, // 25: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	45, // 26: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
-	9,  // 27: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	9,  // 28: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	7,  // 29: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
-	9,  // 30: shaledb.tserver.ChangeReplicasResponse.error:type_name -> shaledb.tserver.TabletError
-	9,  // 31: shaledb.tserver.TransferLeaderResponse.error:type_name -> shaledb.tserver.TabletError
-	9,  // 32: shaledb.tserver.SplitTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	11, // 33: shaledb.tserver.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
-	11, // 34: shaledb.tserver.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
-	11, // 35: shaledb.tserver.TabletStatus.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	8,  // 36: shaledb.tserver.TabletStatus.role:type_name -> shaledb.tserver.TabletStatus.Role
-	41, // 37: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
-	17, // 38: shaledb.tserver.DataRequest.read:type_name -> shaledb.tserver.ReadRequest
-	15, // 39: shaledb.tserver.DataRequest.write:type_name -> shaledb.tserver.WriteRequest
-	19, // 40: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
-	16, // 41: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
-	15, // 42: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
-	17, // 43: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
-	20, // 44: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
-	28, // 45: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
-	43, // 46: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
-	22, // 47: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
-	24, // 48: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
-	26, // 49: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
-	30, // 50: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
-	32, // 51: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
-	34, // 52: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
-	36, // 53: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
-	38, // 54: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
-	40, // 55: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
-	16, // 56: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
-	19, // 57: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
-	21, // 58: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
-	29, // 59: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
-	44, // 60: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
-	23, // 61: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
-	25, // 62: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
-	27, // 63: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
-	31, // 64: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
-	33, // 65: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
-	35, // 66: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
-	37, // 67: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
-	39, // 68: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
-	42, // 69: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
-	56, // [56:70] is the sub-list for method output_type
-	42, // [42:56] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	2,  // 7: shaledb.tserver.TxnReadOptions.wait_policy:type_name -> shaledb.tserver.WaitPolicy
+	9,  // 8: shaledb.tserver.ReadResponse.error:type_name -> shaledb.tserver.TabletError
+	14, // 9: shaledb.tserver.ReadResponse.row:type_name -> shaledb.tserver.Row
+	10, // 10: shaledb.tserver.ScanRequest.span:type_name -> shaledb.tserver.Span
+	12, // 11: shaledb.tserver.ScanRequest.projection:type_name -> shaledb.tserver.Projection
+	0,  // 12: shaledb.tserver.ScanRequest.consistency:type_name -> shaledb.tserver.ReadConsistency
+	18, // 13: shaledb.tserver.ScanRequest.txn:type_name -> shaledb.tserver.TxnReadOptions
+	9,  // 14: shaledb.tserver.ScanResponse.error:type_name -> shaledb.tserver.TabletError
+	14, // 15: shaledb.tserver.ScanResponse.rows:type_name -> shaledb.tserver.Row
+	10, // 16: shaledb.tserver.ScanResponse.resume_span:type_name -> shaledb.tserver.Span
+	1,  // 17: shaledb.tserver.TxnWriteRequest.lock_mode:type_name -> shaledb.tserver.LockMode
+	2,  // 18: shaledb.tserver.TxnWriteRequest.wait_policy:type_name -> shaledb.tserver.WaitPolicy
+	9,  // 19: shaledb.tserver.TxnWriteResponse.error:type_name -> shaledb.tserver.TabletError
+	5,  // 20: shaledb.tserver.TxnResolveRequest.kind:type_name -> shaledb.tserver.TxnResolveRequest.Kind
+	9,  // 21: shaledb.tserver.TxnResolveResponse.error:type_name -> shaledb.tserver.TabletError
+	6,  // 22: shaledb.tserver.TxnStatusRequest.op:type_name -> shaledb.tserver.TxnStatusRequest.Op
+	9,  // 23: shaledb.tserver.TxnStatusResponse.error:type_name -> shaledb.tserver.TabletError
+	3,  // 24: shaledb.tserver.TxnStatusResponse.state:type_name -> shaledb.tserver.TxnState
+	9,  // 25: shaledb.tserver.SafeTimeResponse.error:type_name -> shaledb.tserver.TabletError
+	11, // 26: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	45, // 27: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	9,  // 28: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	9,  // 29: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	7,  // 30: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
+	9,  // 31: shaledb.tserver.ChangeReplicasResponse.error:type_name -> shaledb.tserver.TabletError
+	9,  // 32: shaledb.tserver.TransferLeaderResponse.error:type_name -> shaledb.tserver.TabletError
+	9,  // 33: shaledb.tserver.SplitTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	11, // 34: shaledb.tserver.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
+	11, // 35: shaledb.tserver.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
+	11, // 36: shaledb.tserver.TabletStatus.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	8,  // 37: shaledb.tserver.TabletStatus.role:type_name -> shaledb.tserver.TabletStatus.Role
+	41, // 38: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
+	17, // 39: shaledb.tserver.DataRequest.read:type_name -> shaledb.tserver.ReadRequest
+	15, // 40: shaledb.tserver.DataRequest.write:type_name -> shaledb.tserver.WriteRequest
+	19, // 41: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
+	16, // 42: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
+	15, // 43: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
+	17, // 44: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
+	20, // 45: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
+	28, // 46: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
+	43, // 47: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
+	22, // 48: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
+	24, // 49: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
+	26, // 50: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
+	30, // 51: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
+	32, // 52: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
+	34, // 53: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
+	36, // 54: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
+	38, // 55: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
+	40, // 56: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
+	16, // 57: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
+	19, // 58: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
+	21, // 59: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
+	29, // 60: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
+	44, // 61: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
+	23, // 62: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
+	25, // 63: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
+	27, // 64: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
+	31, // 65: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
+	33, // 66: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
+	35, // 67: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
+	37, // 68: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
+	39, // 69: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
+	42, // 70: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
+	57, // [57:71] is the sub-list for method output_type
+	43, // [43:57] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_internal_tserver_tserverpb_tserver_proto_init() }

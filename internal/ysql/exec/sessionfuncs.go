@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"context"
+
 	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
@@ -13,6 +15,47 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 	if e, ok, err := s.seqFunc(name, args); ok || err != nil {
 		return e, ok, err
 	}
+	switch {
+	case name == "current_schemas" && len(args) == 1:
+		// The search path's existing schemas, with pg_catalog first when
+		// asked for implicit ones.
+		return &plan.FuncExpr{Name: name, Args: args, T: types.ArrayOf(types.T{OID: types.OIDName, Mod: -1}), Strict: true,
+			Fn: func(ec *plan.EvalContext, vals []types.Datum) (types.Datum, error) {
+				var out []types.Datum
+				if vals[0].Bool() {
+					out = append(out, types.DString("pg_catalog"))
+				}
+				snap, err := s.snapshot(context.Background())
+				if err != nil {
+					return types.NullDatum, err
+				}
+				for _, sc := range s.searchPath() {
+					if _, ok := snap.Schema(s.db, sc); ok {
+						out = append(out, types.DString(sc))
+					}
+				}
+				return types.DArray(out), nil
+			}}, true, nil
+	case name == "array_position" && len(args) == 2 && args[0].Type().IsArray():
+		elem := args[0].Type().Elem()
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDInt4, Mod: -1},
+			Fn: func(ec *plan.EvalContext, vals []types.Datum) (types.Datum, error) {
+				if vals[0].Null {
+					return types.NullDatum, nil
+				}
+				for i, e := range vals[0].A {
+					if e.Null && vals[1].Null || !e.Null && !vals[1].Null && types.Compare(e, vals[1], elem) == 0 {
+						return types.DInt(int64(i + 1)), nil
+					}
+				}
+				return types.NullDatum, nil
+			}}, true, nil
+	case name == "pg_table_is_visible" && len(args) == 1:
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDBool, Mod: -1}, Strict: true,
+			Fn: func(ec *plan.EvalContext, vals []types.Datum) (types.Datum, error) {
+				return types.DBool(s.tableVisible(uint32(vals[0].I))), nil
+			}}, true, nil
+	}
 	if len(args) > 0 {
 		return nil, false, nil
 	}
@@ -22,8 +65,12 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 	case "current_user", "session_user", "user", "current_role":
 		return text(s.user)
 	case "current_schema":
-		for _, sc := range s.searchPath() {
-			return text(sc)
+		if snap, err := s.snapshot(context.Background()); err == nil {
+			for _, sc := range s.searchPath() {
+				if _, ok := snap.Schema(s.db, sc); ok {
+					return text(sc)
+				}
+			}
 		}
 		return &plan.Const{T: types.T{OID: types.OIDName, Mod: -1}, D: types.NullDatum}, true, nil
 	case "version":
@@ -33,4 +80,23 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 		return &plan.Const{T: types.T{OID: types.OIDInt4, Mod: -1}, D: types.DInt(int64(s.pid))}, true, nil
 	}
 	return nil, false, nil
+}
+
+// tableVisible: a relation is visible when its schema is on the search
+// path (pg_catalog relations always are).
+func (s *Session) tableVisible(oid uint32) bool {
+	snap, err := s.snapshot(context.Background())
+	if err != nil {
+		return false
+	}
+	t, ok := snap.ByOID[oid]
+	if !ok {
+		return true
+	}
+	for _, sc := range s.searchPath() {
+		if sc == t.Schema {
+			return true
+		}
+	}
+	return false
 }

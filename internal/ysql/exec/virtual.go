@@ -247,6 +247,12 @@ var virtualDefs = []vdef{
 			}
 			return out
 		}},
+	{schema: "pg_catalog", name: "pg_partitioned_table", oid: 3350,
+		cols: []vcol{{"partrelid", oidT}, {"partstrat", charT}, {"partnatts", int2T}},
+		rows: func(*Session, *catalog.Snapshot) []plan.Row { return nil }},
+	{schema: "pg_catalog", name: "pg_inherits", oid: 2611,
+		cols: []vcol{{"inhrelid", oidT}, {"inhparent", oidT}, {"inhseqno", int4T}},
+		rows: func(*Session, *catalog.Snapshot) []plan.Row { return nil }},
 	{schema: "information_schema", name: "schemata", oid: 13100,
 		cols: []vcol{{"catalog_name", nameT}, {"schema_name", nameT}, {"schema_owner", nameT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {

@@ -54,9 +54,11 @@ func One(sql string) (*pg.RawStmt, error) {
 }
 
 // Split splits a simple-query string into its statements' texts. Empty
-// statements (";;", comments) are dropped.
+// statements (";;", comments) are dropped. It splits with the scanner, not
+// the grammar, so YSQL's extensions to CREATE TABLE (SPLIT INTO, HASH
+// keys) reach Prepare, which rewrites them.
 func Split(sql string) ([]string, error) {
-	parts, err := pg.SplitWithParser(sql, true)
+	parts, err := pg.SplitWithScanner(sql, true)
 	if err != nil {
 		return nil, syntaxError(err)
 	}

@@ -82,6 +82,10 @@ func TestYSQLSurvivesSIGKILL(t *testing.T) {
 					c, err := connectTo(wctx, w.node)
 					if err != nil {
 						w.failures.Add(1)
+						select { // back off before connecting again
+						case <-wctx.Done():
+						case <-time.After(50 * time.Millisecond):
+						}
 						continue
 					}
 					conn = c

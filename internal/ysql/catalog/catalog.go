@@ -163,7 +163,6 @@ func SplitMasterName(namespace, name string) (db, schema, table string, ok bool)
 func dbKey(name string) string         { return "db/" + name }
 func schemaKey(db, name string) string { return "schema/" + db + "/" + name }
 func seqKey(db, s, name string) string { return "seq/" + db + "/" + s + "/" + name }
-func counterKey(name string) string    { return "counter/" + name }
 func encode(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {

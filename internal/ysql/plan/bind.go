@@ -33,7 +33,6 @@ var tText = types.T{OID: types.OIDText, Mod: -1}
 var tInt4 = types.T{OID: types.OIDInt4, Mod: -1}
 var tInt8 = types.T{OID: types.OIDInt8, Mod: -1}
 var tNumeric = types.T{OID: types.OIDNumeric, Mod: -1}
-var tFloat8 = types.T{OID: types.OIDFloat8, Mod: -1}
 
 // scopeCol is one column visible to expressions.
 type scopeCol struct {

@@ -44,8 +44,6 @@ type Const struct {
 
 func (c *Const) Type() types.T                               { return c.T }
 func (c *Const) Eval(*EvalContext, Row) (types.Datum, error) { return c.D, nil }
-func isNullConst(e Expr) bool                                { c, ok := e.(*Const); return ok && c.D.Null }
-func boolConst(b bool) *Const                                { return &Const{T: tBool, D: types.DBool(b)} }
 func nullConst(t types.T) *Const                             { return &Const{T: t, D: types.NullDatum} }
 func (c *Const) String() string                              { return "const" }
 
@@ -468,8 +466,6 @@ type Subquery struct {
 	Eq         *BinOp // for IN: compares Test with the subquery's column
 	Not        bool   // NOT IN / NOT EXISTS
 	Correlated bool
-	cached     []Row
-	done       bool
 }
 
 // SubqueryKind is the kind of a subquery expression.

@@ -75,9 +75,7 @@ func lookupFunction(name string, args []types.T) (*function, error) {
 	out := &function{Args: f.Args, Result: f.Result, Strict: f.Strict, Volatile: f.Volatile}
 	if f.VariadicAny {
 		argTypes := append([]types.T(nil), args...)
-		for i := range f.Args {
-			argTypes[i] = f.Args[i]
-		}
+		copy(argTypes, f.Args)
 		out.Fn = func(ec *EvalContext, a []types.Datum) (types.Datum, error) {
 			return f.EvalVariadic(ec.builtinCtx(), a, argTypes)
 		}

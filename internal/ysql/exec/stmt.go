@@ -215,6 +215,9 @@ func (st *Statement) Bind(ctx context.Context, params [][]byte, paramFormats []i
 		f := formatOf(paramFormats, i)
 		d, err := decodeParam(p, f, st.params[i], st.s.location())
 		if err != nil {
+			if st.s.inBlock {
+				st.s.failed = true
+			}
 			return nil, err
 		}
 		vals[i] = d

@@ -40,6 +40,9 @@ type Statement struct {
 func (s *Session) Prepare(ctx context.Context, query string, paramTypes []uint32) (pgwire.Statement, error) {
 	st, err := s.prepare(ctx, query, paramTypes)
 	if err != nil {
+		if s.inBlock {
+			s.failed = true // as PostgreSQL: any error inside a block fails it
+		}
 		return nil, err
 	}
 	return st, nil

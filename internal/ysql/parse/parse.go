@@ -54,13 +54,20 @@ func One(sql string) (*pg.RawStmt, error) {
 }
 
 // Split splits a simple-query string into its statements' texts. Empty
-// statements (";;", comments) are dropped. It splits with the scanner, not
-// the grammar, so YSQL's extensions to CREATE TABLE (SPLIT INTO, HASH
-// keys) reach Prepare, which rewrites them.
+// statements (";;", comments) are dropped. When the grammar rejects the
+// string, it is split with the scanner instead, so that YSQL's extensions
+// to CREATE TABLE (SPLIT INTO, HASH keys) reach Prepare, which rewrites
+// them, and a real syntax error is reported by Prepare for its statement.
 func Split(sql string) ([]string, error) {
-	parts, err := pg.SplitWithScanner(sql, true)
+	parts, err := pg.SplitWithParser(sql, true)
 	if err != nil {
-		return nil, syntaxError(err)
+		parts, err = pg.SplitWithScanner(sql, true)
+		if err != nil {
+			return nil, syntaxError(err)
+		}
+		if len(parts) == 0 {
+			parts = []string{strings.TrimSpace(sql)}
+		}
 	}
 	out := parts[:0]
 	for _, p := range parts {

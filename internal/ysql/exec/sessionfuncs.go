@@ -2,7 +2,10 @@ package exec
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
@@ -49,6 +52,67 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 					}
 				}
 				return types.NullDatum, nil
+			}}, true, nil
+	case name == "pg_get_expr" && (len(args) == 2 || len(args) == 3):
+		// pg_attrdef.adbin and pg_constraint's expressions are kept as
+		// SQL text already.
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
+			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) { return types.DString(v[0].S), nil }}, true, nil
+	case name == "pg_get_indexdef" && (len(args) == 1 || len(args) == 3):
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
+			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {
+				t := s.tableOf(uint32(v[0].I), pkeyOID)
+				if t == nil {
+					return types.NullDatum, nil
+				}
+				return types.DString(fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s USING lsm (%s)", t.PKName, t.QualifiedName(), keyText(t))), nil
+			}}, true, nil
+	case name == "pg_get_constraintdef" && (len(args) == 1 || len(args) == 2):
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
+			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {
+				oid := uint32(v[0].I)
+				if t := s.tableOf(oid, func(t *catalog.Table) uint32 { return pkeyOID(t) + 1 }); t != nil {
+					return types.DString("PRIMARY KEY (" + keyText(t) + ")"), nil
+				}
+				snap, err := s.snapshot(context.Background())
+				if err != nil {
+					return types.NullDatum, err
+				}
+				for _, t := range snap.Tables[s.db] {
+					for i, ck := range t.Checks {
+						if pkeyOID(t)+2+uint32(i) == oid {
+							return types.DString("CHECK (" + ck.Expr + ")"), nil
+						}
+					}
+				}
+				return types.NullDatum, nil
+			}}, true, nil
+	case name == "pg_get_userbyid" && len(args) == 1:
+		// One role exists: the session's user (trust authentication).
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDName, Mod: -1}, Strict: true,
+			Fn: func(*plan.EvalContext, []types.Datum) (types.Datum, error) { return types.DString(s.user), nil }}, true, nil
+	case name == "pg_encoding_to_char" && len(args) == 1:
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDName, Mod: -1}, Strict: true,
+			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {
+				if v[0].I == 6 {
+					return types.DString("UTF8"), nil
+				}
+				return types.DString(""), nil
+			}}, true, nil
+	case name == "array_to_string" && len(args) >= 2 && args[0].Type().IsArray():
+		elem := args[0].Type().Elem()
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
+			Fn: func(ec *plan.EvalContext, v []types.Datum) (types.Datum, error) {
+				var parts []string
+				for _, e := range v[0].A {
+					switch {
+					case !e.Null:
+						parts = append(parts, types.FormatText(e, elem, s.location()))
+					case len(v) > 2 && !v[2].Null:
+						parts = append(parts, v[2].S)
+					}
+				}
+				return types.DString(strings.Join(parts, v[1].S)), nil
 			}}, true, nil
 	case name == "pg_table_is_visible" && len(args) == 1:
 		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDBool, Mod: -1}, Strict: true,
@@ -99,4 +163,42 @@ func (s *Session) tableVisible(oid uint32) bool {
 		}
 	}
 	return false
+}
+
+// tableOf finds the table whose derived OID (by oidOf) is oid.
+func (s *Session) tableOf(oid uint32, oidOf func(*catalog.Table) uint32) *catalog.Table {
+	snap, err := s.snapshot(context.Background())
+	if err != nil {
+		return nil
+	}
+	for _, t := range snap.Tables[s.db] {
+		if oidOf(t) == oid {
+			return t
+		}
+	}
+	return nil
+}
+
+// keyText renders a primary key as YSQL prints it: "(a, b) HASH, c DESC"
+// style, one column each.
+func keyText(t *catalog.Table) string {
+	var parts []string
+	var hash []string
+	for _, k := range t.Key {
+		name := t.Columns[k.Column].Name
+		switch {
+		case k.Hash:
+			hash = append(hash, name)
+		case k.Desc:
+			parts = append(parts, name+" DESC")
+		default:
+			parts = append(parts, name+" ASC")
+		}
+	}
+	if len(hash) == 1 {
+		parts = append([]string{hash[0] + " HASH"}, parts...)
+	} else if len(hash) > 1 {
+		parts = append([]string{"(" + strings.Join(hash, ", ") + ") HASH"}, parts...)
+	}
+	return strings.Join(parts, ", ")
 }

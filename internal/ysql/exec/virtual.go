@@ -84,12 +84,13 @@ var virtualDefs = []vdef{
 		}},
 	{schema: "pg_catalog", name: "pg_database", oid: 1262,
 		cols: []vcol{{"oid", oidT}, {"datname", nameT}, {"datdba", oidT}, {"encoding", int4T}, {"datcollate", nameT},
-			{"datctype", nameT}, {"datistemplate", boolT}, {"datallowconn", boolT}, {"datconnlimit", int4T}, {"datacl", textT}},
+			{"datctype", nameT}, {"datistemplate", boolT}, {"datallowconn", boolT}, {"datconnlimit", int4T}, {"datacl", types.OIDTextArray},
+			{"daticulocale", textT}, {"datlocprovider", charT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			var out []plan.Row
 			for _, d := range snap.Databases {
 				out = append(out, plan.Row{dOID(d.OID), dStr(d.Name), dOID(oidBootUser), dInt(6), dStr("C"), dStr("C"),
-					dBool(false), dBool(true), dInt(-1), dNull()})
+					dBool(false), dBool(true), dInt(-1), dNull(), dNull(), dChar("c")})
 			}
 			return out
 		}},
@@ -106,7 +107,8 @@ var virtualDefs = []vdef{
 			{"relkind", charT}, {"relnatts", int2T}, {"relchecks", int2T}, {"relhasrules", boolT}, {"relhastriggers", boolT},
 			{"relrowsecurity", boolT}, {"relforcerowsecurity", boolT}, {"relispartition", boolT}, {"reloptions", textT},
 			{"relacl", textT}, {"relhasoids", boolT}, {"reltablespace", oidT}, {"relpartbound", textT}, {"relispopulated", boolT},
-			{"relreplident", charT}, {"reloftype", oidT}, {"relisshared", boolT}},
+			{"relreplident", charT}, {"reloftype", oidT}, {"relisshared", boolT}, {"reltoastrelid", oidT}, {"relfilenode", oidT},
+			{"relpages", int4T}, {"relallvisible", int4T}, {"relrewrite", oidT}, {"relminmxid", textT}, {"relfrozenxid", textT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			ns := namespaces(s, snap)
 			var out []plan.Row
@@ -114,7 +116,7 @@ var virtualDefs = []vdef{
 				out = append(out, plan.Row{dOID(oid), dStr(name), dOID(nsp), dOID(0), dOID(oidBootUser), dOID(0),
 					{F: -1}, dBool(hasIndex), dChar("p"), dChar(kind), dInt(int64(natts)), dInt(int64(checks)), dBool(false),
 					dBool(false), dBool(false), dBool(false), dBool(false), dNull(), dNull(), dBool(false), dOID(0), dNull(),
-					dBool(true), dChar("d"), dOID(0), dBool(false)})
+					dBool(true), dChar("d"), dOID(0), dBool(false), dOID(0), dOID(oid), dInt(0), dInt(0), dOID(0), dNull(), dNull()})
 			}
 			for _, t := range sortedTables(s, snap) {
 				add(t.OID(), t.Name, ns[t.Schema], "r", visibleCount(t), len(t.Checks), !t.RowID)
@@ -246,6 +248,28 @@ var virtualDefs = []vdef{
 					dBool(false), dBool(false), dBool(false)})
 			}
 			return out
+		}},
+	{schema: "pg_catalog", name: "pg_attrdef", oid: 2604,
+		cols: []vcol{{"oid", oidT}, {"adrelid", oidT}, {"adnum", int2T}, {"adbin", textT}},
+		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
+			var out []plan.Row
+			for _, t := range sortedTables(s, snap) {
+				for i, c := range t.Columns {
+					if c.Hidden || c.Default == "" {
+						continue
+					}
+					// adbin holds the expression's text: pg_get_expr returns it.
+					out = append(out, plan.Row{dOID(t.OID() + 1<<23 + uint32(i)), dOID(t.OID()), dInt(int64(attnum(t, i))), dStr(c.Default)})
+				}
+			}
+			return out
+		}},
+	{schema: "pg_catalog", name: "pg_collation", oid: 3456,
+		cols: []vcol{{"oid", oidT}, {"collname", nameT}, {"collnamespace", oidT}, {"collprovider", charT}, {"collencoding", int4T}},
+		rows: func(*Session, *catalog.Snapshot) []plan.Row {
+			return []plan.Row{{dOID(100), dStr("default"), dOID(oidPgCatalog), dChar("d"), dInt(-1)},
+				{dOID(950), dStr("C"), dOID(oidPgCatalog), dChar("c"), dInt(-1)},
+				{dOID(951), dStr("POSIX"), dOID(oidPgCatalog), dChar("c"), dInt(-1)}}
 		}},
 	{schema: "pg_catalog", name: "pg_partitioned_table", oid: 3350,
 		cols: []vcol{{"partrelid", oidT}, {"partstrat", charT}, {"partnatts", int2T}},

@@ -24,8 +24,9 @@ type Binder struct {
 	// Session resolves session functions before the builtins.
 	Session SessionFuncs
 
-	aggs     *aggScope
-	inAggArg bool
+	aggs      *aggScope
+	inAggArg  bool
+	outerRefs int // outer references bound so far (correlation)
 }
 
 var tUnknown = types.T{OID: types.OIDUnknown, Mod: -1}
@@ -47,9 +48,6 @@ type scopeCol struct {
 type scope struct {
 	cols   []scopeCol
 	parent *scope
-	// correlated is set when an expression in this scope's subquery read
-	// a parent column.
-	correlated bool
 }
 
 func posErr(e *pgerror.Error, loc int32) *pgerror.Error {
@@ -73,11 +71,6 @@ func (sc *scope) resolve(table, name string, loc int32) (idx int, level int, t t
 			found = i
 		}
 		if found >= 0 {
-			if lvl > 0 {
-				for p, l := sc, 0; l < lvl; p, l = p.parent, l+1 {
-					p.correlated = true
-				}
-			}
 			return found, lvl, s.cols[found].T, nil
 		}
 	}
@@ -210,6 +203,15 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 		return b.sqlValueFunction(n.GetSqlvalueFunction())
 	case n.GetSubLink() != nil:
 		return b.subLink(n.GetSubLink(), sc)
+	case n.GetCollateClause() != nil:
+		// Only the C collation exists: "default", "C" and "POSIX" are it.
+		cc := n.GetCollateClause()
+		names := cc.GetCollname()
+		coll := strings.ToLower(names[len(names)-1].GetString_().GetSval())
+		if coll != "default" && coll != "c" && coll != "posix" {
+			return nil, posErr(pgerror.New(pgerror.CodeUndefinedObject, "collation %q for encoding \"UTF8\" does not exist", coll), cc.GetLocation())
+		}
+		return b.expr(cc.GetArg(), sc, hint)
 	case n.GetAArrayExpr() != nil:
 		return nil, posErr(pgerror.Unsupported("ARRAY expressions"), n.GetAArrayExpr().GetLocation())
 	}
@@ -309,6 +311,7 @@ func (b *Binder) columnRef(cr *pg.ColumnRef, sc *scope) (Expr, error) {
 		return nil, err
 	}
 	if level > 0 {
+		b.outerRefs++
 		return &OuterRef{Level: level, Idx: idx, T: t}, nil
 	}
 	if b.aggs != nil && !b.inAggArg {

@@ -257,15 +257,19 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 
 func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 	sel := sl.GetSubselect().GetSelectStmt()
-	inner := &scope{parent: sc}
 	saved, savedArg := b.aggs, b.inAggArg
 	b.aggs, b.inAggArg = nil, false
-	n, err := b.selectStmt(sel, inner)
+	refs := b.outerRefs
+	// The subquery's FROM scope has sc as its parent: sc's columns are its
+	// level-1 outer columns, the row the executor passes when it runs it.
+	n, err := b.selectStmt(sel, sc)
 	b.aggs, b.inAggArg = saved, savedArg
 	if err != nil {
 		return nil, err
 	}
-	sq := &Subquery{Plan: n, Correlated: inner.correlated}
+	// Any outer reference made while binding it (possibly by a subquery
+	// nested in it) makes it correlated: it is run again for each row.
+	sq := &Subquery{Plan: n, Correlated: b.outerRefs > refs}
 	cols := n.Columns()
 	switch sl.GetSubLinkType() {
 	case pg.SubLinkType_EXISTS_SUBLINK:

@@ -505,16 +505,23 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 		opts.Columns = nil
 	}
 	limit := opts.Limit
+	filter := opts.Filter
 	if tx.hasOwnTable(t.id) {
 		opts.Limit = 0 // own deletes may remove rows: cut after the overlay
+		// Own writes may make rows qualify or not: filter after the
+		// overlay.
+		opts.Filter = nil
 	}
 	sc := t.Scan(ctx, opts)
 	o, rt := tx.readOptions()
 	sc.txn, sc.readTime = o, rt
-	var rows []Row
-	var keys [][]byte
-	for sc.Next() {
-		r := sc.Row()
+	all, err := sc.all()
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]Row, 0, len(all))
+	keys := make([][]byte, 0, len(all))
+	for _, r := range all {
 		rk, err := t.RowKey(keyOf(t, r))
 		if err != nil {
 			return nil, err
@@ -522,12 +529,16 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 		rows = append(rows, r)
 		keys = append(keys, rk)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
 	tx.fixFromRead(sc.readTime)
 	if tx.hasOwnTable(t.id) {
 		rows = tx.overlayScan(t, sc, rows, keys)
+		if filter != nil {
+			pd, err := t.compilePushdown(&ScanOptions{Filter: filter})
+			if err != nil {
+				return nil, (&sender{c: tx.c}).finish(ctx, "scan", t, err)
+			}
+			rows = t.filterRows(rows, pd.pred)
+		}
 	}
 	if limit > 0 && len(rows) > limit {
 		rows = rows[:limit]

@@ -67,6 +67,20 @@ type ScanOptions struct {
 	Span    storage.Span
 	Limit   int // max rows, 0 = no limit
 	Reverse bool
+
+	// Pushdown (pushdown.go). Filter: only rows for which it is TRUE are
+	// returned (or aggregated), and Limit counts those. Aggregator: rows
+	// that qualify are added to it instead of being returned. KeyColumns
+	// name the key components for both (see RowView). Columns the filter
+	// or the aggregates need are read even outside the projection; returned
+	// rows hold the projected ones only (their WriteTime covers all read).
+	Filter     *Pred
+	Aggregator *Aggregator
+	KeyColumns []uint32
+	// MaxRows bounds the rows (row keys, visible or not) the scan
+	// examines; past it the scan stops with a resume key even if fewer
+	// than Limit rows qualified. 0: no bound.
+	MaxRows int
 }
 
 // Scan returns the rows of the span in key order (reverse if asked) and a
@@ -90,7 +104,14 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 			err = cerr
 		}
 	}()
-	rr := newRowReader(it, opts.ReadTime, opts.Columns)
+	pushdown := opts.Filter != nil || opts.Aggregator != nil
+	cols, trim := opts.Columns, false
+	if pushdown {
+		cols, trim = pushdownColumns(&opts)
+	}
+	rr := newRowReader(it, opts.ReadTime, cols)
+	view := RowView{KeyColumns: opts.KeyColumns}
+	examined := 0
 	var rowKey []byte
 	var valid bool
 	if opts.Reverse {
@@ -113,12 +134,21 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 			valid = it.SeekGE(rowEnd(rowKey))
 			continue
 		}
-		if opts.Limit > 0 && len(rows) >= opts.Limit {
+		if (opts.Limit > 0 && len(rows) >= opts.Limit) || (opts.MaxRows > 0 && examined >= opts.MaxRows) {
 			return rows, slices.Clone(rowKey), nil
 		}
+		examined++
 		row, ok, err := rr.readRow(rowKey)
 		if err != nil {
 			return nil, nil, err
+		}
+		if ok && pushdown {
+			if ok, err = pushdownRow(&opts, &view, &row); err != nil {
+				return nil, nil, err
+			}
+			if ok && trim {
+				row.Columns = trimColumns(row.Columns, opts.Columns)
+			}
 		}
 		if ok {
 			rows = append(rows, row)
@@ -133,6 +163,25 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 		return nil, nil, err
 	}
 	return rows, nil, nil
+}
+
+// pushdownRow applies the filter and the aggregator of a scan to a row; it
+// reports whether the scan returns the row.
+func pushdownRow(opts *ScanOptions, view *RowView, row *Row) (bool, error) {
+	view.Reset(row)
+	if opts.Filter != nil && opts.Filter.Eval(view.Get) != TruthTrue {
+		return false, view.Err()
+	}
+	if err := view.Err(); err != nil {
+		return false, err
+	}
+	if opts.Aggregator == nil {
+		return true, nil
+	}
+	if err := opts.Aggregator.Add(view.Get); err != nil {
+		return false, err
+	}
+	return false, view.Err()
 }
 
 // ResumeSpan returns the span that continues a scan of span which returned

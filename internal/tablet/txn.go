@@ -811,11 +811,11 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 	span := clip(opts.Span, t.desc.Span)
 	var rows []docdb.Row
 	var resume []byte
+	if err := opts.checkScan(); err != nil {
+		return nil, nil, 0, err
+	}
 	scan := func(at hlc.Timestamp) ([]docdb.Row, []byte, error) {
-		return docdb.Scan(t.eng, docdb.ScanOptions{
-			ReadOptions: docdb.ReadOptions{ReadTime: at, Columns: opts.Columns},
-			Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
-		})
+		return docdb.Scan(t.eng, opts.docdb(span, at, nil))
 	}
 	sig := func(rs []docdb.Row) string {
 		s := ""

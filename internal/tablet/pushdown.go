@@ -138,6 +138,29 @@ func examinedSpan(span storage.Span, resume []byte, reverse bool) storage.Span {
 	return storage.Span{Start: span.Start, End: rest.Start}
 }
 
+// sameRows reports whether two reads returned the same rows (keys, write
+// times and column values), as rowSignature would tell, without building
+// strings: a scan compares its pages at the read time and at the
+// uncertainty limit.
+func sameRows(a, b []docdb.Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.WriteTime != y.WriteTime || !bytes.Equal(x.Key, y.Key) || len(x.Columns) != len(y.Columns) {
+			return false
+		}
+		for j := range x.Columns {
+			cx, cy := x.Columns[j], y.Columns[j]
+			if cx.ID != cy.ID || cx.Value.Type != cy.Value.Type || !bytes.Equal(docdb.AppendValue(nil, cx.Value), docdb.AppendValue(nil, cy.Value)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func sameValues(a, b []docdb.Value) bool {
 	if len(a) != len(b) {
 		return false

@@ -817,13 +817,6 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 	scan := func(at hlc.Timestamp) ([]docdb.Row, []byte, error) {
 		return docdb.Scan(t.eng, opts.docdb(span, at, nil))
 	}
-	sig := func(rs []docdb.Row) string {
-		s := ""
-		for _, r := range rs {
-			s += rowSignature(r, true)
-		}
-		return s
-	}
 	rt, err := t.readTxn(ctx, span, o, func() func() {
 		release, err := t.latches.acquireSpan(ctx, span)
 		if err != nil {
@@ -843,7 +836,7 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 		for _, r := range rs {
 			newest = max(newest, r.WriteTime)
 		}
-		return newest, sig(rs) != sig(rows), nil
+		return newest, !sameRows(rs, rows), nil
 	})
 	return rows, resume, rt, err
 }

@@ -435,6 +435,13 @@ func TestPushdown(t *testing.T) {
 				t.Fatalf("parallelism %d: count(*) = %v, %v", p, res, err)
 			}
 		}
+		// At followers (a fresh safe point: at most 1 ms stale), or at
+		// the leaders where a follower cannot serve.
+		res, err := tb.Aggregate(longCtx(t), client.ScanOptions{Aggregates: []client.Aggregate{client.CountStar(), client.Sum("v")},
+			ReadOptions: client.ReadOptions{FollowerReads: true, MaxStaleness: time.Millisecond}})
+		if w := refAggregates([]client.Aggregate{client.CountStar(), client.Sum("v")}, ref); err != nil || !sameValues(res, w) {
+			t.Fatalf("follower reads: %v, want %v (%v)", res, w, err)
+		}
 	})
 
 	t.Run("small pages", func(t *testing.T) {

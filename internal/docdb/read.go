@@ -138,6 +138,7 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 			return rows, slices.Clone(rowKey), nil
 		}
 		examined++
+		rr.atRowStart = !opts.Reverse
 		row, ok, err := rr.readRow(rowKey)
 		if err != nil {
 			return nil, nil, err
@@ -156,13 +157,37 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 		if opts.Reverse {
 			valid = it.SeekLT(rowKey)
 		} else {
-			valid = it.SeekGE(rowEnd(rowKey))
+			valid = nextRow(it, rowKey)
 		}
 	}
 	if err := it.Error(); err != nil {
 		return nil, nil, err
 	}
 	return rows, nil, nil
+}
+
+// nextRow moves a forward iterator that is inside the row rowKey (or just
+// past it, or exhausted) to the first key after the row, as
+// SeekGE(rowEnd(rowKey)) does: the first key without the row's prefix
+// that follows the row's keys is the smallest one at or above its end
+// (row keys are prefix-free). A few Nexts are cheaper than a seek, which
+// positions every level of the LSM; a row with many versions still costs
+// one seek.
+func nextRow(it *pebble.Iterator, rowKey []byte) bool {
+	valid := it.Valid()
+	for i := 0; valid && i < nextTries; i++ {
+		if !bytes.HasPrefix(it.Key(), rowKey) {
+			return true
+		}
+		valid = it.Next()
+	}
+	if !valid {
+		return false
+	}
+	if !bytes.HasPrefix(it.Key(), rowKey) {
+		return true
+	}
+	return it.SeekGE(rowEnd(rowKey))
 }
 
 // pushdownRow applies the filter and the aggregator of a scan to a row; it
@@ -208,7 +233,11 @@ type rowReader struct {
 	readTime hlc.Timestamp
 	readVer  version
 	cols     []uint32 // sorted, unique projection; nil = all columns
-	seekBuf  []byte
+	// atRowStart: the iterator is on the first engine key of the row
+	// readRow is about to read (a forward scan got there), so a seek that
+	// would land on it can be skipped.
+	atRowStart bool
+	seekBuf    []byte
 	colBuf   []byte
 	buf      [96]byte // backing of seekBuf for typical keys
 }
@@ -250,7 +279,16 @@ func (rr *rowReader) readRowLevel(rowKey []byte) (rowLevel, error) {
 	var rl rowLevel
 	rr.seekBuf = rowVersionKey(rr.seekBuf[:0], rowKey, rr.readVer)
 	first := true
-	for valid := rr.it.SeekGE(rr.seekBuf); valid; valid = rr.it.Next() {
+	var valid bool
+	if rr.atRowStart && rr.it.Valid() && bytes.Compare(rr.it.Key(), rr.seekBuf) >= 0 {
+		// The iterator is on the row's first key, and it is not newer
+		// than the read time: where the seek would land.
+		valid = true
+	} else {
+		valid = rr.it.SeekGE(rr.seekBuf)
+	}
+	rr.atRowStart = false
+	for ; valid; valid = rr.it.Next() {
 		key := rr.it.Key()
 		if len(key) != len(rowKey)+versionSuffixLen || !bytes.HasPrefix(key, rowKey) {
 			break // a column, or past the row

@@ -238,8 +238,8 @@ type rowReader struct {
 	// would land on it can be skipped.
 	atRowStart bool
 	seekBuf    []byte
-	colBuf   []byte
-	buf      [96]byte // backing of seekBuf for typical keys
+	colBuf     []byte
+	buf        [96]byte // backing of seekBuf for typical keys
 }
 
 func newRowReader(it *pebble.Iterator, readTime hlc.Timestamp, cols []uint32) *rowReader {

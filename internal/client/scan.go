@@ -58,8 +58,9 @@ type ScanOptions struct {
 //	err := sc.Err()
 //
 // Every page after the first reads at the first page's hybrid time, so the
-// scan sees one snapshot of the table. Each page has the client's
-// operation deadline.
+// scan sees one snapshot of the table. Each request to a tablet has the
+// client's operation deadline; with a Filter a request may return no rows
+// (see MaxScanRows), and Next goes on to the next one.
 type Scanner struct {
 	t    *Table
 	ctx  context.Context

@@ -509,20 +509,42 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 		opts.Columns = nil
 	}
 	limit := opts.Limit
-	if tx.hasOwnTable(t.id) {
-		opts.Limit = 0 // own deletes may remove rows: cut after the overlay
+	filter := opts.Filter
+	clientFilter := tx.hasOwnTable(t.id) || lock
+	if tx.hasOwnTable(t.id) || clientFilter && filter != nil {
+		// Own deletes may remove rows, a client-side filter may drop
+		// them: cut after.
+		opts.Limit = 0
+	}
+	if clientFilter {
+		// Own writes may make rows qualify or not, and a locking scan
+		// locks what it read whole: filter in the client.
+		opts.Filter = nil
 	}
 	sc := t.Scan(ctx, opts)
 	o, rt := tx.readOptions()
 	sc.txn, sc.readTime = o, rt
+	var all []Row
 	if lock {
+		// Locking pages go one after another: each locks the span it
+		// covered before the next starts where it ended.
 		o.LockRange, o.WriteId, o.WaitPolicy = true, tx.writeID, tx.opts.Wait
 		sc.onLock = func(tab *tabletMeta) { tx.participants[tab.id] = tab }
+		for sc.Next() {
+			all = append(all, sc.Row())
+		}
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if all, err = sc.all(); err != nil {
+			return nil, err
+		}
 	}
-	var rows []Row
-	var keys [][]byte
-	for sc.Next() {
-		r := sc.Row()
+	rows := make([]Row, 0, len(all))
+	keys := make([][]byte, 0, len(all))
+	for _, r := range all {
 		rk, err := t.RowKey(keyOf(t, r))
 		if err != nil {
 			return nil, err
@@ -530,12 +552,18 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 		rows = append(rows, r)
 		keys = append(keys, rk)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
 	tx.fixFromRead(sc.readTime)
 	if tx.hasOwnTable(t.id) {
 		rows = tx.overlayScan(t, sc, rows, keys)
+	}
+	if clientFilter {
+		if filter != nil {
+			pd, err := t.compilePushdown(&ScanOptions{Filter: filter})
+			if err != nil {
+				return nil, (&sender{c: tx.c}).finish(ctx, "scan", t, err)
+			}
+			rows = t.filterRows(rows, pd.pred)
+		}
 	}
 	if limit > 0 && len(rows) > limit {
 		rows = rows[:limit]

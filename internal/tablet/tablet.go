@@ -251,6 +251,14 @@ type ScanOptions struct {
 	Reverse bool
 	// ReadTime: 0 reads at the current time; see GetAt.
 	ReadTime hlc.Timestamp
+	// Pushdown (see docdb.ScanOptions and pushdown.go): Filter, the key
+	// columns it and Aggregates refer to, and the bound on rows examined.
+	Filter     *docdb.Pred
+	KeyColumns []uint32
+	MaxRows    int
+	// Aggregates are for AggregateTxn and FollowerAggregate; Scan refuses
+	// them.
+	Aggregates []docdb.AggSpec
 }
 
 // Scan reads rows in a span at the current time from the leaseholder.

@@ -899,18 +899,11 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 	span := clip(opts.Span, t.desc.Span)
 	var rows []docdb.Row
 	var resume []byte
-	scan := func(at hlc.Timestamp) ([]docdb.Row, []byte, error) {
-		return docdb.Scan(t.eng, docdb.ScanOptions{
-			ReadOptions: docdb.ReadOptions{ReadTime: at, Columns: opts.Columns},
-			Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
-		})
+	if err := opts.checkScan(); err != nil {
+		return nil, nil, 0, err
 	}
-	sig := func(rs []docdb.Row) string {
-		s := ""
-		for _, r := range rs {
-			s += rowSignature(r, true)
-		}
-		return s
+	scan := func(at hlc.Timestamp) ([]docdb.Row, []byte, error) {
+		return docdb.Scan(t.eng, opts.docdb(span, at, nil))
 	}
 	rt, err := t.readTxn(ctx, span, o, func() func() {
 		release, err := t.latches.acquireSpan(ctx, span)
@@ -931,7 +924,7 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 		for _, r := range rs {
 			newest = max(newest, r.WriteTime)
 		}
-		return newest, sig(rs) != sig(rows), nil
+		return newest, !sameRows(rs, rows), nil
 	})
 	return rows, resume, rt, err
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Data serves the multiplexed data stream: every request is handled as
-// the unary Read or Write of the same payload would be, concurrently, and
+// the unary Read, Write or Scan of the same payload would be, concurrently, and
 // answered under its id when done; a cancel message cancels the context
 // of the call it names, as the cancellation of a unary call would. A pool of workers that lives as long as
 // the stream runs the calls (no fresh goroutine stack per request).
@@ -99,6 +99,9 @@ func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataRe
 	case *pb.DataRequest_Write:
 		resp, _ := s.Write(ctx, r.Write)
 		out.Resp = &pb.DataResponse_Write{Write: resp}
+	case *pb.DataRequest_Scan:
+		resp, _ := s.Scan(ctx, r.Scan)
+		out.Resp = &pb.DataResponse_Scan{Scan: resp}
 	default:
 		// A request kind this node does not know: answer as the unary
 		// call of an unknown kind would, with an error the client sees.

@@ -58,7 +58,7 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		e.Code = pb.TabletError_NOT_LEADER
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		e.Code = pb.TabletError_TIMEOUT
-	case errors.Is(err, errInvalid):
+	case errors.Is(err, errInvalid), errors.Is(err, docdb.ErrInvalidPushdown):
 		e.Code = pb.TabletError_INVALID_ARGUMENT
 	case errors.Is(err, tablet.ErrTxnConflict):
 		e.Code = pb.TabletError_TXN_CONFLICT
@@ -218,36 +218,54 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 			Span: span, Columns: projection(req.GetProjection()), Limit: int(req.GetLimit()),
 			Reverse: req.GetReverse(), ReadTime: hlc.Timestamp(req.GetReadTime()),
 		}
+		if err := pushdownOf(req, &opts); err != nil {
+			return err
+		}
+		aggregate := len(opts.Aggregates) > 0
 		var rows []docdb.Row
+		var aggs []docdb.Value
 		var resume []byte
 		if req.GetTxn().GetLockRange() {
+			if aggregate || req.GetFilter() != nil {
+				return fmt.Errorf("%w: a locking scan returns whole rows (filter and aggregate in the client)", errInvalid)
+			}
 			return n.scanLocked(ctx, tb, req, opts, resp)
 		}
+		var rt hlc.Timestamp
 		if req.GetConsistency() == pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS && !tb.Group().HasLease() {
 			sp, err := n.safePoint(ctx, tb, followerStaleness(req.GetMaxStalenessMs()))
 			if err != nil {
 				return err
 			}
-			var rt hlc.Timestamp
-			rows, resume, rt, err = tb.FollowerScan(ctx, opts, sp)
+			if aggregate {
+				aggs, resume, rt, err = tb.FollowerAggregate(ctx, opts, sp)
+			} else {
+				rows, resume, rt, err = tb.FollowerScan(ctx, opts, sp)
+			}
 			if err != nil {
 				return err
 			}
-			resp.ReadTime = uint64(rt)
 		} else {
 			o, err := txnReadOf(req.GetTxn(), req.GetReadTime())
 			if err != nil {
 				return err
 			}
-			var rt hlc.Timestamp
-			if rows, resume, rt, err = tb.ScanTxn(ctx, opts, o); err != nil {
+			if aggregate {
+				aggs, resume, rt, err = tb.AggregateTxn(ctx, opts, o)
+			} else {
+				rows, resume, rt, err = tb.ScanTxn(ctx, opts, o)
+			}
+			if err != nil {
 				return err
 			}
-			resp.ReadTime = uint64(rt)
 		}
+		resp.ReadTime = uint64(rt)
 		resp.Rows = make([]*pb.Row, len(rows))
 		for i, r := range rows {
 			resp.Rows[i] = rowToWire(r)
+		}
+		for _, v := range aggs {
+			resp.Aggregates = append(resp.Aggregates, docdb.AppendValue(nil, v))
 		}
 		if resume != nil {
 			rs := docdb.ResumeSpan(span, resume, req.GetReverse())

@@ -54,6 +54,9 @@ type Cluster struct {
 type Options struct {
 	// YSQL serves the PostgreSQL protocol on every node (port 0).
 	YSQL bool
+	// Engine, if set, replaces the nodes' small test engines (an 8 MiB
+	// block cache, 4 MiB memtables), e.g. for benchmarks over more data.
+	Engine *storage.Options
 }
 
 // NewCluster starts n nodes (RF 3) and stops them when the test ends.
@@ -86,10 +89,14 @@ func (c *Cluster) Config(i int, join []string) server.Config {
 	if c.opts.YSQL {
 		ysql = fmt.Sprintf("127.0.0.%d:0", i+1)
 	}
+	engine := storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20}
+	if c.opts.Engine != nil {
+		engine = *c.opts.Engine
+	}
 	return server.Config{
 		YSQLAddr: ysql,
 		DataDir:  c.Dirs[i], RPCAddr: c.Addrs[i], Join: join, ReplicationFactor: 3,
-		Raft: FastRaft(), Engine: storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
+		Raft: FastRaft(), Engine: engine,
 		HeartbeatInterval: 100 * time.Millisecond, TServerDeadAfter: time.Second,
 		FollowerUnavailableTimeout: 2 * time.Second,
 		TxnExpiry:                  2 * time.Second,

@@ -67,7 +67,7 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 	}
 	add := func(format string, args ...any) { *lines = append(*lines, pad+fmt.Sprintf(format, args...)) }
 	detail := func(format string, args ...any) {
-		*lines = append(*lines, strings.Repeat("  ", depth+1)+fmt.Sprintf(format, args...))
+		*lines = append(*lines, strings.Repeat(" ", len(pad)+2)+fmt.Sprintf(format, args...))
 	}
 	switch x := n.(type) {
 	case *plan.Scan:
@@ -118,6 +118,11 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		add("HashAggregate (distinct)")
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.Agg:
+		if _, ok := pushdownAggs(x); ok {
+			add("Aggregate pushed down to the tablets (partial results merged here)")
+			s.describe(ctx, x.Input, depth+1, lines)
+			return
+		}
 		if len(x.Groups) > 0 {
 			add("HashAggregate")
 		} else {

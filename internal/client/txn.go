@@ -253,20 +253,18 @@ func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
 		return tx.txnErr("txn-write", err)
 	}
 	tx.fixReadTime()
-	// Write ids follow the order of ops, so the newest write of a key
-	// wins when the intents are applied.
+	// Write ids follow the order of each row's ops (byTablet only groups
+	// them by tablet), so the newest write of a key wins when the intents
+	// are applied.
 	base := tx.writeID
-	var wops []docdb.WriteOp
-	for _, k := range prepared {
-		wops = append(wops, k.ops...)
-	}
+	wops, owner := byTablet(ctx, t, prepared)
 	tx.writeID += uint32(len(wops))
 	err := tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil)
 	if err != nil {
-		return err
+		return tx.applyFailed(ctx, err, owner, base)
 	}
 	for i, op := range ops {
-		tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: op})
+		tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: ownOp(op)})
 	}
 	return nil
 }
@@ -336,7 +334,7 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 				return resp.GetError(), nil
 			})
 			if err != nil {
-				return err
+				return remapDuplicate(err, run)
 			}
 		}
 		return nil

@@ -410,7 +410,7 @@ func forEachWriteIntent(op *WriteOp, fn intentFunc) error {
 	row := IntentKey{RowKey: op.RowKey}
 	var err error
 	switch op.Kind {
-	case OpPutRow:
+	case OpPutRow, OpInsertRow:
 		err = fn(row, StrongWrite, intentValue{ttl: ttl, value: Null()})
 	case OpDeleteRow:
 		return fn(row, StrongWrite, intentValue{tombstone: true})

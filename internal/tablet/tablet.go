@@ -210,7 +210,12 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 			return 0, err
 		}
 		if len(conflicts) == 0 {
-			return t.writeLatched(ctx, wb, release)
+			ops, err := t.insertsChecked(ctx, wb.Ops, docdb.TxnID{}, 0)
+			if err != nil {
+				release()
+				return 0, err
+			}
+			return t.writeLatched(ctx, &docdb.WriteBatch{Ops: ops}, release)
 		}
 		release()
 		pending, err := t.resolveConflicts(ctx, conflicts)

@@ -562,6 +562,10 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 					}
 				}
 			}
+			if w, err = t.txnInserts(ctx, w); err != nil {
+				release()
+				return TxnWriteResult{}, err
+			}
 			if len(w.Ops) == 0 && len(locks) == 0 {
 				release()
 				return TxnWriteResult{Skipped: skipped}, nil

@@ -72,6 +72,12 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		e.Code = pb.TabletError_READ_RESTART
 	case errors.Is(err, tablet.ErrNoResolver):
 		e.Code = pb.TabletError_BUSY
+	case errors.Is(err, docdb.ErrDuplicateKey):
+		e.Code = pb.TabletError_DUPLICATE_KEY
+		var d *docdb.DuplicateKeyError
+		if errors.As(err, &d) {
+			e.OpIndex, e.RowKey = uint32(d.Index), d.RowKey
+		}
 	default:
 		e.Code = pb.TabletError_INTERNAL
 	}

@@ -271,6 +271,10 @@ const (
 	// A value in the read's clock uncertainty window: read again at
 	// restart_time (ReadResponse/ScanResponse).
 	TabletError_READ_RESTART TabletError_Code = 17
+	// An insert (docdb.OpInsertRow) met a row that exists (SQLSTATE
+	// 23505): op_index names the op in the request's batch, row_key its
+	// row. Nothing of the batch was written.
+	TabletError_DUPLICATE_KEY TabletError_Code = 18
 )
 
 // Enum value maps for TabletError_Code.
@@ -294,6 +298,7 @@ var (
 		15: "LOCK_NOT_AVAILABLE",
 		16: "TXN_ABORTED",
 		17: "READ_RESTART",
+		18: "DUPLICATE_KEY",
 	}
 	TabletError_Code_value = map[string]int32{
 		"OK":                 0,
@@ -314,6 +319,7 @@ var (
 		"LOCK_NOT_AVAILABLE": 15,
 		"TXN_ABORTED":        16,
 		"READ_RESTART":       17,
+		"DUPLICATE_KEY":      18,
 	}
 )
 
@@ -699,6 +705,8 @@ type TabletError struct {
 	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	LeaderNode    uint64                 `protobuf:"varint,3,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
 	LeaderAddr    string                 `protobuf:"bytes,4,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	OpIndex       uint32                 `protobuf:"varint,5,opt,name=op_index,json=opIndex,proto3" json:"op_index,omitempty"` // DUPLICATE_KEY
+	RowKey        []byte                 `protobuf:"bytes,6,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`     // DUPLICATE_KEY
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -759,6 +767,20 @@ func (x *TabletError) GetLeaderAddr() string {
 		return x.LeaderAddr
 	}
 	return ""
+}
+
+func (x *TabletError) GetOpIndex() uint32 {
+	if x != nil {
+		return x.OpIndex
+	}
+	return 0
+}
+
+func (x *TabletError) GetRowKey() []byte {
+	if x != nil {
+		return x.RowKey
+	}
+	return nil
 }
 
 // Span is [start, end) of encoded keys; an empty end means unbounded.
@@ -3408,14 +3430,16 @@ var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
 const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
-	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xda\x03\n" +
+	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xa1\x04\n" +
 	"\vTabletError\x125\n" +
 	"\x04code\x18\x01 \x01(\x0e2!.shaledb.tserver.TabletError.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
 	"\vleader_node\x18\x03 \x01(\x04R\n" +
 	"leaderNode\x12\x1f\n" +
 	"\vleader_addr\x18\x04 \x01(\tR\n" +
-	"leaderAddr\"\xb7\x02\n" +
+	"leaderAddr\x12\x19\n" +
+	"\bop_index\x18\x05 \x01(\rR\aopIndex\x12\x17\n" +
+	"\arow_key\x18\x06 \x01(\fR\x06rowKey\"\xca\x02\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -3437,7 +3461,8 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\bDEADLOCK\x10\x0e\x12\x16\n" +
 	"\x12LOCK_NOT_AVAILABLE\x10\x0f\x12\x0f\n" +
 	"\vTXN_ABORTED\x10\x10\x12\x10\n" +
-	"\fREAD_RESTART\x10\x11\".\n" +
+	"\fREAD_RESTART\x10\x11\x12\x11\n" +
+	"\rDUPLICATE_KEY\x10\x12\".\n" +
 	"\x04Span\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xce\x01\n" +

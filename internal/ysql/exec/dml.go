@@ -79,6 +79,16 @@ func uniqueViolation(t *catalog.Table, s *Session, row plan.Row) error {
 
 // insert runs an INSERT; it returns the number of rows and the RETURNING
 // rows.
+//
+// Rows go to storage in batches of maxBatch, as client.OpInsert when the
+// table has a primary key: the tablets check, under their row locks, that
+// no row exists yet (committed, written earlier by the transaction, or by
+// an earlier op of the batch) and fail the batch naming the colliding op,
+// which becomes 23505 for its row. Nothing of a failed batch remains. With
+// ON CONFLICT a batch that collides (or that repeats a key of the
+// statement) is written again row by row instead, each row read and
+// locked first to apply the conflict action (insertChecked). Tables
+// without a primary key get random row ids and plain puts.
 func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 	t := ins.Table
 	tbl, err := r.s.openTable(r.ctx, t)
@@ -89,12 +99,11 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	b := &writeBatch{tbl: tbl}
-	var n int64
-	var returned []plan.Row
-	// pending holds keys written by this statement but not yet flushed,
-	// so duplicates inside one statement are caught too.
-	pending := map[string]bool{}
+	ib := &insertBatch{tbl: tbl}
+	st := &insertState{ins: ins, tbl: tbl}
+	if ins.OnConflict != nil {
+		st.pending = map[string]bool{}
+	}
 	for _, row := range src {
 		if t.RowID {
 			var id [16]byte
@@ -110,78 +119,163 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		if !t.RowID {
-			key, err := storageRow(t, row, true)
-			if err != nil {
-				return 0, nil, err
-			}
-			rk, err := tbl.RowKey(key)
-			if err != nil {
-				return 0, nil, err
-			}
-			exists := pending[string(rk)]
-			var old client.Row
-			if !exists {
-				if err := r.flush(b); err != nil {
-					return 0, nil, err
-				}
-				old, exists, err = r.txn.GetForUpdate(r.ctx, tbl, key, client.ForUpdate, client.WaitOnConflict)
-				if err != nil {
-					return 0, nil, err
-				}
-			}
-			if exists {
-				switch {
-				case ins.OnConflict == nil:
-					return 0, nil, uniqueViolation(t, r.s, row)
-				case ins.OnConflict.DoNothing:
-					continue
-				}
-				if old == nil {
-					return 0, nil, pgerror.New(pgerror.CodeCardinalityViolation, "ON CONFLICT DO UPDATE command cannot affect row a second time").
-						WithHint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")
-				}
-				oldRow, err := tableRow(t, old)
-				if err != nil {
-					return 0, nil, err
-				}
-				updated, ok, err := r.conflictUpdate(ins, oldRow, row)
-				if err != nil {
-					return 0, nil, err
-				}
-				if !ok {
-					continue
-				}
-				if err := r.writeUpdate(b, t, oldRow, updated); err != nil {
-					return 0, nil, err
-				}
-				pending[string(rk)] = true
-				row = updated
-				n++
-				if ins.Returning != nil {
-					out, err := r.evalAll(ins.Returning, row)
-					if err != nil {
-						return 0, nil, err
-					}
-					returned = append(returned, out)
-				}
-				continue
-			}
-			pending[string(rk)] = true
+		kind := client.OpInsert
+		if t.RowID {
+			kind = client.OpPut
 		}
-		if err := r.add(b, client.Op{Kind: client.OpPut, Row: sr}); err != nil {
-			return 0, nil, err
-		}
-		n++
-		if ins.Returning != nil {
-			out, err := r.evalAll(ins.Returning, row)
-			if err != nil {
+		ib.rows = append(ib.rows, row)
+		ib.ops = append(ib.ops, client.Op{Kind: kind, Row: sr})
+		if len(ib.ops) >= maxBatch {
+			if err := r.flushInserts(st, ib); err != nil {
 				return 0, nil, err
 			}
-			returned = append(returned, out)
 		}
 	}
-	return n, returned, r.flush(b)
+	if err := r.flushInserts(st, ib); err != nil {
+		return 0, nil, err
+	}
+	return st.n, st.returned, nil
+}
+
+// insertBatch is the rows of an INSERT not yet written and their ops.
+type insertBatch struct {
+	tbl  *client.Table
+	rows []plan.Row
+	ops  []client.Op
+}
+
+// insertState is what an INSERT has done so far.
+type insertState struct {
+	ins      *plan.Insert
+	tbl      *client.Table
+	n        int64
+	returned []plan.Row
+	// pending (ON CONFLICT only) holds the keys the statement wrote: a
+	// row proposed again conflicts with the statement's own row.
+	pending map[string]bool
+}
+
+// inserted counts a written row and evaluates its RETURNING list.
+func (r *runner) inserted(st *insertState, row plan.Row) error {
+	st.n++
+	if st.ins.Returning == nil {
+		return nil
+	}
+	out, err := r.evalAll(st.ins.Returning, row)
+	if err != nil {
+		return err
+	}
+	st.returned = append(st.returned, out)
+	return nil
+}
+
+// flushInserts writes the batch's rows (see insert) and empties it.
+func (r *runner) flushInserts(st *insertState, ib *insertBatch) error {
+	if len(ib.ops) == 0 {
+		return nil
+	}
+	defer func() { ib.rows, ib.ops = ib.rows[:0], ib.ops[:0] }()
+	t := st.ins.Table
+	var keys [][]byte
+	together := true // ON CONFLICT: no key twice in the statement so far
+	if st.pending != nil {
+		seen := map[string]bool{}
+		for _, row := range ib.rows {
+			key, err := storageRow(t, row, true)
+			if err != nil {
+				return err
+			}
+			rk, err := ib.tbl.RowKey(key)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, rk)
+			if st.pending[string(rk)] || seen[string(rk)] {
+				together = false
+			}
+			seen[string(rk)] = true
+		}
+	}
+	if together {
+		err := r.txn.Apply(r.ctx, ib.tbl, ib.ops)
+		if err == nil {
+			for i, row := range ib.rows {
+				if keys != nil {
+					st.pending[string(keys[i])] = true
+				}
+				if err := r.inserted(st, row); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		i, dup := client.DuplicateIndex(err)
+		if !dup || i >= len(ib.rows) {
+			return err
+		}
+		if st.pending == nil {
+			return uniqueViolation(t, r.s, ib.rows[i])
+		}
+		// ON CONFLICT: nothing of the batch was written; row by row.
+	}
+	b := &writeBatch{tbl: ib.tbl}
+	for i, row := range ib.rows {
+		if err := r.insertChecked(st, b, row, ib.ops[i].Row, keys[i]); err != nil {
+			return err
+		}
+	}
+	return r.flush(b)
+}
+
+// insertChecked inserts one row of an INSERT ... ON CONFLICT: it reads and
+// locks the row first, and applies the conflict action if it exists.
+func (r *runner) insertChecked(st *insertState, b *writeBatch, row plan.Row, sr client.Row, rk []byte) error {
+	ins, t, tbl := st.ins, st.ins.Table, st.tbl
+	exists := st.pending[string(rk)]
+	var old client.Row
+	if !exists {
+		if err := r.flush(b); err != nil {
+			return err
+		}
+		key, err := storageRow(t, row, true)
+		if err != nil {
+			return err
+		}
+		old, exists, err = r.txn.GetForUpdate(r.ctx, tbl, key, client.ForUpdate, client.WaitOnConflict)
+		if err != nil {
+			return err
+		}
+	}
+	if !exists {
+		st.pending[string(rk)] = true
+		if err := r.add(b, client.Op{Kind: client.OpPut, Row: sr}); err != nil {
+			return err
+		}
+		return r.inserted(st, row)
+	}
+	switch {
+	case ins.OnConflict == nil:
+		return uniqueViolation(t, r.s, row)
+	case ins.OnConflict.DoNothing:
+		return nil
+	}
+	if old == nil {
+		return pgerror.New(pgerror.CodeCardinalityViolation, "ON CONFLICT DO UPDATE command cannot affect row a second time").
+			WithHint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")
+	}
+	oldRow, err := tableRow(t, old)
+	if err != nil {
+		return err
+	}
+	updated, ok, err := r.conflictUpdate(ins, oldRow, row)
+	if err != nil || !ok {
+		return err
+	}
+	if err := r.writeUpdate(b, t, oldRow, updated); err != nil {
+		return err
+	}
+	st.pending[string(rk)] = true
+	return r.inserted(st, updated)
 }
 
 // conflictUpdate computes DO UPDATE's new row from the existing row and

@@ -13,56 +13,9 @@ import (
 	"github.com/shaledb/shaledb/internal/tablet"
 )
 
-// fakeResolver is a status table in memory: a transaction is PENDING until
-// the test commits or aborts it.
-type fakeResolver struct {
-	mu    sync.Mutex
-	state map[docdb.TxnID]tablet.TxnStatus
-	waits map[docdb.TxnID][]docdb.TxnID
-	asked map[docdb.TxnID]int // Status calls per transaction
-}
-
-func newFakeResolver() *fakeResolver {
-	return &fakeResolver{state: map[docdb.TxnID]tablet.TxnStatus{}, waits: map[docdb.TxnID][]docdb.TxnID{}, asked: map[docdb.TxnID]int{}}
-}
-
-func (r *fakeResolver) Status(_ context.Context, txn docdb.TxnID, _ hlc.Timestamp) (tablet.TxnStatus, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.asked[txn]++
-	st, ok := r.state[txn]
-	if !ok {
-		st = tablet.TxnStatus{State: tablet.TxnPending}
-	}
-	st.WaitingFor = r.waits[txn]
-	return st, nil
-}
-
-func (r *fakeResolver) Abort(ctx context.Context, txn docdb.TxnID) (tablet.TxnStatus, error) {
-	r.set(txn, tablet.TxnStatus{State: tablet.TxnAborted})
-	return r.Status(ctx, txn, 0)
-}
-
-func (r *fakeResolver) ReportWait(_ context.Context, waiter docdb.TxnID, blockers []docdb.TxnID) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.waits[waiter] = blockers
-	return nil
-}
-
-func (r *fakeResolver) set(txn docdb.TxnID, st tablet.TxnStatus) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.state[txn] = st
-}
-
-func (r *fakeResolver) askedFor(txn docdb.TxnID) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.asked[txn]
-}
-
-func (r *fakeResolver) waiting(txn docdb.TxnID) bool {
+// waitingAny reports whether txn has reported waiting for anyone (the
+// fakeResolver is rangelock_test.go's).
+func (r *fakeResolver) waitingAny(txn docdb.TxnID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.waits[txn]) > 0
@@ -96,7 +49,7 @@ func txnTablet(t *testing.T, res tablet.Resolver) (*tablet.Tablet, *hlc.Clock) {
 	return tb, clock
 }
 
-func insertOp(i int, val string) docdb.WriteOp {
+func insertRowOp(i int, val string) docdb.WriteOp {
 	return docdb.WriteOp{Kind: docdb.OpInsertRow, RowKey: rowKey(i), Columns: []docdb.ColumnValue{{ID: 1, Value: docdb.Text(val)}}}
 }
 
@@ -137,12 +90,12 @@ func TestPlainInsert(t *testing.T) {
 		_, err := tb.Write(ctx, &docdb.WriteBatch{Ops: ops})
 		return err
 	}
-	if err := write(insertOp(1, "a"), insertOp(2, "b")); err != nil {
+	if err := write(insertRowOp(1, "a"), insertRowOp(2, "b")); err != nil {
 		t.Fatalf("insert into absent rows: %v", err)
 	}
 	// A batch with a live row fails as a whole, naming the op.
-	wantDuplicate(t, "insert over a live row", write(insertOp(3, "c"), insertOp(2, "again"), insertOp(4, "d")), 1, 2)
-	wantDuplicate(t, "the same row twice", write(insertOp(5, "e"), insertOp(6, "f"), insertOp(5, "e2")), 2, 5)
+	wantDuplicate(t, "insert over a live row", write(insertRowOp(3, "c"), insertRowOp(2, "again"), insertRowOp(4, "d")), 1, 2)
+	wantDuplicate(t, "the same row twice", write(insertRowOp(5, "e"), insertRowOp(6, "f"), insertRowOp(5, "e2")), 2, 5)
 	for i, want := range map[int]string{2: "b", 3: "", 4: "", 5: "", 6: ""} {
 		if got := value(t, tb, i); got != want {
 			t.Fatalf("row %d after the failed batches: %q, want %q", i, got, want)
@@ -157,14 +110,14 @@ func TestPlainInsert(t *testing.T) {
 	if err := write(short); err != nil {
 		t.Fatal(err)
 	}
-	if err := write(insertOp(1, "a2"), insertOp(7, "g")); err != nil {
+	if err := write(insertRowOp(1, "a2"), insertRowOp(7, "g")); err != nil {
 		t.Fatalf("insert into a deleted and an expired row: %v", err)
 	}
 	// A delete earlier in the batch makes room, a put does not.
-	if err := write(opOf(docdb.OpDeleteRow, 1, ""), insertOp(1, "a3")); err != nil {
+	if err := write(opOf(docdb.OpDeleteRow, 1, ""), insertRowOp(1, "a3")); err != nil {
 		t.Fatal(err)
 	}
-	wantDuplicate(t, "put then insert", write(opOf(docdb.OpPutRow, 8, "h"), insertOp(8, "h2")), 1, 8)
+	wantDuplicate(t, "put then insert", write(opOf(docdb.OpPutRow, 8, "h"), insertRowOp(8, "h2")), 1, 8)
 	for i, want := range map[int]string{1: "a3", 7: "g", 8: ""} {
 		if got := value(t, tb, i); got != want {
 			t.Fatalf("row %d: %q, want %q", i, got, want)
@@ -187,39 +140,39 @@ func TestTxnInsert(t *testing.T) {
 		_, err := tb.WriteTxn(ctx, w)
 		return err
 	}
-	wantDuplicate(t, "insert over a committed row", write(insertOp(2, "x"), insertOp(1, "x")), 1, 1)
+	wantDuplicate(t, "insert over a committed row", write(insertRowOp(2, "x"), insertRowOp(1, "x")), 1, 1)
 	if n, err := tb.IntentCount(); err != nil || n != 0 {
 		t.Fatalf("intents after a failed batch: %d %v", n, err)
 	}
-	if err := write(insertOp(2, "mine")); err != nil {
+	if err := write(insertRowOp(2, "mine")); err != nil {
 		t.Fatal(err)
 	}
-	wantDuplicate(t, "own put, then insert", write(insertOp(2, "again")), 0, 2)
+	wantDuplicate(t, "own put, then insert", write(insertRowOp(2, "again")), 0, 2)
 	if err := write(opOf(docdb.OpDeleteRow, 2, "")); err != nil {
 		t.Fatal(err)
 	}
-	if err := write(insertOp(2, "after own delete")); err != nil {
+	if err := write(insertRowOp(2, "after own delete")); err != nil {
 		t.Fatalf("own delete, then insert: %v", err)
 	}
 	if err := write(opOf(docdb.OpDeleteRow, 1, "")); err != nil {
 		t.Fatal(err)
 	}
 	savepoint := wid
-	if err := write(insertOp(1, "over own delete")); err != nil {
+	if err := write(insertRowOp(1, "over own delete")); err != nil {
 		t.Fatalf("own delete of a committed row, then insert: %v", err)
 	}
-	wantDuplicate(t, "twice", write(insertOp(1, "twice")), 0, 1)
+	wantDuplicate(t, "twice", write(insertRowOp(1, "twice")), 0, 1)
 	// Rolling back to the savepoint removes the insert: the row is absent
 	// (own delete) again, and its insert succeeds again.
 	if err := tb.RemoveTxn(ctx, me, true, savepoint); err != nil {
 		t.Fatal(err)
 	}
-	if err := write(insertOp(1, "after rollback")); err != nil {
+	if err := write(insertRowOp(1, "after rollback")); err != nil {
 		t.Fatalf("insert after the savepoint rollback: %v", err)
 	}
 	// A retried request (same write ids) does not collide with the
 	// intents of its own first attempt.
-	w := &tablet.TxnWrite{Txn: me, WriteID: wid, Ops: []docdb.WriteOp{insertOp(3, "retried")}}
+	w := &tablet.TxnWrite{Txn: me, WriteID: wid, Ops: []docdb.WriteOp{insertRowOp(3, "retried")}}
 	wid++
 	for attempt := 0; attempt < 2; attempt++ {
 		if _, err := tb.WriteTxn(ctx, w); err != nil {
@@ -230,13 +183,13 @@ func TestTxnInsert(t *testing.T) {
 	// plain insert waits for the transaction (it asks its status record
 	// and waits while it is pending); it commits, and the insert then
 	// finds the row.
-	asked := res.askedFor(me)
+	asked := res.timesAsked(me)
 	done := make(chan error, 1)
 	go func() {
-		_, err := tb.Write(ctx, &docdb.WriteBatch{Ops: []docdb.WriteOp{insertOp(3, "plain")}})
+		_, err := tb.Write(ctx, &docdb.WriteBatch{Ops: []docdb.WriteOp{insertRowOp(3, "plain")}})
 		done <- err
 	}()
-	consensustest.WaitFor(t, 10*time.Second, "the plain insert meets the intent", func() bool { return res.askedFor(me) > asked })
+	consensustest.WaitFor(t, 10*time.Second, "the plain insert meets the intent", func() bool { return res.timesAsked(me) > asked })
 	commit := clock.Now()
 	res.set(me, tablet.TxnStatus{State: tablet.TxnCommitted, CommitHT: commit})
 	if err := tb.ApplyTxn(ctx, me, commit); err != nil {
@@ -272,13 +225,13 @@ func TestConcurrentTxnInserts(t *testing.T) {
 			key := 100 + i
 			a, b := docdb.TxnID{2, byte(i)}, docdb.TxnID{3, byte(i)}
 			readTime := clock.Now()
-			if _, err := tb.WriteTxn(ctx, &tablet.TxnWrite{Txn: a, ReadTime: readTime, CheckNewer: c.checkNewer, Ops: []docdb.WriteOp{insertOp(key, "a")}}); err != nil {
+			if _, err := tb.WriteTxn(ctx, &tablet.TxnWrite{Txn: a, ReadTime: readTime, CheckNewer: c.checkNewer, Ops: []docdb.WriteOp{insertRowOp(key, "a")}}); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
 			go func() {
 				_, err := tb.WriteTxn(ctx, &tablet.TxnWrite{Txn: b, ReadTime: readTime, CheckNewer: c.checkNewer, Wait: c.wait,
-					Ops: []docdb.WriteOp{insertOp(key, "b")}})
+					Ops: []docdb.WriteOp{insertRowOp(key, "b")}})
 				done <- err
 			}()
 			if c.wait == tablet.FailOnConflict {
@@ -286,7 +239,7 @@ func TestConcurrentTxnInserts(t *testing.T) {
 					t.Fatalf("fail-fast insert: %v", err)
 				}
 			} else {
-				consensustest.WaitFor(t, 10*time.Second, "b waits for a", func() bool { return res.waiting(b) })
+				consensustest.WaitFor(t, 10*time.Second, "b waits for a", func() bool { return res.waitingAny(b) })
 			}
 			var err error
 			if c.commit {

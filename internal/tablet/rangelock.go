@@ -144,12 +144,20 @@ func (t *Tablet) ScanLocked(ctx context.Context, opts ScanOptions, lock ScanLock
 			release()
 			return nil, storage.Span{}, false, 0, err
 		}
+		// One view of the rows and the intents, taken before the read
+		// time: a transaction applied here in between would otherwise be
+		// in neither (its versions after the read, its intents gone before
+		// the conflict check). One applied before the view moved our clock
+		// past its commit time first (cmdApplyTxn), so the read time is
+		// above it.
+		snap := t.eng.NewSnapshot()
 		rt = t.clock.Now()
-		rows, resume, err := docdb.Scan(t.eng, docdb.ScanOptions{
+		rows, resume, err := docdb.Scan(snap, docdb.ScanOptions{
 			ReadOptions: docdb.ReadOptions{ReadTime: rt, Columns: opts.Columns},
 			Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
 		})
 		if err != nil {
+			snap.Close()
 			release()
 			return nil, storage.Span{}, false, 0, err
 		}
@@ -164,10 +172,14 @@ func (t *Tablet) ScanLocked(ctx context.Context, opts ScanOptions, lock ScanLock
 				covered.End = docdb.RowSpan(last).End
 			}
 		}
+		if h := hooks.Load(); h != nil && h.scanLockedRead != nil {
+			h.scanLockedRead(t)
+		}
 		// Every intent read in the covered span was committed, aborted or
 		// pending: committed ones are applied (then read again), aborted
 		// ones removed, pending ones waited for.
-		conflicts, err := docdb.RangeConflicts(t.eng, lock.Txn, covered)
+		conflicts, err := docdb.RangeConflicts(snap, lock.Txn, covered)
+		snap.Close()
 		if err != nil {
 			release()
 			return nil, storage.Span{}, false, 0, err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,18 @@ const (
 	cmdApplyTxn  byte = 4
 	cmdRemoveTxn byte = 5
 )
+
+// testHooks let tests stop the tablet at chosen points (nil outside tests).
+type testHooks struct {
+	// txnApplied runs on the apply goroutine of a replica applying a
+	// cmdApplyTxn, before the apply batch is committed to the engine.
+	txnApplied func(t *Tablet, txn docdb.TxnID)
+	// scanLockedRead runs in ScanLocked between its read and its conflict
+	// check.
+	scanLockedRead func(t *Tablet)
+}
+
+var hooks atomic.Pointer[testHooks]
 
 // TxnState is the state of a transaction's status record.
 type TxnState int8
@@ -169,7 +182,9 @@ type txnTracker struct {
 	// done: closed when the transaction's intents here are applied or
 	// removed (waiters of a wait queue).
 	done map[docdb.TxnID]chan struct{}
-	// resolved during the current apply cycle; PostApply wakes waiters.
+	// resolved during the current apply cycle: they stay live until
+	// PostApply, once the batch that applied or removed their intents is
+	// in the engine, then leave live and wake their waiters.
 	resolved []docdb.TxnID
 }
 
@@ -180,20 +195,27 @@ func (tr *txnTracker) init() {
 
 func (tr *txnTracker) any() bool { return tr.count.Load() > 0 }
 
-// add records txn as having intents here; remove forgets it and queues
-// its waiters for waking (PostApply). Both under mu.
+// addLocked records txn as having intents here (under mu). Intents
+// written after a removal was queued in the same cycle (a late write of an
+// aborted transaction) keep it live.
 func (tr *txnTracker) addLocked(txn docdb.TxnID, now time.Time) {
+	if len(tr.resolved) > 0 {
+		tr.resolved = slices.DeleteFunc(tr.resolved, func(id docdb.TxnID) bool { return id == txn })
+	}
 	if _, ok := tr.live[txn]; !ok {
 		tr.live[txn] = now
 		tr.count.Store(int64(len(tr.live)))
 	}
 }
 
+// remove queues txn to be forgotten when the apply cycle that resolved its
+// intents here is committed (wake, from PostApply). Until then the apply
+// batch, intents deleted and versions written, is not in the engine yet: a
+// read that skipped the intent lookup in that window would see neither the
+// intents nor the versions of a committed transaction.
 func (tr *txnTracker) remove(txn docdb.TxnID) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	delete(tr.live, txn)
-	tr.count.Store(int64(len(tr.live)))
 	tr.resolved = append(tr.resolved, txn)
 }
 
@@ -214,15 +236,19 @@ func (tr *txnTracker) waitFor(txn docdb.TxnID) <-chan struct{} {
 	return ch
 }
 
+// wake forgets the transactions resolved by the apply cycle just committed
+// and wakes their waiters.
 func (tr *txnTracker) wake() {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	for _, txn := range tr.resolved {
+		delete(tr.live, txn)
 		if ch := tr.done[txn]; ch != nil {
 			close(ch)
 			delete(tr.done, txn)
 		}
 	}
+	tr.count.Store(int64(len(tr.live)))
 	tr.resolved = tr.resolved[:0]
 }
 
@@ -445,6 +471,9 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		t.noteApplied(commit)
 		t.txns.remove(txn)
+		if h := hooks.Load(); h != nil && h.txnApplied != nil {
+			h.txnApplied(t, txn)
+		}
 		return commit
 	case cmdRemoveTxn:
 		if len(data) != 1+16+1+4 {
@@ -798,36 +827,46 @@ type TxnRead struct {
 	AllowRestart bool
 }
 
-// resolveReadIntents makes the committed-but-unapplied transactions with
-// intents on span visible to a read at limit: it applies them here (then
-// the caller reads again), and pushes pending ones above readTime. It
-// returns whether it applied anything. Call it under the read's latches.
-func (t *Tablet) resolveReadIntents(ctx context.Context, span storage.Span, reader docdb.TxnID, readTime, limit hlc.Timestamp) (applied []docdb.TxnID, commit []hlc.Timestamp, err error) {
+// readIntentTxns lists the transactions other than reader with write
+// intents on span (nothing to look at when the tablet has none).
+func (t *Tablet) readIntentTxns(span storage.Span, reader docdb.TxnID) ([]docdb.TxnID, error) {
 	if !t.txns.any() {
-		return nil, nil, nil
+		return nil, nil
 	}
 	rows, err := docdb.ReadIntents(t.eng, span, reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	seen := map[docdb.TxnID]bool{}
+	var out []docdb.TxnID
 	for _, r := range rows {
 		for _, in := range r.Others {
-			if seen[in.Txn] {
-				continue
+			if !seen[in.Txn] {
+				seen[in.Txn] = true
+				out = append(out, in.Txn)
 			}
-			seen[in.Txn] = true
-			if t.resolver == nil {
-				return nil, nil, ErrNoResolver
-			}
-			st, err := t.resolver.Status(ctx, in.Txn, limit)
-			if err != nil {
-				return nil, nil, err
-			}
-			if st.State == TxnCommitted && st.CommitHT <= limit {
-				applied = append(applied, in.Txn)
-				commit = append(commit, st.CommitHT)
-			}
+		}
+	}
+	return out, nil
+}
+
+// resolveReadIntents asks the status of the transactions whose intents a
+// read found. It returns the committed ones the read must see or restart
+// for, those committed at or below commitLimit, which the caller applies
+// here before reading again. A pending one is pushed to commit (if ever)
+// above push, the read's local limit. Call it under the read's latches.
+func (t *Tablet) resolveReadIntents(ctx context.Context, txns []docdb.TxnID, push, commitLimit hlc.Timestamp) (applied []docdb.TxnID, commit []hlc.Timestamp, err error) {
+	for _, txn := range txns {
+		if t.resolver == nil {
+			return nil, nil, ErrNoResolver
+		}
+		st, err := t.resolver.Status(ctx, txn, push)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st.State == TxnCommitted && st.CommitHT <= commitLimit {
+			applied = append(applied, txn)
+			commit = append(commit, st.CommitHT)
 		}
 	}
 	return applied, commit, nil
@@ -935,6 +974,13 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 
 // readTxn runs a read: latch, resolve intents, read at the read time, and
 // check the uncertainty window, restarting as allowed.
+//
+// The intents are looked at before the read time is picked. Applying a
+// transaction here moves the clock past its commit time before its versions
+// reach the engine (cmdApplyTxn), so one applied before the look is below a
+// read time picked after it, or within the local limit of a fixed one; one
+// applied after it left its intents in the look and is resolved through its
+// status record.
 func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latch func() func(),
 	read func(at hlc.Timestamp) error,
 	readLimit func(limit hlc.Timestamp) (newest hlc.Timestamp, differs bool, err error)) (hlc.Timestamp, error) {
@@ -947,19 +993,34 @@ func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latc
 			release()
 			return 0, err
 		}
+		txns, err := t.readIntentTxns(span, o.Txn)
+		if err != nil {
+			release()
+			return 0, err
+		}
 		rt, err := t.readTime(o.ReadTime)
 		if err != nil {
 			release()
 			return 0, err
 		}
-		// The uncertainty window ends at the global limit, or at our clock
-		// now if earlier: a value written after this moment was written
-		// after the read began.
+		// The uncertainty window of the versions here ends at the global
+		// limit, or at our clock now if earlier: a version written here
+		// after this moment was written after the read began.
 		limit := rt
 		if o.GlobalLimit > rt {
 			limit = min(o.GlobalLimit, t.clock.Now())
 		}
-		apply, commits, err := t.resolveReadIntents(ctx, span, o.Txn, rt, limit)
+		// Not so a committed transaction's intents: its commit time comes
+		// from its status tablet's clock, which may be ahead of ours
+		// although the commit was acknowledged before this read began. It
+		// is uncertain up to the global limit; when we pick the read time,
+		// up to the maximum clock offset above it (then the read moves past
+		// it: applying it moved our clock past its commit time).
+		commitLimit := max(limit, o.GlobalLimit)
+		if o.ReadTime == 0 {
+			commitLimit = max(commitLimit, rt.Add(t.clock.MaxOffset()))
+		}
+		apply, commits, err := t.resolveReadIntents(ctx, txns, limit, commitLimit)
 		if err != nil {
 			release()
 			return 0, err

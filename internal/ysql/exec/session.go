@@ -166,6 +166,17 @@ type Session struct {
 	blockIso client.Isolation
 	txnTime  time.Time
 
+	// PostgreSQL's implicit transaction: outside a block, the statements of
+	// a multi-statement simple Query, or of an extended-protocol batch (up
+	// to Sync), share implicitTxn, which Sync commits (or rolls back after
+	// an error), so the batch is atomic. A simple Query of one statement
+	// (singleStmt) commits that statement on its own instead, so it can be
+	// retried whole after a conflict. implicitRan counts the statements
+	// implicitTxn has run.
+	implicitTxn *client.Txn
+	implicitRan int
+	singleStmt  bool
+
 	notices  []*pgwire.Notice
 	prepared map[string]*Statement // SQL-level PREPARE
 	tables   map[uint32]*client.Table
@@ -188,8 +199,13 @@ func (s *Session) ParameterStatus() map[string]string {
 	return out
 }
 
-// Split splits a simple query into statements.
-func (s *Session) Split(query string) ([]string, error) { return splitQuery(query) }
+// Split splits a simple query into statements (pgwire calls it once per
+// Query message, before running them).
+func (s *Session) Split(query string) ([]string, error) {
+	texts, err := splitQuery(query)
+	s.singleStmt = err == nil && len(texts) == 1
+	return texts, err
+}
 
 // TxnStatus is I, T or E.
 func (s *Session) TxnStatus() byte {
@@ -202,9 +218,29 @@ func (s *Session) TxnStatus() byte {
 	return 'I'
 }
 
-// Sync ends an extended-query batch; statements outside a block commit on
-// their own, so nothing is pending here.
-func (s *Session) Sync(context.Context, bool) error { return nil }
+// Sync ends a simple Query or an extended-query batch: the implicit
+// transaction commits, or rolls back when the batch failed.
+func (s *Session) Sync(ctx context.Context, failed bool) error {
+	s.singleStmt = false
+	tx := s.implicitTxn
+	s.implicitTxn, s.implicitRan = nil, 0
+	if tx == nil {
+		return nil
+	}
+	if failed {
+		rollback(ctx, tx)
+		return nil
+	}
+	return tx.Commit(ctx)
+}
+
+// rollback rolls tx back even when ctx has ended (the statement was
+// canceled): its intents must not wait for expiry.
+func rollback(ctx context.Context, tx *client.Txn) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	_ = tx.Rollback(rctx)
+	cancel()
+}
 
 // Notices drains the pending notices.
 func (s *Session) Notices() []*pgwire.Notice {
@@ -223,12 +259,12 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
-	if s.txn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = s.txn.Rollback(ctx)
-		cancel()
-		s.txn = nil
+	for _, tx := range []*client.Txn{s.txn, s.implicitTxn} {
+		if tx != nil {
+			rollback(context.Background(), tx)
+		}
 	}
+	s.txn, s.implicitTxn = nil, nil
 	s.e.sessions.Add(-1)
 }
 

@@ -366,9 +366,10 @@ func allowedInFailed(n *pg.Node) bool {
 	return false
 }
 
-// inTxn runs fn in the block's transaction, or in a transaction of its own
-// that commits (and is retried on a retryable conflict) when the session is
-// not in a block.
+// inTxn runs fn in the block's transaction; outside a block, in a
+// transaction of its own that commits (and is retried on a retryable
+// conflict) when the statement is a simple Query's only one, else in the
+// batch's implicit transaction.
 func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) error {
 	if s.inBlock {
 		if s.txn == nil {
@@ -385,9 +386,12 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 		}
 		return nil
 	}
+	if !s.singleStmt {
+		return s.inImplicitTxn(ctx, fn)
+	}
 	s.txnTime = time.Now()
 	var err error
-	for attempt := 0; attempt < 20; attempt++ {
+	for attempt := 0; attempt < maxStatementAttempts; attempt++ {
 		var tx *client.Txn
 		tx, err = s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: client.Snapshot})
 		if err != nil {
@@ -398,20 +402,62 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 				return nil
 			}
 		} else {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = tx.Rollback(rctx)
-			cancel()
+			rollback(ctx, tx)
 		}
-		if !client.IsRetryable(err) || ctx.Err() != nil {
+		if !retryStatement(ctx, err, attempt) {
 			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(attempt+1) * 2 * time.Millisecond):
 		}
 	}
 	return err
+}
+
+// maxStatementAttempts bounds the retries of a statement that met a
+// retryable conflict before it returned anything.
+const maxStatementAttempts = 20
+
+// retryStatement reports whether a statement that failed with err should
+// run again, after a short backoff.
+func retryStatement(ctx context.Context, err error, attempt int) bool {
+	if !client.IsRetryable(err) || ctx.Err() != nil || attempt+1 >= maxStatementAttempts {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Duration(attempt+1) * 2 * time.Millisecond):
+		return true
+	}
+}
+
+// inImplicitTxn runs fn in the batch's implicit transaction, started by
+// its first statement at the session's default isolation. Only that first
+// statement is retried on a conflict (nothing else ran in the transaction
+// yet); a failure otherwise leaves the transaction to Sync, which rolls it
+// back.
+func (s *Session) inImplicitTxn(ctx context.Context, fn func(tx *client.Txn) error) error {
+	for attempt := 0; ; attempt++ {
+		if s.implicitTxn == nil {
+			iso, err := isolation(s.settings["default_transaction_isolation"])
+			if err != nil {
+				return err
+			}
+			tx, err := s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: iso})
+			if err != nil {
+				return err
+			}
+			s.implicitTxn, s.txnTime = tx, time.Now()
+		}
+		err := fn(s.implicitTxn)
+		if err == nil {
+			s.implicitRan++
+			return nil
+		}
+		if s.implicitRan > 0 || !retryStatement(ctx, err, attempt) {
+			return err
+		}
+		rollback(ctx, s.implicitTxn)
+		s.implicitTxn = nil
+	}
 }
 
 func (s *Session) evalContext(params []types.Datum) *plan.EvalContext {

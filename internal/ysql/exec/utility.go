@@ -164,11 +164,17 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 			}
 		}
 		s.inBlock, s.failed, s.blockIso, s.txn = true, false, iso, nil
+		if s.implicitTxn != nil {
+			// BEGIN inside a multi-statement Query turns the implicit
+			// transaction into the block (as PostgreSQL): what ran before
+			// commits with the block.
+			s.txn, s.implicitTxn, s.implicitRan = s.implicitTxn, nil, 0
+		}
 		return "BEGIN", nil
 	case pg.TransactionStmtKind_TRANS_STMT_COMMIT:
 		if !s.inBlock {
 			s.notice("WARNING", "25P01", "there is no transaction in progress")
-			return "COMMIT", nil
+			return "COMMIT", s.endImplicit(ctx, true)
 		}
 		if s.failed {
 			s.endBlock(ctx, false)
@@ -178,7 +184,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 	case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK:
 		if !s.inBlock {
 			s.notice("WARNING", "25P01", "there is no transaction in progress")
-			return "ROLLBACK", nil
+			return "ROLLBACK", s.endImplicit(ctx, false)
 		}
 		s.endBlock(ctx, false)
 		return "ROLLBACK", nil
@@ -251,6 +257,22 @@ func (s *Session) endBlock(ctx context.Context, commit bool) error {
 		return tx.Commit(ctx)
 	}
 	return tx.Rollback(context.WithoutCancel(ctx))
+}
+
+// endImplicit ends the implicit transaction early: COMMIT or ROLLBACK
+// without BEGIN in a multi-statement Query ends it (with PostgreSQL's
+// warning), and later statements start another.
+func (s *Session) endImplicit(ctx context.Context, commit bool) error {
+	tx := s.implicitTxn
+	s.implicitTxn, s.implicitRan = nil, 0
+	if tx == nil {
+		return nil
+	}
+	if commit {
+		return tx.Commit(ctx)
+	}
+	rollback(ctx, tx)
+	return nil
 }
 
 func (s *Session) sqlPrepare(ctx context.Context, ps *pg.PrepareStmt) (string, []plan.Column, []plan.Row, error) {

@@ -73,6 +73,17 @@ func TestClients(t *testing.T) {
 	if err := br.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A batch is one implicit transaction (Parse/Bind/Execute ... Sync):
+	// when its last statement fails, the earlier ones are rolled back.
+	b = &pgx.Batch{}
+	b.Queue(`UPDATE items SET price = price + 100 WHERE id = $1`, int64(2))
+	b.Queue(`INSERT INTO items (id) VALUES ($1)`, int64(3))
+	if err := conn1.SendBatch(ctx, b).Close(); err == nil {
+		t.Fatal("batch with a duplicate key succeeded")
+	}
+	if err := conn0.QueryRow(ctx, `SELECT price::text FROM items WHERE id = 2`).Scan(&price); err != nil || price != "12.50" {
+		t.Fatalf("failed batch left its update: %q %v", price, err)
+	}
 	// Errors carry SQLSTATE and position; the connection stays usable.
 	_, err := conn0.Exec(ctx, `SELECT nope FROM items`)
 	var pe *pgconn.PgError

@@ -303,14 +303,35 @@ func (r *runner) conflictUpdate(ins *plan.Insert, old, excluded plan.Row) (plan.
 }
 
 // writeUpdate writes the changed columns of a row whose key is unchanged.
+// An update that changes nothing still writes the row (all its columns, as
+// PostgreSQL writes a new tuple), so it conflicts with concurrent writers
+// as an update must.
 func (r *runner) writeUpdate(b *writeBatch, t *catalog.Table, old, next plan.Row) error {
+	sr, err := r.updatedColumns(t, old, next)
+	if err != nil {
+		return err
+	}
+	if len(sr) == len(t.Key) {
+		if sr, err = r.updatedColumns(t, nil, next); err != nil {
+			return err
+		}
+		if len(sr) == len(t.Key) {
+			return r.add(b, client.Op{Kind: client.OpPut, Row: sr})
+		}
+	}
+	return r.add(b, client.Op{Kind: client.OpUpdate, Row: sr})
+}
+
+// updatedColumns is the storage row of next's key and of the columns that
+// differ from old (all of them when old is nil).
+func (r *runner) updatedColumns(t *catalog.Table, old, next plan.Row) (client.Row, error) {
 	sr := client.Row{}
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		if t.IsKey(i) {
 			v, err := types.ToKeyStorage(next[i], c.Type)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			sr[catalog.StorageColumn(c)] = v
 			continue
@@ -324,11 +345,11 @@ func (r *runner) writeUpdate(b *writeBatch, t *catalog.Table, old, next plan.Row
 		}
 		v, err := types.ToStorage(next[i], c.Type)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sr[catalog.StorageColumn(c)] = v
 	}
-	return r.add(b, client.Op{Kind: client.OpUpdate, Row: sr})
+	return sr, nil
 }
 
 func sameDatum(a, b types.Datum, t types.T) bool {

@@ -89,3 +89,20 @@ func TestParseDurationMs(t *testing.T) {
 		t.Error("a bad timeout was accepted")
 	}
 }
+
+// TestStartupOptions: the forms of the startup "options" parameter (what
+// PGOPTIONS sends) that PostgreSQL accepts.
+func TestStartupOptions(t *testing.T) {
+	s := &Session{settings: defaultSettings("u")}
+	if err := s.startupOptions("-c search_path=a,b -cclient_min_messages=warning --application-name=x"); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"search_path": "a,b", "client_min_messages": "warning", "application_name": "x"} {
+		if got := s.settings[k]; got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if err := s.startupOptions("-cno_such_setting=1"); err == nil {
+		t.Error("unknown setting accepted")
+	}
+}

@@ -133,10 +133,13 @@ func (s *Session) startupOptions(opts string) error {
 	fields := strings.Fields(opts)
 	for i := 0; i < len(fields); i++ {
 		f := fields[i]
-		if f == "-c" && i+1 < len(fields) {
+		switch {
+		case f == "-c" && i+1 < len(fields):
 			i++
 			f = fields[i]
-		} else {
+		case strings.HasPrefix(f, "-c"): // -cname=value
+			f = f[2:]
+		default:
 			f = strings.TrimPrefix(f, "--")
 		}
 		name, val, ok := strings.Cut(f, "=")

@@ -368,8 +368,9 @@ func allowedInFailed(n *pg.Node) bool {
 
 // inTxn runs fn in the block's transaction; outside a block, in a
 // transaction of its own that commits (and is retried on a retryable
-// conflict) when the statement is a simple Query's only one, else in the
-// batch's implicit transaction.
+// conflict) when the statement is alone in its batch (a simple Query's only
+// statement, or an Execute followed by the client's Sync with nothing run
+// before it), else in the batch's implicit transaction.
 func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) error {
 	if s.inBlock {
 		if s.txn == nil {
@@ -386,7 +387,7 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 		}
 		return nil
 	}
-	if !s.singleStmt {
+	if !s.singleStmt && (s.implicitTxn != nil || !pgwire.EndsBatch(ctx)) {
 		return s.inImplicitTxn(ctx, fn)
 	}
 	s.txnTime = time.Now()

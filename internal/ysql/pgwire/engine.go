@@ -138,3 +138,15 @@ type CopyInPortal interface {
 	CopyInFormat() (format int16, columns int)
 	CopyIn(ctx context.Context, data io.Reader) (tag string, err error)
 }
+
+type endsBatchKey struct{}
+
+// EndsBatch reports whether the statement running under ctx (an Execute)
+// is the last of its extended-protocol batch: the client's Sync has
+// already arrived. A session can then commit it on its own, as a simple
+// Query's only statement, instead of holding an implicit transaction open
+// until Sync.
+func EndsBatch(ctx context.Context) bool {
+	v, _ := ctx.Value(endsBatchKey{}).(bool)
+	return v
+}

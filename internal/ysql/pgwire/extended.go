@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"context"
 	"math"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -165,6 +166,9 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		maxRows = int(m.MaxRows)
 	}
 	ctx := c.begin()
+	if c.rd.nextIsSync() {
+		ctx = context.WithValue(ctx, endsBatchKey{}, true)
+	}
 	var (
 		tag       string
 		suspended bool

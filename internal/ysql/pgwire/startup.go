@@ -33,6 +33,7 @@ func (c *conn) startup() bool {
 			c.srv.cancelRequest(m.ProcessID, m.SecretKey)
 			return false
 		case *pgproto3.StartupMessage:
+			c.rd.typed = true // typed messages from here on
 			c.nc.SetReadDeadline(time.Time{})
 			return c.open(m)
 		}

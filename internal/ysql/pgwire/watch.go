@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"os"
@@ -24,30 +25,92 @@ var aLongTimeAgo = time.Unix(1, 0)
 // connReader is what the Backend reads: first the bytes the watch read
 // ahead, then the socket. err keeps the socket's error so that a failed
 // Receive can tell a lost connection from a malformed message.
+//
+// A Read never hands out bytes past the end of the current message, so the
+// Backend holds at most one message and the bytes of the next ones stay
+// here, where nextIsSync can see them. Startup-phase messages have no type
+// byte (a 4-byte header); typed is set once the startup message is in.
 type connReader struct {
 	conn    net.Conn
 	pending []byte
 	off     int
 	err     error
+
+	typed   bool
+	hdr     [5]byte // the current message's header, as handed out so far
+	hdrN    int     // bytes of hdr handed out; 0 at a message boundary
+	msgLeft int     // body bytes of the current message still to hand out
 }
 
 func (r *connReader) Read(p []byte) (int, error) {
-	if r.off < len(r.pending) {
-		n := copy(p, r.pending[r.off:])
-		r.off += n
-		if r.off == len(r.pending) {
-			r.pending, r.off = nil, 0
+	if r.off == len(r.pending) {
+		r.pending, r.off = r.pending[:0], 0
+		if r.err != nil {
+			return 0, r.err
 		}
-		return n, nil
+		if cap(r.pending) < 8192 {
+			r.pending = make([]byte, 0, 8192)
+		}
+		n, err := r.conn.Read(r.pending[:cap(r.pending)])
+		r.pending = r.pending[:n]
+		if err != nil {
+			r.err = err
+			if n == 0 {
+				return 0, err
+			}
+		}
 	}
-	if r.err != nil {
-		return 0, r.err
+	return r.handOut(p), nil
+}
+
+// handOut copies buffered bytes to p up to the end of the current message.
+func (r *connReader) handOut(p []byte) int {
+	hdrLen := 4
+	if r.typed {
+		hdrLen = 5
 	}
-	n, err := r.conn.Read(p)
-	if err != nil {
-		r.err = err
+	n := 0
+	for n < len(p) && r.off < len(r.pending) {
+		if r.msgLeft == 0 {
+			k := min(hdrLen-r.hdrN, len(p)-n, len(r.pending)-r.off)
+			copy(r.hdr[r.hdrN:], r.pending[r.off:r.off+k])
+			copy(p[n:], r.pending[r.off:r.off+k])
+			r.hdrN += k
+			r.off += k
+			n += k
+			if r.hdrN < hdrLen {
+				continue
+			}
+			r.hdrN = 0
+			// The length counts itself; a bad one is the Backend's to
+			// report, and ends the message here.
+			if r.msgLeft = int(binary.BigEndian.Uint32(r.hdr[hdrLen-4:])) - 4; r.msgLeft <= 0 {
+				r.msgLeft = 0
+				return n
+			}
+			continue
+		}
+		k := min(r.msgLeft, len(p)-n, len(r.pending)-r.off)
+		copy(p[n:], r.pending[r.off:r.off+k])
+		r.msgLeft -= k
+		r.off += k
+		n += k
+		if r.msgLeft == 0 {
+			return n
+		}
 	}
-	return n, err
+	return n
+}
+
+// nextIsSync reports whether the client has already sent a Sync as its
+// next message (drivers send Parse/Bind/Execute/Sync in one write): the
+// message being handled is then the last of its batch.
+func (r *connReader) nextIsSync() bool {
+	if !r.typed || r.msgLeft != 0 || r.hdrN != 0 {
+		return false
+	}
+	b := r.pending[r.off:]
+	return len(b) >= 5 && b[0] == 'S' && binary.BigEndian.Uint32(b[1:5]) == 4
 }
 
 // watchStart arms the watch for the running call.

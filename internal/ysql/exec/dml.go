@@ -197,7 +197,12 @@ func (r *runner) flushInserts(st *insertState, ib *insertBatch) error {
 		}
 	}
 	if together {
-		err := r.txn.Apply(r.ctx, ib.tbl, ib.ops)
+		var err error
+		if r.txn == nil {
+			err = ib.tbl.Apply(r.ctx, ib.ops) // the single-row fast path
+		} else {
+			err = r.txn.Apply(r.ctx, ib.tbl, ib.ops)
+		}
 		if err == nil {
 			for i, row := range ib.rows {
 				if keys != nil {

@@ -332,6 +332,10 @@ func (s *Session) execute(ctx context.Context, st *Statement, params []types.Dat
 	}
 	var tag string
 	var rows []plan.Row
+	if s.aloneInBatch(ctx) && singleRowInsert(st.node) {
+		tag, rows, err := s.runFastPath(ctx, st, params)
+		return tag, st.cols, rows, err
+	}
 	err := s.inTxn(ctx, func(tx *client.Txn) error {
 		var err error
 		tag, rows, err = s.runPlan(ctx, st, params, tx)
@@ -387,7 +391,7 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 		}
 		return nil
 	}
-	if !s.singleStmt && (s.implicitTxn != nil || !pgwire.EndsBatch(ctx)) {
+	if !s.aloneInBatch(ctx) {
 		return s.inImplicitTxn(ctx, fn)
 	}
 	s.txnTime = time.Now()
@@ -410,6 +414,40 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 		}
 	}
 	return err
+}
+
+// aloneInBatch reports whether the statement outside a block is alone in
+// its batch: a simple Query's only statement, or an Execute followed by
+// the client's Sync with no implicit transaction open before it.
+func (s *Session) aloneInBatch(ctx context.Context) bool {
+	return !s.inBlock && (s.singleStmt || s.implicitTxn == nil && pgwire.EndsBatch(ctx))
+}
+
+// singleRowInsert reports whether n is an INSERT of one VALUES row with no
+// ON CONFLICT: it writes one row on one tablet, which the tablet does
+// atomically (and refuses if the key exists), so alone in its batch it
+// needs no distributed transaction (the single-row fast path). Reads its
+// expressions make (subqueries) see the latest data, as PostgreSQL's READ
+// COMMITTED statement snapshot would.
+func singleRowInsert(n plan.Node) bool {
+	ins, ok := n.(*plan.Insert)
+	if !ok || ins.OnConflict != nil {
+		return false
+	}
+	v, ok := ins.Source.(*plan.Values)
+	return ok && len(v.Rows) == 1
+}
+
+// runFastPath runs a single-row write without a transaction, retrying it
+// after a retryable conflict (with a transaction's intents, say).
+func (s *Session) runFastPath(ctx context.Context, st *Statement, params []types.Datum) (string, []plan.Row, error) {
+	s.txnTime = time.Now()
+	for attempt := 0; ; attempt++ {
+		tag, rows, err := s.runPlan(ctx, st, params, nil)
+		if err == nil || !retryStatement(ctx, err, attempt) {
+			return tag, rows, err
+		}
+	}
 }
 
 // maxStatementAttempts bounds the retries of a statement that met a

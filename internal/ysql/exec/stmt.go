@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -332,17 +333,27 @@ func (s *Session) execute(ctx context.Context, st *Statement, params []types.Dat
 	}
 	var tag string
 	var rows []plan.Row
+	var err error
 	if s.aloneInBatch(ctx) && singleRowInsert(st.node) {
-		tag, rows, err := s.runFastPath(ctx, st, params)
-		return tag, st.cols, rows, err
+		tag, rows, err = s.runFastPath(ctx, st, params)
+	} else {
+		err = s.inTxn(ctx, func(tx *client.Txn) error {
+			var err error
+			tag, rows, err = s.runPlan(ctx, st, params, tx)
+			return err
+		})
 	}
-	err := s.inTxn(ctx, func(tx *client.Txn) error {
-		var err error
-		tag, rows, err = s.runPlan(ctx, st, params, tx)
+	return tag, st.cols, rows, internalTimeout(ctx, err)
+}
+
+// internalTimeout tells a statement that ran out of the cluster client's
+// own time budget (no replica answered in time) from one canceled by
+// statement_timeout, which the generic translation reports.
+func internalTimeout(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return err
-	})
-	cols := st.cols
-	return tag, cols, rows, err
+	}
+	return pgerror.New(pgerror.CodeQueryCanceled, "canceling statement: the cluster did not answer in time").WithDetail("%v", err)
 }
 
 // replan plans again after DDL, keeping the parameter types the client

@@ -39,6 +39,19 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		return out, nil
 	case *plan.Rows:
 		return x.Data, nil
+	case *plan.FuncScan:
+		args, err := r.evalAll(x.Args, nil)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := x.Fn(args)
+		if err != nil || !x.Ordinality {
+			return rows, err
+		}
+		for i := range rows {
+			rows[i] = append(rows[i], types.DInt(int64(i+1)))
+		}
+		return rows, nil
 	case *plan.Scan:
 		return r.scan(x)
 	case *plan.VirtualScan:

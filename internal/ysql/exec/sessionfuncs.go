@@ -18,6 +18,9 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 	if e, ok, err := s.seqFunc(name, args); ok || err != nil {
 		return e, ok, err
 	}
+	if e, ok, err := s.catalogFunc(name, args); ok || err != nil {
+		return e, ok, err
+	}
 	switch {
 	case name == "current_schemas" && len(args) == 1:
 		// The search path's existing schemas, with pg_catalog first when
@@ -71,7 +74,7 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
 			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {
 				oid := uint32(v[0].I)
-				if t := s.tableOf(oid, func(t *catalog.Table) uint32 { return pkeyOID(t) + 1 }); t != nil {
+				if t := s.tableOf(oid, pkeyConstraintOID); t != nil {
 					return types.DString("PRIMARY KEY (" + keyText(t) + ")"), nil
 				}
 				snap, err := s.snapshot(context.Background())
@@ -80,7 +83,7 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 				}
 				for _, t := range snap.Tables[s.db] {
 					for i, ck := range t.Checks {
-						if pkeyOID(t)+2+uint32(i) == oid {
+						if checkOID(t, i) == oid {
 							return types.DString("CHECK (" + ck.Expr + ")"), nil
 						}
 					}

@@ -293,6 +293,15 @@ func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 		}
 		op := eq.(*BinOp)
 		sq.Kind, sq.T, sq.Test, sq.Eq = InSubquery, tBool, op.L, op
+	case pg.SubLinkType_ARRAY_SUBLINK:
+		if len(cols) != 1 {
+			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "subquery must return only one column"), sl.GetLocation())
+		}
+		at := types.ArrayOf(cols[0].T)
+		if at.OID == 0 {
+			return nil, posErr(pgerror.New(pgerror.CodeUndefinedObject, "could not find array type for data type %s", typeName(cols[0].T)), sl.GetLocation())
+		}
+		sq.Kind, sq.T = ArraySubquery, at
 	default:
 		return nil, posErr(pgerror.Unsupported("this kind of subquery"), sl.GetLocation())
 	}

@@ -683,7 +683,7 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		}
 		return node, scopeCols(cols), nil
 	case n.GetRangeFunction() != nil:
-		return nil, nil, pgerror.Unsupported("functions in FROM")
+		return b.rangeFunction(n.GetRangeFunction(), sc, parent)
 	}
 	return nil, nil, pgerror.Unsupported("this FROM item")
 }

@@ -1,0 +1,249 @@
+package plan
+
+import (
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Set-returning functions in FROM: unnest(array), generate_series and
+// information_schema._pg_expandarray, which catalog queries of psql and
+// drivers use. A function in FROM sees the FROM items before it (it is
+// implicitly LATERAL) and the enclosing query's columns.
+
+// FuncScan produces the rows of a set-returning function.
+type FuncScan struct {
+	Name string
+	Args []Expr
+	Fn   func(args []types.Datum) ([]Row, error)
+	// Ordinality appends the row number (WITH ORDINALITY).
+	Ordinality bool
+	cols       []Column
+}
+
+// Columns of the function's rows.
+func (f *FuncScan) Columns() []Column { return f.cols }
+
+// srf is a set-returning function: its columns for the argument types.
+type srf struct {
+	cols func(args []types.T) ([]Column, bool)
+	fn   func(args []types.T, vals []types.Datum) ([]Row, error)
+}
+
+var srfs = map[string]srf{
+	"unnest": {
+		cols: func(args []types.T) ([]Column, bool) {
+			if len(args) != 1 || !args[0].IsArray() {
+				return nil, false
+			}
+			return []Column{{Name: "unnest", T: arrayElem(args[0])}}, true
+		},
+		fn: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+			if vals[0].Null {
+				return nil, nil
+			}
+			out := make([]Row, len(vals[0].A))
+			for i, e := range vals[0].A {
+				out[i] = Row{e}
+			}
+			return out, nil
+		}},
+	"_pg_expandarray": {
+		cols: func(args []types.T) ([]Column, bool) {
+			if len(args) != 1 || !args[0].IsArray() {
+				return nil, false
+			}
+			return []Column{{Name: "x", T: arrayElem(args[0])}, {Name: "n", T: tInt4}}, true
+		},
+		fn: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+			if vals[0].Null {
+				return nil, nil
+			}
+			out := make([]Row, len(vals[0].A))
+			for i, e := range vals[0].A {
+				out[i] = Row{e, types.DInt(int64(i + 1))}
+			}
+			return out, nil
+		}},
+	"generate_series": {
+		cols: func(args []types.T) ([]Column, bool) {
+			if len(args) < 2 || len(args) > 3 {
+				return nil, false
+			}
+			t := tInt4
+			for _, a := range args {
+				switch a.OID {
+				case types.OIDInt8:
+					t = tInt8
+				case types.OIDInt2, types.OIDInt4, types.OIDUnknown:
+				default:
+					return nil, false
+				}
+			}
+			return []Column{{Name: "generate_series", T: t}}, true
+		},
+		fn: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+			for _, v := range vals {
+				if v.Null {
+					return nil, nil
+				}
+			}
+			step := int64(1)
+			if len(vals) == 3 {
+				step = vals[2].I
+			}
+			if step == 0 {
+				return nil, pgerror.New(pgerror.CodeInvalidParameterValue, "step size cannot equal zero")
+			}
+			var out []Row
+			for v := vals[0].I; step > 0 && v <= vals[1].I || step < 0 && v >= vals[1].I; v += step {
+				out = append(out, Row{types.DInt(v)})
+				if len(out) > 10_000_000 {
+					return nil, pgerror.New(pgerror.CodeProgramLimitExceeded, "generate_series: too many rows")
+				}
+			}
+			return out, nil
+		}},
+}
+
+// arrayElem is an array type's element type (int2vector and oidvector
+// included).
+func arrayElem(t types.T) types.T {
+	if t.OID == types.OIDInt2Vector || t.OID == types.OIDOIDVector {
+		return types.T{OID: t.Info().Elem, Mod: -1}
+	}
+	return t.Elem()
+}
+
+// rangeFunction plans a function in FROM.
+func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, []scopeCol, error) {
+	fns := rf.GetFunctions()
+	if rf.GetIsRowsfrom() || len(fns) != 1 || len(fns[0].GetList().GetItems()) == 0 || fns[0].GetList().GetItems()[0].GetFuncCall() == nil {
+		return nil, nil, pgerror.Unsupported("this function in FROM")
+	}
+	fc := fns[0].GetList().GetItems()[0].GetFuncCall()
+	name := funcName(fc)
+	loc := fc.GetLocation()
+	// The arguments see the FROM items before this one as level-1 outer
+	// columns (the row a LateralJoin passes), else the enclosing query's.
+	lateral := len(sc.cols) > 0
+	argScope := &scope{parent: parent}
+	if lateral {
+		argScope = &scope{parent: &scope{cols: sc.cols, parent: parent}}
+	}
+	f, ok := srfs[name]
+	if !ok {
+		return nil, nil, posErr(pgerror.Unsupported("function "+name+" in FROM"), loc)
+	}
+	args := make([]Expr, len(fc.GetArgs()))
+	argTypes := make([]types.T, len(args))
+	for i, a := range fc.GetArgs() {
+		e, err := b.expr(a, argScope, tUnknown)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.Type().OID == types.OIDUnknown && name == "generate_series" {
+			if e, err = b.cast(e, tInt4, types.CastImplicit, loc); err != nil {
+				return nil, nil, err
+			}
+		}
+		args[i], argTypes[i] = e, e.Type()
+	}
+	cols, ok := f.cols(argTypes)
+	if !ok {
+		return nil, nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s(%s) does not exist", name, typeList(argTypes)).
+			WithHint("No function matches the given name and argument types. You might need to add explicit type casts."), loc)
+	}
+	if name == "generate_series" {
+		for i := range args {
+			var err error
+			if args[i], err = b.cast(args[i], cols[0].T, types.CastImplicit, loc); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if rf.GetOrdinality() {
+		cols = append(cols, Column{Name: "ordinality", T: tInt8})
+	}
+	alias := name
+	if a := rf.GetAlias(); a != nil {
+		alias = a.GetAliasname()
+		names := a.GetColnames()
+		if len(names) == 0 && len(cols) == 1+boolInt(rf.GetOrdinality()) && name != "_pg_expandarray" {
+			cols[0].Name = alias // a scalar function's column takes the alias
+		}
+		for i, n := range names {
+			if i < len(cols) {
+				cols[i].Name = n.GetString_().GetSval()
+			}
+		}
+	}
+	for i := range cols {
+		cols[i].Table = alias
+	}
+	fn := f.fn
+	var node Node = &FuncScan{Name: name, Args: args, Ordinality: rf.GetOrdinality(), cols: cols,
+		Fn: func(vals []types.Datum) ([]Row, error) { return fn(argTypes, vals) }}
+	if lateral {
+		node = &Lateral{Sub: node}
+	}
+	return node, scopeCols(cols), nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func typeList(ts []types.T) string {
+	s := ""
+	for i, t := range ts {
+		if i > 0 {
+			s += ", "
+		}
+		s += typeName(t)
+	}
+	return s
+}
+
+// indirection binds array subscripts: arr[i] (one-dimensional arrays with
+// lower bound 1, int2vector and oidvector from 0); out of range is NULL.
+func (b *Binder) indirection(ind *pg.A_Indirection, sc *scope) (Expr, error) {
+	e, err := b.expr(ind.GetArg(), sc, tUnknown)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range ind.GetIndirection() {
+		ai := n.GetAIndices()
+		if ai == nil || ai.GetIsSlice() {
+			return nil, pgerror.Unsupported("this indirection (field selection or array slice)")
+		}
+		at := e.Type()
+		if !at.IsArray() {
+			return nil, pgerror.New(pgerror.CodeDatatypeMismatch, "cannot subscript type %s because it does not support subscripting", typeName(at))
+		}
+		idx, err := b.expr(ai.GetUidx(), sc, tInt4)
+		if err != nil {
+			return nil, err
+		}
+		if idx, err = b.coerceTo(idx, tInt4, "array subscript", -1); err != nil {
+			return nil, err
+		}
+		base := int64(1)
+		if at.OID == types.OIDInt2Vector || at.OID == types.OIDOIDVector {
+			base = 0
+		}
+		e = &FuncExpr{Name: "subscript", Args: []Expr{e, idx}, T: arrayElem(at), Strict: true,
+			Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) {
+				i := v[1].I - base
+				if i < 0 || i >= int64(len(v[0].A)) {
+					return types.NullDatum, nil
+				}
+				return v[0].A[i], nil
+			}}
+	}
+	return e, nil
+}

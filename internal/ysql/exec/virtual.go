@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"sort"
-	"strings"
 
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
@@ -150,14 +149,14 @@ var virtualDefs = []vdef{
 					}
 					n++
 					info := types.Info(c.Type.OID)
-					l := int16(-1)
+					l, storage, align := int16(-1), "p", "i"
 					if info != nil {
-						l = info.Len
+						l, storage, align = info.Len, string(rune(info.Storage)), string(rune(info.Align))
 					}
 					out = append(out, plan.Row{dOID(t.OID()), dStr(c.Name), dOID(c.Type.OID), dInt(int64(l)), dInt(int64(n)),
-						dInt(int64(c.Type.Mod)), dBool(c.NotNull), dBool(c.Default != ""), dBool(false), dChar(c.Identity),
-						dChar(""), dOID(0), dInt(-1), dChar("p"), dInt(0), dBool(true), dInt(0), dNull(), dNull(), dNull(),
-						dBool(false), dChar("i"), dBool(l > 0 && l <= 8), dChar("")})
+						dInt(int64(c.Type.Mod)), dBool(c.NotNull), dBool(columnDefault(t, c) != ""), dBool(false), dChar(c.Identity),
+						dChar(""), dOID(0), dInt(-1), dChar(storage), dInt(0), dBool(true), dInt(0), dNull(), dNull(), dNull(),
+						dBool(false), dChar(align), dBool(l > 0 && l <= 8), dChar("")})
 				}
 			}
 			return out
@@ -206,22 +205,22 @@ var virtualDefs = []vdef{
 	{schema: "pg_catalog", name: "pg_constraint", oid: 2606,
 		cols: []vcol{{"oid", oidT}, {"conname", nameT}, {"connamespace", oidT}, {"contype", charT}, {"condeferrable", boolT},
 			{"condeferred", boolT}, {"convalidated", boolT}, {"conrelid", oidT}, {"contypid", oidT}, {"conindid", oidT},
-			{"confrelid", oidT}, {"conkey", textT}, {"consrc", textT}},
+			{"confrelid", oidT}, {"conkey", types.OIDInt2Array}, {"consrc", textT}, {"conbin", textT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			ns := namespaces(s, snap)
 			var out []plan.Row
 			for _, t := range sortedTables(s, snap) {
 				if !t.RowID {
-					var keys []string
+					var keys []types.Datum
 					for _, k := range t.Key {
-						keys = append(keys, itoa(attnum(t, k.Column)))
+						keys = append(keys, dInt(int64(attnum(t, k.Column))))
 					}
 					out = append(out, plan.Row{dOID(pkeyConstraintOID(t)), dStr(t.PKName), dOID(ns[t.Schema]), dChar("p"), dBool(false),
-						dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(pkeyOID(t)), dOID(0), dStr("{" + strings.Join(keys, ",") + "}"), dNull()})
+						dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(pkeyOID(t)), dOID(0), types.DArray(keys), dNull(), dNull()})
 				}
 				for i, ck := range t.Checks {
 					out = append(out, plan.Row{dOID(checkOID(t, i)), dStr(ck.Name), dOID(ns[t.Schema]), dChar("c"),
-						dBool(false), dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(0), dOID(0), dNull(), dStr(ck.Expr)})
+						dBool(false), dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(0), dOID(0), dNull(), dStr(ck.Expr), dStr(deparseStored(t, ck.Expr, tOf(boolT)))})
 				}
 			}
 			return out
@@ -264,11 +263,11 @@ var virtualDefs = []vdef{
 			var out []plan.Row
 			for _, t := range sortedTables(s, snap) {
 				for i, c := range t.Columns {
-					if c.Hidden || c.Default == "" {
+					if c.Hidden || columnDefault(t, t.Columns[i]) == "" {
 						continue
 					}
 					// adbin holds the expression's text: pg_get_expr returns it.
-					out = append(out, plan.Row{dOID(t.OID() + 1<<23 + uint32(i)), dOID(t.OID()), dInt(int64(attnum(t, i))), dStr(c.Default)})
+					out = append(out, plan.Row{dOID(t.OID() + 1<<23 + uint32(i)), dOID(t.OID()), dInt(int64(attnum(t, i))), dStr(columnDefault(t, t.Columns[i]))})
 				}
 			}
 			return out
@@ -319,8 +318,8 @@ var virtualDefs = []vdef{
 					}
 					n++
 					def := dNull()
-					if c.Default != "" {
-						def = dStr(c.Default)
+					if d := columnDefault(t, c); d != "" {
+						def = dStr(d)
 					}
 					maxLen, prec, scale := dNull(), dNull(), dNull()
 					if l := c.Type.CharLen(); l > 0 {
@@ -402,14 +401,6 @@ func attnum(t *catalog.Table, i int) int {
 }
 
 func pkeyOID(t *catalog.Table) uint32 { return t.OID() + 1<<22 }
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
-}
 
 // virtualTable resolves a catalog relation for the binder.
 func (s *Session) virtualTable(schema, name string) (*plan.VirtualTable, bool) {

@@ -247,3 +247,7 @@ func (b *Binder) indirection(ind *pg.A_Indirection, sc *scope) (Expr, error) {
 	}
 	return e, nil
 }
+
+// WalkExpr visits the expression nodes of a parse tree (f returns false to
+// skip a node's children).
+func WalkExpr(n *pg.Node, f func(*pg.Node) bool) { walk(n, f) }

@@ -168,6 +168,7 @@ type Session struct {
 
 	notices  []*pgwire.Notice
 	prepared map[string]*Statement // SQL-level PREPARE
+	cursors  map[string]*cursor    // DECLARE CURSOR
 	tables   map[uint32]*client.Table
 	closed   bool
 

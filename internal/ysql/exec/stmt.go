@@ -140,7 +140,7 @@ func (st *Statement) planOnce(ctx context.Context) error {
 		st.node, err = b.Delete(n.GetDeleteStmt())
 	default:
 		st.utility = true
-		st.cols = utilityColumns(n)
+		st.cols = s.utilityColumns(n)
 		return nil
 	}
 	if err != nil {

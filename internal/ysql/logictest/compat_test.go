@@ -32,6 +32,38 @@ func TestClientCompat(t *testing.T) {
 		newDB(t, "psqldb")
 		testPsqlDescribe(t, addrs[1], "psqldb")
 	})
+	t.Run("psycopg2", func(t *testing.T) {
+		py := pythonWith(t, "psycopg2")
+		newDB(t, "pydb")
+		host, port, _ := net.SplitHostPort(addrs[2])
+		runClient(t, py, "testdata/psycopg2_client.py", host, port, "pydb")
+	})
+}
+
+// pythonWith returns a Python 3 that imports module: python3 on PATH, or
+// the system's (where Debian's python3-* packages go) when PATH has
+// another.
+func pythonWith(t *testing.T, module string) string {
+	t.Helper()
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if path, err := exec.LookPath(py); err == nil && exec.Command(path, "-c", "import "+module).Run() == nil {
+			return path
+		}
+	}
+	t.Fatalf("no python3 imports %s: `make deps` installs python3-%s", module, module)
+	return ""
+}
+
+// runClient runs a client program; its last line of output must be "ok".
+func runClient(t *testing.T, prog string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, prog, args...).CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || lines[len(lines)-1] != "ok" {
+		t.Fatalf("%s %s: %v\n%s", prog, strings.Join(args, " "), err, out)
+	}
 }
 
 // psqlRun runs psql -X with the commands (each a -c) and returns its

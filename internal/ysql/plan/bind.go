@@ -29,6 +29,7 @@ type Binder struct {
 	Reg RegNames
 
 	aggs      *aggScope
+	win       *winScope
 	inAggArg  bool
 	outerRefs int // outer references bound so far (correlation)
 }

@@ -142,7 +142,7 @@ func (b *Binder) funcCall(fc *pg.FuncCall, sc *scope) (Expr, error) {
 	name := funcName(fc)
 	loc := fc.GetLocation()
 	if fc.GetOver() != nil {
-		return nil, posErr(pgerror.Unsupported("window functions"), loc)
+		return b.windowCall(fc, name)
 	}
 	if IsAggregate(name) {
 		return b.aggCall(name, fc, sc)
@@ -257,13 +257,13 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 
 func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 	sel := sl.GetSubselect().GetSelectStmt()
-	saved, savedArg := b.aggs, b.inAggArg
-	b.aggs, b.inAggArg = nil, false
+	saved, savedArg, savedWin := b.aggs, b.inAggArg, b.win
+	b.aggs, b.inAggArg, b.win = nil, false, nil
 	refs := b.outerRefs
 	// The subquery's FROM scope has sc as its parent: sc's columns are its
 	// level-1 outer columns, the row the executor passes when it runs it.
 	n, err := b.selectStmt(sel, sc)
-	b.aggs, b.inAggArg = saved, savedArg
+	b.aggs, b.inAggArg, b.win = saved, savedArg, savedWin
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,17 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	}
 	input := from
 	inputScope := sc
+	windowed := false
+	for _, t := range s.GetTargetList() {
+		windowed = windowed || hasWindow(t.GetResTarget().GetVal())
+	}
+	if windowed && !aggregated {
+		win := &Window{Input: from, cols: append([]Column(nil), from.Columns()...)}
+		saved := b.win
+		b.win = &winScope{node: win, input: sc}
+		defer func() { b.win = saved }()
+		input = win
+	}
 	if aggregated {
 		agg := &Agg{Input: from}
 		as := &aggScope{agg: agg, b: b, input: sc}
@@ -106,7 +117,7 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		if col.Name == "" {
 			col.Name = columnName(rt.GetVal())
 		}
-		if cr, ok := e.(*ColRef); ok && !aggregated {
+		if cr, ok := e.(*ColRef); ok && !aggregated && cr.Idx < len(sc.cols) {
 			src := sc.cols[cr.Idx]
 			col.Table = src.Table
 			if fc := from.Columns(); cr.Idx < len(fc) {

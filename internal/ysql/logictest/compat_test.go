@@ -3,6 +3,7 @@ package logictest
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -37,6 +38,27 @@ func TestClientCompat(t *testing.T) {
 		newDB(t, "pydb")
 		host, port, _ := net.SplitHostPort(addrs[2])
 		runClient(t, py, "testdata/psycopg2_client.py", host, port, "pydb")
+	})
+	t.Run("jdbc", func(t *testing.T) {
+		const jar = "/usr/share/java/postgresql.jar"
+		if _, err := os.Stat(jar); err != nil {
+			t.Fatalf("%s: `make deps` installs libpostgresql-jdbc-java", jar)
+		}
+		javac, err := exec.LookPath("javac")
+		if err != nil {
+			t.Fatal("javac not found: `make deps` installs a JDK")
+		}
+		java, err := exec.LookPath("java")
+		if err != nil {
+			t.Fatal("java not found: `make deps` installs a JDK")
+		}
+		dir := t.TempDir()
+		if out, err := exec.Command(javac, "-d", dir, "-cp", jar, "testdata/JdbcClient.java").CombinedOutput(); err != nil {
+			t.Fatalf("javac: %v\n%s", err, out)
+		}
+		newDB(t, "jdbcdb")
+		host, port, _ := net.SplitHostPort(addrs[0])
+		runClient(t, java, "-cp", dir+string(os.PathListSeparator)+jar, "JdbcClient", host, port, "jdbcdb")
 	})
 }
 

@@ -30,6 +30,7 @@ type Binder struct {
 
 	aggs      *aggScope
 	win       *winScope
+	srfRefs   map[*pg.FuncCall]Expr // set-returning calls of a select list
 	inAggArg  bool
 	outerRefs int // outer references bound so far (correlation)
 }
@@ -151,6 +152,8 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 		default:
 			return &Not{E: args[0]}, nil
 		}
+	case n.GetAArrayExpr() != nil:
+		return b.arrayExpr(n.GetAArrayExpr(), sc, hint)
 	case n.GetAIndirection() != nil:
 		return b.indirection(n.GetAIndirection(), sc)
 	case n.GetNullTest() != nil:

@@ -86,6 +86,12 @@ func walk(n *pg.Node, f func(*pg.Node) bool) {
 		for _, a := range n.GetMinMaxExpr().GetArgs() {
 			walk(a, f)
 		}
+	case n.GetAIndirection() != nil:
+		walk(n.GetAIndirection().GetArg(), f)
+	case n.GetAArrayExpr() != nil:
+		for _, a := range n.GetAArrayExpr().GetElements() {
+			walk(a, f)
+		}
 	}
 }
 
@@ -143,6 +149,9 @@ func (b *Binder) funcCall(fc *pg.FuncCall, sc *scope) (Expr, error) {
 	loc := fc.GetLocation()
 	if fc.GetOver() != nil {
 		return b.windowCall(fc, name)
+	}
+	if e, ok := b.srfRefs[fc]; ok {
+		return e, nil
 	}
 	if IsAggregate(name) {
 		return b.aggCall(name, fc, sc)

@@ -49,6 +49,12 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 			return nil, err
 		}
 	}
+	if b.srfRefs == nil {
+		b.srfRefs = map[*pg.FuncCall]Expr{}
+	}
+	if from, err = b.targetSRFs(s.GetTargetList(), from, sc, parent); err != nil {
+		return nil, err
+	}
 	aggregated := len(s.GetGroupClause()) > 0 || s.GetHavingClause() != nil
 	for _, t := range s.GetTargetList() {
 		if hasAgg(t.GetResTarget().GetVal()) {
@@ -414,6 +420,14 @@ func columnName(n *pg.Node) string {
 		}
 		tn := n.GetTypeCast().GetTypeName().GetNames()
 		return tn[len(tn)-1].GetString_().GetSval()
+	case n.GetAIndirection() != nil:
+		ind := n.GetAIndirection().GetIndirection()
+		if f := ind[len(ind)-1].GetString_(); f != nil {
+			return f.GetSval() // (record).field
+		}
+		return columnName(n.GetAIndirection().GetArg())
+	case n.GetAArrayExpr() != nil:
+		return "array"
 	case n.GetCaseExpr() != nil:
 		return "case"
 	case n.GetCoalesceExpr() != nil:

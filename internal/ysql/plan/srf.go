@@ -1,8 +1,11 @@
 package plan
 
 import (
+	"sync"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
@@ -217,6 +220,12 @@ func (b *Binder) indirection(ind *pg.A_Indirection, sc *scope) (Expr, error) {
 		return nil, err
 	}
 	for _, n := range ind.GetIndirection() {
+		if f := n.GetString_(); f != nil {
+			if e, err = fieldSelect(e, f.GetSval()); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		ai := n.GetAIndices()
 		if ai == nil || ai.GetIsSlice() {
 			return nil, pgerror.Unsupported("this indirection (field selection or array slice)")
@@ -251,3 +260,179 @@ func (b *Binder) indirection(ind *pg.A_Indirection, sc *scope) (Expr, error) {
 // WalkExpr visits the expression nodes of a parse tree (f returns false to
 // skip a node's children).
 func WalkExpr(n *pg.Node, f func(*pg.Node) bool) { walk(n, f) }
+
+// Set-returning functions in the select list (SELECT unnest(a) FROM t,
+// JDBC's (information_schema._pg_expandarray(i.indkey)).n): each distinct
+// call becomes a function in FROM joined laterally after the FROM items,
+// so a row is produced per element, and the call reads its columns. A
+// function of several columns gives a record whose fields (expr).name
+// selects.
+
+// oidRecord is the pseudo-type record; a record's fields are kept by
+// shape, its T's Mod.
+const oidRecord = 2249
+
+var recordShapes struct {
+	sync.Mutex
+	shapes [][]Column
+}
+
+func recordType(cols []Column) types.T {
+	recordShapes.Lock()
+	defer recordShapes.Unlock()
+next:
+	for i, sh := range recordShapes.shapes {
+		if len(sh) != len(cols) {
+			continue
+		}
+		for j := range sh {
+			if sh[j].Name != cols[j].Name || sh[j].T != cols[j].T {
+				continue next
+			}
+		}
+		return types.T{OID: oidRecord, Mod: int32(i)}
+	}
+	recordShapes.shapes = append(recordShapes.shapes, cols)
+	return types.T{OID: oidRecord, Mod: int32(len(recordShapes.shapes) - 1)}
+}
+
+func recordFields(t types.T) []Column {
+	recordShapes.Lock()
+	defer recordShapes.Unlock()
+	if t.OID != oidRecord || t.Mod < 0 || int(t.Mod) >= len(recordShapes.shapes) {
+		return nil
+	}
+	return recordShapes.shapes[t.Mod]
+}
+
+func fieldSelect(e Expr, name string) (Expr, error) {
+	fields := recordFields(e.Type())
+	if fields == nil {
+		return nil, pgerror.New(pgerror.CodeWrongObjectType, "column notation .%s applied to type %s, which is not a composite type", name, typeName(e.Type()))
+	}
+	for i, f := range fields {
+		if f.Name == name {
+			return &FuncExpr{Name: "field " + name, Args: []Expr{e}, T: f.T, Strict: true,
+				Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) { return v[0].A[i], nil }}, nil
+		}
+	}
+	return nil, pgerror.New(pgerror.CodeUndefinedColumn, "could not identify column %q in record data type", name)
+}
+
+// targetSRFs joins the set-returning function calls of a select list to
+// from, and makes b resolve those calls to the joined columns.
+func (b *Binder) targetSRFs(targets []*pg.Node, from Node, sc, parent *scope) (Node, error) {
+	var calls []*pg.FuncCall
+	for _, t := range targets {
+		walk(t.GetResTarget().GetVal(), func(n *pg.Node) bool {
+			if fc := n.GetFuncCall(); fc != nil && fc.GetOver() == nil {
+				if _, ok := srfs[funcName(fc)]; ok {
+					calls = append(calls, fc)
+				}
+			}
+			return true
+		})
+	}
+	if len(calls) == 0 {
+		return from, nil
+	}
+	done := map[string]Expr{}
+	for _, fc := range calls {
+		key, err := deparseNode(&pg.Node{Node: &pg.Node_FuncCall{FuncCall: fc}})
+		if err != nil {
+			return nil, err
+		}
+		if e, ok := done[key]; ok {
+			b.srfRefs[fc] = e
+			continue
+		}
+		rf := &pg.RangeFunction{Functions: []*pg.Node{{Node: &pg.Node_List{List: &pg.List{Items: []*pg.Node{
+			{Node: &pg.Node_FuncCall{FuncCall: fc}}}}}}}}
+		n, cols, err := b.rangeFunction(rf, sc, parent)
+		if err != nil {
+			return nil, err
+		}
+		start := len(sc.cols)
+		all := append(append([]Column(nil), from.Columns()...), n.Columns()...)
+		if lat, ok := n.(*Lateral); ok {
+			from = &LateralJoin{Left: from, Sub: lat.Sub, cols: all}
+		} else {
+			from = &Join{Kind: InnerJoin, Left: from, Right: n, cols: all}
+		}
+		for i := range cols {
+			cols[i].Hidden = true
+		}
+		sc.cols = append(sc.cols, cols...)
+		var e Expr
+		if len(cols) == 1 {
+			e = &ColRef{Idx: start, T: cols[0].T, Name: cols[0].Name}
+		} else {
+			var args []Expr
+			var fields []Column
+			for i, c := range cols {
+				args = append(args, &ColRef{Idx: start + i, T: c.T, Name: c.Name})
+				fields = append(fields, Column{Name: c.Name, T: c.T})
+			}
+			e = &FuncExpr{Name: "row", Args: args, T: recordType(fields),
+				Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) {
+					return types.DArray(append([]types.Datum(nil), v...)), nil
+				}}
+		}
+		done[key] = e
+		b.srfRefs[fc] = e
+	}
+	return from, nil
+}
+
+// deparseNode prints an expression (to recognise repeated calls).
+func deparseNode(n *pg.Node) (string, error) {
+	return parse.Deparse(&pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: &pg.SelectStmt{TargetList: []*pg.Node{
+		{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: n}}}}}}})
+}
+
+// arrayExpr binds ARRAY[e1, e2, ...]: the elements take their common type
+// (the hint's element type for an all-literal list).
+func (b *Binder) arrayExpr(ae *pg.A_ArrayExpr, sc *scope, hint types.T) (Expr, error) {
+	elemHint := tUnknown
+	if hint.IsArray() {
+		elemHint = hint.Elem()
+	}
+	var elems []Expr
+	for _, n := range ae.GetElements() {
+		if n.GetAArrayExpr() != nil {
+			return nil, posErr(pgerror.Unsupported("multidimensional arrays"), ae.GetLocation())
+		}
+		e, err := b.expr(n, sc, elemHint)
+		if err != nil {
+			return nil, err
+		}
+		elems = append(elems, e)
+	}
+	if len(elems) == 0 {
+		if !hint.IsArray() {
+			return nil, posErr(pgerror.New(pgerror.CodeIndeterminateDatatype, "cannot determine type of empty array").
+				WithHint("Explicitly cast to the desired type, for example ARRAY[]::integer[]."), ae.GetLocation())
+		}
+		return &Const{T: hint, D: types.DArray(nil)}, nil
+	}
+	elems, et, err := b.unify(elems, "ARRAY", ae.GetLocation())
+	if err != nil {
+		return nil, err
+	}
+	if et.OID == types.OIDUnknown {
+		et = tText
+		for i := range elems {
+			if elems[i], err = b.cast(elems[i], et, types.CastImplicit, ae.GetLocation()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	at := types.ArrayOf(et)
+	if at.OID == 0 {
+		return nil, posErr(pgerror.New(pgerror.CodeUndefinedObject, "could not find array type for data type %s", typeName(et)), ae.GetLocation())
+	}
+	return &FuncExpr{Name: "array", Args: elems, T: at,
+		Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) {
+			return types.DArray(append([]types.Datum(nil), v...)), nil
+		}}, nil
+}

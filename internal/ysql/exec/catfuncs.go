@@ -134,3 +134,37 @@ func (s *Session) pgGetSerialSequence(table, column string) (types.Datum, error)
 	}
 	return types.NullDatum, nil
 }
+
+// sessionSRF resolves yb_servers(): one row per live node serving YSQL,
+// as the master knows them (what YugabyteDB's smart drivers read to
+// balance connections).
+func (s *Session) sessionSRF(name string) (plan.SRF, bool) {
+	if name != "yb_servers" {
+		return plan.SRF{}, false
+	}
+	t := func(oid uint32) types.T { return types.T{OID: oid, Mod: -1} }
+	cols := []plan.Column{{Name: "host", T: t(types.OIDText)}, {Name: "port", T: t(types.OIDInt8)},
+		{Name: "num_connections", T: t(types.OIDInt4)}, {Name: "node_type", T: t(types.OIDText)},
+		{Name: "cloud", T: t(types.OIDText)}, {Name: "region", T: t(types.OIDText)}, {Name: "zone", T: t(types.OIDText)},
+		{Name: "public_ip", T: t(types.OIDText)}, {Name: "uuid", T: t(types.OIDText)}}
+	return plan.SRF{
+		Cols: func(args []types.T) ([]plan.Column, bool) {
+			return append([]plan.Column(nil), cols...), len(args) == 0
+		},
+		Rows: func([]types.T, []types.Datum) ([]plan.Row, error) {
+			if s.e.cfg.Servers == nil {
+				return nil, pgerror.Unsupported("yb_servers() on this node")
+			}
+			servers, err := s.e.cfg.Servers(context.Background())
+			if err != nil {
+				return nil, err
+			}
+			var out []plan.Row
+			for _, sv := range servers {
+				out = append(out, plan.Row{types.DString(sv.Host), types.DInt(int64(sv.Port)), types.DInt(int64(sv.Connections)),
+					types.DString(sv.NodeType), types.DString(sv.Cloud), types.DString(sv.Region), types.DString(sv.Zone),
+					types.DString(sv.PublicIP), types.DString(sv.UUID)})
+			}
+			return out, nil
+		}}, true
+}

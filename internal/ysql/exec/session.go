@@ -33,6 +33,7 @@ type ServerInfo struct {
 	Host, Cloud, Region, Zone string
 	Port                      int
 	Connections               int
+	NodeType, PublicIP, UUID  string
 }
 
 // Engine creates sessions; one per node.

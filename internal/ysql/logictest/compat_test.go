@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +40,58 @@ func TestClientCompat(t *testing.T) {
 		newDB(t, "pydb")
 		host, port, _ := net.SplitHostPort(addrs[2])
 		runClient(t, py, "testdata/psycopg2_client.py", host, port, "pydb")
+	})
+	t.Run("yb_servers", func(t *testing.T) {
+		// Every node reports its YSQL address in its heartbeats; wait
+		// until the master has all three.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		want := append([]string(nil), addrs...)
+		sort.Strings(want)
+		var got []string
+		for {
+			got = got[:0]
+			rows, err := admin.Query(ctx, `SELECT host, port, num_connections, node_type, public_ip, uuid FROM yb_servers()`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var host, nodeType, publicIP, uuid string
+				var port int64
+				var conns int32
+				if err := rows.Scan(&host, &port, &conns, &nodeType, &publicIP, &uuid); err != nil {
+					t.Fatal(err)
+				}
+				if nodeType != "primary" || publicIP != host || uuid == "" {
+					t.Fatalf("yb_servers row: %s %d %d %s %s %s", host, port, conns, nodeType, publicIP, uuid)
+				}
+				got = append(got, net.JoinHostPort(host, strconv.FormatInt(port, 10)))
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			sort.Strings(got)
+			if strings.Join(got, ",") == strings.Join(want, ",") {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("yb_servers(): %v, want %v", got, want)
+			}
+			time.Sleep(50 * time.Millisecond) // poll until the heartbeats arrived
+		}
+		// The columns YugabyteDB's drivers read.
+		rows, err := admin.Query(ctx, `SELECT * FROM yb_servers()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range rows.FieldDescriptions() {
+			names = append(names, f.Name)
+		}
+		rows.Close()
+		if strings.Join(names, ",") != "host,port,num_connections,node_type,cloud,region,zone,public_ip,uuid" {
+			t.Fatalf("yb_servers() columns: %v", names)
+		}
 	})
 	t.Run("jdbc", func(t *testing.T) {
 		const jar = "/usr/share/java/postgresql.jar"

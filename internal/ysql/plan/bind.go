@@ -27,6 +27,8 @@ type Binder struct {
 	// ('t'::regclass, oid::regtype::text); nil: they read and print as
 	// numbers.
 	Reg RegNames
+	// SessionSRF resolves the session's set-returning functions.
+	SessionSRF SessionSRFs
 
 	aggs      *aggScope
 	win       *winScope

@@ -28,21 +28,26 @@ type FuncScan struct {
 // Columns of the function's rows.
 func (f *FuncScan) Columns() []Column { return f.cols }
 
-// srf is a set-returning function: its columns for the argument types.
-type srf struct {
-	cols func(args []types.T) ([]Column, bool)
-	fn   func(args []types.T, vals []types.Datum) ([]Row, error)
+// SRF is a set-returning function: its columns for the argument types
+// (false: it does not take them) and its rows.
+type SRF struct {
+	Cols func(args []types.T) ([]Column, bool)
+	Rows func(args []types.T, vals []types.Datum) ([]Row, error)
 }
 
-var srfs = map[string]srf{
+// SessionSRFs resolves the set-returning functions the session provides
+// (yb_servers()).
+type SessionSRFs func(name string) (SRF, bool)
+
+var srfs = map[string]SRF{
 	"unnest": {
-		cols: func(args []types.T) ([]Column, bool) {
+		Cols: func(args []types.T) ([]Column, bool) {
 			if len(args) != 1 || !args[0].IsArray() {
 				return nil, false
 			}
 			return []Column{{Name: "unnest", T: arrayElem(args[0])}}, true
 		},
-		fn: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+		Rows: func(_ []types.T, vals []types.Datum) ([]Row, error) {
 			if vals[0].Null {
 				return nil, nil
 			}
@@ -53,13 +58,13 @@ var srfs = map[string]srf{
 			return out, nil
 		}},
 	"_pg_expandarray": {
-		cols: func(args []types.T) ([]Column, bool) {
+		Cols: func(args []types.T) ([]Column, bool) {
 			if len(args) != 1 || !args[0].IsArray() {
 				return nil, false
 			}
 			return []Column{{Name: "x", T: arrayElem(args[0])}, {Name: "n", T: tInt4}}, true
 		},
-		fn: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+		Rows: func(_ []types.T, vals []types.Datum) ([]Row, error) {
 			if vals[0].Null {
 				return nil, nil
 			}
@@ -70,7 +75,7 @@ var srfs = map[string]srf{
 			return out, nil
 		}},
 	"generate_series": {
-		cols: func(args []types.T) ([]Column, bool) {
+		Cols: func(args []types.T) ([]Column, bool) {
 			if len(args) < 2 || len(args) > 3 {
 				return nil, false
 			}
@@ -86,7 +91,7 @@ var srfs = map[string]srf{
 			}
 			return []Column{{Name: "generate_series", T: t}}, true
 		},
-		fn: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+		Rows: func(_ []types.T, vals []types.Datum) ([]Row, error) {
 			for _, v := range vals {
 				if v.Null {
 					return nil, nil
@@ -136,6 +141,9 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 		argScope = &scope{parent: &scope{cols: sc.cols, parent: parent}}
 	}
 	f, ok := srfs[name]
+	if !ok && b.SessionSRF != nil {
+		f, ok = b.SessionSRF(name)
+	}
 	if !ok {
 		return nil, nil, posErr(pgerror.Unsupported("function "+name+" in FROM"), loc)
 	}
@@ -153,7 +161,7 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 		}
 		args[i], argTypes[i] = e, e.Type()
 	}
-	cols, ok := f.cols(argTypes)
+	cols, ok := f.Cols(argTypes)
 	if !ok {
 		return nil, nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s(%s) does not exist", name, typeList(argTypes)).
 			WithHint("No function matches the given name and argument types. You might need to add explicit type casts."), loc)
@@ -185,7 +193,7 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 	for i := range cols {
 		cols[i].Table = alias
 	}
-	fn := f.fn
+	fn := f.Rows
 	var node Node = &FuncScan{Name: name, Args: args, Ordinality: rf.GetOrdinality(), cols: cols,
 		Fn: func(vals []types.Datum) ([]Row, error) { return fn(argTypes, vals) }}
 	if lateral {
@@ -328,6 +336,10 @@ func (b *Binder) targetSRFs(targets []*pg.Node, from Node, sc, parent *scope) (N
 			if fc := n.GetFuncCall(); fc != nil && fc.GetOver() == nil {
 				if _, ok := srfs[funcName(fc)]; ok {
 					calls = append(calls, fc)
+				} else if b.SessionSRF != nil {
+					if _, ok := b.SessionSRF(funcName(fc)); ok {
+						calls = append(calls, fc)
+					}
 				}
 			}
 			return true

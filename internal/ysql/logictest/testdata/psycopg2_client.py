@@ -79,6 +79,10 @@ cur.execute("SELECT count(*) FROM items WHERE id >= %s AND id < %s", (10, 20))
 assert cur.fetchone()[0] == 10
 cur.execute("SELECT %s::text, %s::int + 1, %s", ("x", 41, None))
 assert cur.fetchone() == ("x", 42, None)
+# An empty string is not NULL.
+cur.execute("SELECT %s, '', ''::bytea, NULL::text", ("",))
+got = cur.fetchone()
+assert got[0] == "" and got[1] == "" and bytes(got[2]) == b"" and got[3] is None, got
 conn.rollback()
 
 # Transactions: rollback undoes, commit keeps.

@@ -11,15 +11,22 @@ RACE_PKGS := ./internal/hlc/... ./internal/storage/... ./internal/docdb/... ./in
 all: build
 
 # deps installs what a fresh machine lacks: Go modules, a C compiler for
-# the PostgreSQL parser (cgo), and the PostgreSQL client (psql) that the
-# YSQL tests drive; Debian packages for python3-psycopg2 and
-# python3-cassandra follow as their tests arrive.
+# the PostgreSQL parser (cgo), and the PostgreSQL clients the YSQL tests
+# drive: psql, psycopg2 (for the system python3 when PATH's lacks it) and
+# the JDBC driver with a JDK; each Debian package only when what it
+# provides is missing. python3-cassandra follows as its test arrives.
 DEB_PKGS := postgresql-client
 deps:
 	@$(GO) mod download
-	@command -v psql >/dev/null && command -v gcc >/dev/null || { \
+	@pkgs=""; \
+	command -v psql >/dev/null || pkgs="$$pkgs $(DEB_PKGS)"; \
+	command -v gcc >/dev/null || pkgs="$$pkgs gcc"; \
+	python3 -c 'import psycopg2' 2>/dev/null || /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || pkgs="$$pkgs python3-psycopg2"; \
+	[ -f /usr/share/java/postgresql.jar ] || pkgs="$$pkgs libpostgresql-jdbc-java"; \
+	command -v javac >/dev/null || pkgs="$$pkgs default-jdk-headless"; \
+	[ -z "$$pkgs" ] || { \
 		SUDO=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(DEB_PKGS) gcc >/dev/null; }
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$pkgs >/dev/null; }
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/shale

@@ -186,10 +186,11 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			}
 		}
 		if rec := ts.rec; rec.GetRpcAddr() != req.GetRpcAddr() || rec.GetHttpAddr() != req.GetHttpAddr() ||
-			!proto.Equal(rec.GetPlacement(), req.GetPlacement()) {
+			rec.GetYsqlAddr() != req.GetYsqlAddr() || !proto.Equal(rec.GetPlacement(), req.GetPlacement()) {
 			// The registration changed (a restart on another address or
 			// with another placement, or the bootstrap node's first beat).
-			newRec = &pb.TServerRecord{NodeId: rec.GetNodeId(), RpcAddr: req.GetRpcAddr(), HttpAddr: req.GetHttpAddr(), Placement: req.GetPlacement()}
+			newRec = &pb.TServerRecord{NodeId: rec.GetNodeId(), RpcAddr: req.GetRpcAddr(), HttpAddr: req.GetHttpAddr(),
+				Placement: req.GetPlacement(), YsqlAddr: req.GetYsqlAddr()}
 		}
 		resp.Masters = mastersOf(c, c.config)
 		isMaster := false

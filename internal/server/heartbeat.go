@@ -23,6 +23,8 @@ type heartbeater struct {
 	clusterID string
 	rpcAddr   string
 	httpAddr  string
+	// ysqlAddr reports where the node serves YSQL ("" until it does).
+	ysqlAddr  func() string
 	placement *masterpb.Placement
 	interval  time.Duration
 	onMasters func(map[uint64]string)
@@ -118,6 +120,9 @@ func (h *heartbeater) request(statuses []*tspb.TabletStatus, dataBytes uint64) *
 	req := &masterpb.HeartbeatRequest{
 		ClusterId: h.clusterID, NodeId: h.nodeID, RpcAddr: h.rpcAddr, HttpAddr: h.httpAddr,
 		Placement: h.placement, DataBytes: dataBytes, FullReport: h.needFull,
+	}
+	if h.ysqlAddr != nil {
+		req.YsqlAddr = h.ysqlAddr()
 	}
 	now := make(map[uint64]*tspb.TabletStatus, len(statuses))
 	for _, st := range statuses {

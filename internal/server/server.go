@@ -214,7 +214,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.mu.id = id
 	s.hb = &heartbeater{
-		node: s.node, nodeID: s.node.ID(), pool: s.pool, clusterID: id.ClusterID, rpcAddr: rpcAddr, httpAddr: cfg.HTTPAddr,
+		node: s.node, nodeID: s.node.ID(), pool: s.pool, clusterID: id.ClusterID, rpcAddr: rpcAddr, httpAddr: cfg.HTTPAddr, ysqlAddr: s.ysqlAdvertised,
 		placement: cfg.Placement, interval: cfg.HeartbeatInterval,
 		onMasters:        s.learnMasters,
 		onBecomeMaster:   s.becomeMaster,

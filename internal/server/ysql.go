@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"net"
+	"strconv"
 
 	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/ysql/exec"
 	"github.com/shaledb/shaledb/internal/ysql/pgwire"
 )
@@ -24,7 +27,7 @@ func (s *Server) startYSQL(c *client.Client) {
 		s.fail(err)
 		return
 	}
-	eng := exec.NewEngine(exec.Config{Client: c})
+	eng := exec.NewEngine(exec.Config{Client: c, Servers: ysqlServers(c.Masters())})
 	srv, err := pgwire.NewServer(pgwire.Config{Engine: eng, Logger: s.log.With("component", "ysql"), Registerer: s.reg.Prometheus()})
 	if err != nil {
 		_ = ln.Close()
@@ -66,5 +69,53 @@ func (s *Server) YSQLAddr() string {
 func (s *Server) noteCatalogVersion(v uint64) {
 	if st := s.ysql.Load(); st != nil {
 		st.engine.Cache().NoteVersion(v)
+	}
+}
+
+// ysqlAdvertised is the YSQL address the node reports to the master: its
+// listen address, with the RPC address's host when it listens on every
+// interface.
+func (s *Server) ysqlAdvertised() string {
+	addr := s.YSQLAddr()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || addr == "" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() && s.hb != nil {
+		if rh, _, err := net.SplitHostPort(s.hb.rpcAddr); err == nil {
+			host = rh
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// ysqlServers lists the live nodes serving YSQL, from the master's view of
+// the tservers, for yb_servers().
+func ysqlServers(ms *client.Masters) func(ctx context.Context) ([]exec.ServerInfo, error) {
+	return func(ctx context.Context) ([]exec.ServerInfo, error) {
+		var resp *masterpb.ListTServersResponse
+		err := ms.Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+			r, err := mc.ListTServers(ctx, &masterpb.ListTServersRequest{})
+			resp = r
+			return r.GetError(), err
+		})
+		if err != nil {
+			return nil, err
+		}
+		var out []exec.ServerInfo
+		for _, ts := range resp.GetTservers() {
+			if ts.GetState() != masterpb.TServerInfo_LIVE || ts.GetYsqlAddr() == "" {
+				continue
+			}
+			host, port, err := net.SplitHostPort(ts.GetYsqlAddr())
+			if err != nil {
+				continue
+			}
+			p, _ := strconv.Atoi(port)
+			pl := ts.GetPlacement()
+			out = append(out, exec.ServerInfo{Host: host, Port: p, NodeType: "primary", Cloud: pl.GetCloud(),
+				Region: pl.GetRegion(), Zone: pl.GetZone(), PublicIP: host, UUID: strconv.FormatUint(ts.GetNodeId(), 10)})
+		}
+		return out, nil
 	}
 }

@@ -633,8 +633,10 @@ type HeartbeatRequest struct {
 	DataBytes      uint64          `protobuf:"varint,7,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
 	FullReport     bool            `protobuf:"varint,8,opt,name=full_report,json=fullReport,proto3" json:"full_report,omitempty"`
 	RemovedTablets []uint64        `protobuf:"varint,9,rep,packed,name=removed_tablets,json=removedTablets,proto3" json:"removed_tablets,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// ysql_addr: the host:port the node serves YSQL on ("" when it does not).
+	YsqlAddr      string `protobuf:"bytes,20,opt,name=ysql_addr,json=ysqlAddr,proto3" json:"ysql_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
@@ -728,6 +730,13 @@ func (x *HeartbeatRequest) GetRemovedTablets() []uint64 {
 		return x.RemovedTablets
 	}
 	return nil
+}
+
+func (x *HeartbeatRequest) GetYsqlAddr() string {
+	if x != nil {
+		return x.YsqlAddr
+	}
+	return ""
 }
 
 type HeartbeatResponse struct {
@@ -2356,8 +2365,10 @@ type TServerInfo struct {
 	Tablets             uint32                 `protobuf:"varint,8,opt,name=tablets,proto3" json:"tablets,omitempty"`
 	Leaders             uint32                 `protobuf:"varint,9,opt,name=leaders,proto3" json:"leaders,omitempty"`
 	DataBytes           uint64                 `protobuf:"varint,10,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// ysql_addr: where the node serves YSQL ("" when it does not).
+	YsqlAddr      string `protobuf:"bytes,20,opt,name=ysql_addr,json=ysqlAddr,proto3" json:"ysql_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TServerInfo) Reset() {
@@ -2458,6 +2469,13 @@ func (x *TServerInfo) GetDataBytes() uint64 {
 		return x.DataBytes
 	}
 	return 0
+}
+
+func (x *TServerInfo) GetYsqlAddr() string {
+	if x != nil {
+		return x.YsqlAddr
+	}
+	return ""
 }
 
 type ListTServersRequest struct {
@@ -3122,6 +3140,7 @@ type TServerRecord struct {
 	RpcAddr       string                 `protobuf:"bytes,2,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"`
 	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
 	Placement     *Placement             `protobuf:"bytes,4,opt,name=placement,proto3" json:"placement,omitempty"`
+	YsqlAddr      string                 `protobuf:"bytes,5,opt,name=ysql_addr,json=ysqlAddr,proto3" json:"ysql_addr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3184,6 +3203,13 @@ func (x *TServerRecord) GetPlacement() *Placement {
 	return nil
 }
 
+func (x *TServerRecord) GetYsqlAddr() string {
+	if x != nil {
+		return x.YsqlAddr
+	}
+	return ""
+}
+
 var File_internal_master_masterpb_master_proto protoreflect.FileDescriptor
 
 const file_internal_master_masterpb_master_proto_rawDesc = "" +
@@ -3229,7 +3255,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
 	"\fTabletReport\x125\n" +
-	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\xdc\x02\n" +
+	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\xf9\x02\n" +
 	"\x10HeartbeatRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
@@ -3242,7 +3268,8 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"data_bytes\x18\a \x01(\x04R\tdataBytes\x12\x1f\n" +
 	"\vfull_report\x18\b \x01(\bR\n" +
 	"fullReport\x12'\n" +
-	"\x0fremoved_tablets\x18\t \x03(\x04R\x0eremovedTablets\"\xef\x03\n" +
+	"\x0fremoved_tablets\x18\t \x03(\x04R\x0eremovedTablets\x12\x1b\n" +
+	"\tysql_addr\x18\x14 \x01(\tR\bysqlAddr\"\xef\x03\n" +
 	"\x11HeartbeatResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12H\n" +
 	"\amasters\x18\x02 \x03(\v2..shaledb.master.HeartbeatResponse.MastersEntryR\amasters\x12K\n" +
@@ -3387,7 +3414,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x12ListMastersRequest\"~\n" +
 	"\x13ListMastersResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x124\n" +
-	"\amasters\x18\x02 \x03(\v2\x1a.shaledb.master.MasterInfoR\amasters\"\x97\x03\n" +
+	"\amasters\x18\x02 \x03(\v2\x1a.shaledb.master.MasterInfoR\amasters\"\xb4\x03\n" +
 	"\vTServerInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\x12\x1b\n" +
@@ -3400,7 +3427,8 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\aleaders\x18\t \x01(\rR\aleaders\x12\x1d\n" +
 	"\n" +
 	"data_bytes\x18\n" +
-	" \x01(\x04R\tdataBytes\"\x1b\n" +
+	" \x01(\x04R\tdataBytes\x12\x1b\n" +
+	"\tysql_addr\x18\x14 \x01(\tR\bysqlAddr\"\x1b\n" +
 	"\x05State\x12\b\n" +
 	"\x04LIVE\x10\x00\x12\b\n" +
 	"\x04DEAD\x10\x01\"\x15\n" +
@@ -3447,12 +3475,13 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\tblacklist\x18\x06 \x03(\x04R\tblacklist\x12\x18\n" +
 	"\amasters\x18\a \x03(\x04R\amasters\x12&\n" +
 	"\x0fcreated_unix_ms\x18\b \x01(\x03R\rcreatedUnixMs\x12'\n" +
-	"\x0fcatalog_version\x18\t \x01(\x04R\x0ecatalogVersion\"\x99\x01\n" +
+	"\x0fcatalog_version\x18\t \x01(\x04R\x0ecatalogVersion\"\xb6\x01\n" +
 	"\rTServerRecord\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x127\n" +
-	"\tplacement\x18\x04 \x01(\v2\x19.shaledb.master.PlacementR\tplacement2\xb3\n" +
+	"\tplacement\x18\x04 \x01(\v2\x19.shaledb.master.PlacementR\tplacement\x12\x1b\n" +
+	"\tysql_addr\x18\x05 \x01(\tR\bysqlAddr2\xb3\n" +
 	"\n" +
 	"\x06Master\x12A\n" +
 	"\x04Join\x12\x1b.shaledb.master.JoinRequest\x1a\x1c.shaledb.master.JoinResponse\x12P\n" +

@@ -270,6 +270,12 @@ func LookupOperator(name string, left, right types.T) (*Op, error) {
 	if prefix {
 		args = []types.T{right}
 	}
+	if op := arrayCompare(name, left, right); op != nil {
+		return op, nil
+	}
+	if op := arrayConcat(name, left, right); op != nil {
+		return op, nil
+	}
 	k := selectCandidate(cands, args)
 	desc := types.FormatType(left.OID, -1) + " " + name + " " + types.FormatType(right.OID, -1)
 	if prefix {
@@ -326,3 +332,58 @@ func LookupFunction(name string, args []types.T) (*Func, error) {
 // ResolveUnknown returns the type an unknown-typed literal takes when
 // nothing else decides it (a SELECT list, UNION): text.
 func ResolveUnknown() types.T { return types.TText }
+
+// arrayCompare is anyarray's comparison operators (array_eq, array_lt...):
+// two arrays of one type, or an array and an unknown literal taken to be
+// of the array's type, compare element by element.
+func arrayCompare(name string, left, right types.T) *Op {
+	at := left
+	if isUnknown(left) {
+		at = right
+	}
+	if !at.IsArray() || !(left.OID == right.OID || isUnknown(left) || isUnknown(right)) {
+		return nil
+	}
+	for _, co := range compareOps {
+		if co.name == name || name == "!=" && co.name == "<>" {
+			test := co.test
+			return &Op{Name: name, Left: at, Right: at, Result: t16,
+				Eval: func(_ *EvalContext, args []types.Datum) (types.Datum, error) {
+					return types.DBool(test(types.Compare(args[0], args[1], at))), nil
+				}}
+		}
+	}
+	return nil
+}
+
+// arrayConcat is anyarray || anyarray, anyarray || anyelement and
+// anyelement || anyarray (array_cat, array_append, array_prepend); an
+// unknown literal next to an array is taken to be an array of its type.
+func arrayConcat(name string, left, right types.T) *Op {
+	if name != "||" {
+		return nil
+	}
+	switch {
+	case left.IsArray() && (right.OID == left.OID || isUnknown(right)):
+		return &Op{Name: name, Left: left, Right: left, Result: left,
+			Eval: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+				return types.DArray(append(append([]types.Datum(nil), a[0].A...), a[1].A...)), nil
+			}}
+	case isUnknown(left) && right.IsArray():
+		return &Op{Name: name, Left: right, Right: right, Result: right,
+			Eval: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+				return types.DArray(append(append([]types.Datum(nil), a[0].A...), a[1].A...)), nil
+			}}
+	case left.IsArray() && right.OID == left.Elem().OID:
+		return &Op{Name: name, Left: left, Right: right, Result: left,
+			Eval: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+				return types.DArray(append(append([]types.Datum(nil), a[0].A...), a[1])), nil
+			}}
+	case right.IsArray() && left.OID == right.Elem().OID:
+		return &Op{Name: name, Left: left, Right: right, Result: right,
+			Eval: func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+				return types.DArray(append([]types.Datum{a[0]}, a[1].A...)), nil
+			}}
+	}
+	return nil
+}

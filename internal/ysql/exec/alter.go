@@ -129,7 +129,7 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				}
 				name := c.GetConname()
 				if name == "" {
-					name = t.Name + "_check"
+					name = checkName(t.Name, c.GetRawExpr(), next.Checks)
 				}
 				next.Checks = append(next.Checks, catalog.Check{Name: name, Expr: expr})
 			case pg.ConstrType_CONSTR_PRIMARY:

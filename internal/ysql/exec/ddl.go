@@ -171,10 +171,7 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 			}
 			cname := c.GetConname()
 			if cname == "" {
-				cname = name + "_check"
-				if len(t.Checks) > 0 {
-					cname = fmt.Sprintf("%s_check%d", name, len(t.Checks))
-				}
+				cname = checkName(name, c.GetRawExpr(), t.Checks)
 			}
 			t.Checks = append(t.Checks, catalog.Check{Name: cname, Expr: expr})
 		case pg.ConstrType_CONSTR_UNIQUE:
@@ -343,7 +340,7 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 			}
 			name := c.GetConname()
 			if name == "" {
-				name = t.Name + "_" + col.Name + "_check"
+				name = checkName(t.Name, c.GetRawExpr(), t.Checks)
 			}
 			t.Checks = append(t.Checks, catalog.Check{Name: name, Expr: expr})
 		case pg.ConstrType_CONSTR_UNIQUE:

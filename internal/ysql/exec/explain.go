@@ -151,6 +151,15 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 	case *plan.Delete:
 		add("Delete on %s", x.Table.QualifiedName())
 		s.describe(ctx, x.Source, depth+1, lines)
+	case *plan.Window:
+		add("WindowAgg")
+		s.describe(ctx, x.Input, depth+1, lines)
+	case *plan.FuncScan:
+		add("Function Scan on %s", x.Name)
+	case *plan.LateralJoin:
+		add("Nested Loop (lateral)")
+		s.describe(ctx, x.Left, depth+1, lines)
+		s.describe(ctx, x.Sub, depth+1, lines)
 	default:
 		add("%T", n)
 	}

@@ -39,6 +39,19 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		return out, nil
 	case *plan.Rows:
 		return x.Data, nil
+	case *plan.FuncScan:
+		args, err := r.evalAll(x.Args, nil)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := x.Fn(args)
+		if err != nil || !x.Ordinality {
+			return rows, err
+		}
+		for i := range rows {
+			rows[i] = append(rows[i], types.DInt(int64(i+1)))
+		}
+		return rows, nil
 	case *plan.Scan:
 		return r.scan(x)
 	case *plan.VirtualScan:
@@ -82,6 +95,8 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		return r.sort(in, x.Keys)
 	case *plan.Limit:
 		return r.limit(x)
+	case *plan.Window:
+		return r.window(x)
 	case *plan.DistinctNode:
 		in, err := r.rows(x.Input)
 		if err != nil {
@@ -757,4 +772,88 @@ func waitPolicy(w plan.WaitPolicy) client.WaitPolicy {
 		return client.SkipLocked
 	}
 	return client.WaitOnConflict
+}
+
+// window appends each window call's value to the rows: the rows are
+// ordered by partition and ORDER BY keys and numbered within partitions.
+func (r *runner) window(w *plan.Window) ([]plan.Row, error) {
+	in, err := r.rows(w.Input)
+	if err != nil {
+		return nil, err
+	}
+	n := len(w.Input.Columns())
+	out := make([]plan.Row, len(in))
+	for i, row := range in {
+		out[i] = append(append(make(plan.Row, 0, n+len(w.Calls)+1), row[:n]...), types.DInt(int64(i)))
+	}
+	for ci, call := range w.Calls {
+		var keys []plan.SortKey
+		for _, p := range call.Partition {
+			keys = append(keys, plan.SortKey{E: p})
+		}
+		keys = append(keys, call.Order...)
+		sorted, err := r.sort(out, keys)
+		if err != nil {
+			return nil, err
+		}
+		vals := make([]types.Datum, len(sorted))
+		eval := func(row plan.Row, exprs []plan.Expr) ([]types.Datum, error) { return r.evalAll(exprs, row) }
+		var orderExprs []plan.Expr
+		for _, k := range call.Order {
+			orderExprs = append(orderExprs, k.E)
+		}
+		var prevPart, prevOrd []types.Datum
+		var num, rank, dense int64
+		for i, row := range sorted {
+			part, err := eval(row, call.Partition)
+			if err != nil {
+				return nil, err
+			}
+			ord, err := eval(row, orderExprs)
+			if err != nil {
+				return nil, err
+			}
+			if i == 0 || !sameValues(part, prevPart, call.Partition) {
+				num, rank, dense = 0, 0, 0
+				prevOrd = nil
+			}
+			num++
+			if prevOrd == nil || !sameValues(ord, prevOrd, orderExprs) {
+				rank, dense = num, dense+1
+			}
+			prevPart, prevOrd = part, ord
+			v := num
+			switch call.Name {
+			case "rank":
+				v = rank
+			case "dense_rank":
+				v = dense
+			}
+			vals[row[n+ci].I] = types.DInt(v)
+		}
+		for i := range out {
+			idx := out[i][n+ci]
+			out[i][n+ci] = vals[idx.I]
+			out[i] = append(out[i], idx)
+		}
+	}
+	for i := range out {
+		out[i] = out[i][:n+len(w.Calls)]
+	}
+	return out, nil
+}
+
+// sameValues compares two rows of key values (NULLs equal each other).
+func sameValues(a, b []types.Datum, exprs []plan.Expr) bool {
+	for i := range a {
+		switch {
+		case a[i].Null || b[i].Null:
+			if a[i].Null != b[i].Null {
+				return false
+			}
+		case types.Compare(a[i], b[i], exprs[i].Type()) != 0:
+			return false
+		}
+	}
+	return true
 }

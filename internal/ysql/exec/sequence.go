@@ -207,7 +207,13 @@ func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error
 	}
 	return &plan.FuncExpr{Name: name, Args: args, T: tInt8, Strict: true, Volatile: true, Fn: func(ec *plan.EvalContext, vals []types.Datum) (types.Datum, error) {
 		ctx := context.Background()
-		q, err := s.lookupSequence(ctx, vals[0].S)
+		var q *catalog.Sequence
+		var err error
+		if at := args[0].Type().OID; at == types.OIDOID || types.IsReg(at) {
+			q, err = s.sequenceByOID(ctx, uint32(vals[0].I))
+		} else {
+			q, err = s.lookupSequence(ctx, vals[0].S)
+		}
 		if err != nil {
 			return types.NullDatum, err
 		}
@@ -370,4 +376,18 @@ func (s *Session) dropOwnedSequences(ctx context.Context, snap *catalog.Snapshot
 		}
 	}
 	return nil
+}
+
+// sequenceByOID finds a sequence named by its OID (nextval('s'::regclass)).
+func (s *Session) sequenceByOID(ctx context.Context, oid uint32) (*catalog.Sequence, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range snap.Sequences[s.db] {
+		if q.OID == oid {
+			return q, nil
+		}
+	}
+	return nil, pgerror.New(pgerror.CodeUndefinedTable, "could not open relation with OID %d", oid)
 }

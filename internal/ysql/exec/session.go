@@ -33,6 +33,7 @@ type ServerInfo struct {
 	Host, Cloud, Region, Zone string
 	Port                      int
 	Connections               int
+	NodeType, PublicIP, UUID  string
 }
 
 // Engine creates sessions; one per node.
@@ -182,6 +183,7 @@ type Session struct {
 
 	notices  []*pgwire.Notice
 	prepared map[string]*Statement // SQL-level PREPARE
+	cursors  map[string]*cursor    // DECLARE CURSOR
 	tables   map[uint32]*client.Table
 	closed   bool
 

@@ -18,6 +18,9 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 	if e, ok, err := s.seqFunc(name, args); ok || err != nil {
 		return e, ok, err
 	}
+	if e, ok, err := s.catalogFunc(name, args); ok || err != nil {
+		return e, ok, err
+	}
 	switch {
 	case name == "current_schemas" && len(args) == 1:
 		// The search path's existing schemas, with pg_catalog first when
@@ -65,13 +68,20 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 				if t == nil {
 					return types.NullDatum, nil
 				}
+				if len(v) == 3 && v[1].I > 0 {
+					// The definition of one index column: its name.
+					if v[1].I > int64(len(t.Key)) {
+						return types.NullDatum, nil
+					}
+					return types.DString(quoteIdentIfNeeded(t.Columns[t.Key[v[1].I-1].Column].Name)), nil
+				}
 				return types.DString(fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s USING lsm (%s)", t.PKName, t.QualifiedName(), keyText(t))), nil
 			}}, true, nil
 	case name == "pg_get_constraintdef" && (len(args) == 1 || len(args) == 2):
 		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
 			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {
 				oid := uint32(v[0].I)
-				if t := s.tableOf(oid, func(t *catalog.Table) uint32 { return pkeyOID(t) + 1 }); t != nil {
+				if t := s.tableOf(oid, pkeyConstraintOID); t != nil {
 					return types.DString("PRIMARY KEY (" + keyText(t) + ")"), nil
 				}
 				snap, err := s.snapshot(context.Background())
@@ -80,8 +90,8 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 				}
 				for _, t := range snap.Tables[s.db] {
 					for i, ck := range t.Checks {
-						if pkeyOID(t)+2+uint32(i) == oid {
-							return types.DString("CHECK (" + ck.Expr + ")"), nil
+						if checkOID(t, i) == oid {
+							return types.DString("CHECK (" + deparseStored(t, ck.Expr, types.T{OID: types.OIDBool, Mod: -1}) + ")"), nil
 						}
 					}
 				}
@@ -153,16 +163,18 @@ func (s *Session) tableVisible(oid uint32) bool {
 	if err != nil {
 		return false
 	}
-	t, ok := snap.ByOID[oid]
-	if !ok {
-		return true
-	}
-	for _, sc := range s.searchPath() {
-		if sc == t.Schema {
-			return true
+	ns := namespaces(s, snap)
+	for _, r := range s.relationRows(snap) {
+		if uint32(r[0].I) != oid {
+			continue
+		}
+		for name, nsp := range ns {
+			if nsp == uint32(r[2].I) {
+				return s.namespaceVisible(name)
+			}
 		}
 	}
-	return false
+	return true
 }
 
 // tableOf finds the table whose derived OID (by oidOf) is oid.

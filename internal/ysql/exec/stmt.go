@@ -74,7 +74,7 @@ func (s *Session) binder(ctx context.Context) (*plan.Binder, error) {
 		return nil, err
 	}
 	return &plan.Binder{Cat: snap, Database: s.db, SearchPath: s.searchPath(), Virtual: s.virtualTable,
-		Session: s.sessionFunc}, nil
+		Session: s.sessionFunc, Reg: s, SessionSRF: s.sessionSRF}, nil
 }
 
 // searchPath is the schemas unqualified names are looked up in.
@@ -141,7 +141,7 @@ func (st *Statement) planOnce(ctx context.Context) error {
 		st.node, err = b.Delete(n.GetDeleteStmt())
 	default:
 		st.utility = true
-		st.cols = utilityColumns(n)
+		st.cols = s.utilityColumns(n)
 		return nil
 	}
 	if err != nil {
@@ -285,6 +285,9 @@ func (p *Portal) Execute(ctx context.Context, maxRows int, out pgwire.RowWriter)
 			b, err := encodeResult(row[i], c.T, formatOf(p.formats, i), loc, p.st.s)
 			if err != nil {
 				return "", false, err
+			}
+			if b == nil {
+				b = []byte{} // an empty value, not NULL
 			}
 			buf[i] = b
 		}

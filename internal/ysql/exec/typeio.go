@@ -27,6 +27,9 @@ func encodeResult(d types.Datum, t types.T, format int16, loc *time.Location, s 
 	if format == 1 {
 		return types.EncodeBinary(d, t)
 	}
+	if types.IsReg(t.OID) && s != nil && !d.Null {
+		return []byte(s.RegOut(t, uint32(d.I))), nil
+	}
 	if t.Family() == types.FamFloat && s != nil && s.settings["extra_float_digits"] != "1" {
 		return []byte(types.FormatText(d, t, loc)), nil
 	}

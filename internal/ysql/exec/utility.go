@@ -78,12 +78,32 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		delete(s.prepared, name)
 		return "DEALLOCATE", nil, nil, nil
 	case n.GetDiscardStmt() != nil:
+		switch n.GetDiscardStmt().GetTarget() {
+		case pg.DiscardMode_DISCARD_PLANS:
+			return "DISCARD PLANS", nil, nil, nil
+		case pg.DiscardMode_DISCARD_TEMP:
+			return "DISCARD TEMP", nil, nil, nil
+		case pg.DiscardMode_DISCARD_SEQUENCES:
+			s.currvals, s.lastval, s.lastvalSet = nil, 0, false
+			return "DISCARD SEQUENCES", nil, nil, nil
+		}
 		if s.inBlock {
 			return "", nil, nil, pgerror.New(pgerror.CodeActiveSQLTransaction, "DISCARD ALL cannot run inside a transaction block")
 		}
+		// DISCARD ALL: as a new session (poolers send it between clients).
 		s.prepared = map[string]*Statement{}
 		s.settings = defaultSettings(s.user)
+		s.cursors = nil
+		s.currvals, s.lastval, s.lastvalSet = nil, 0, false
 		return "DISCARD ALL", nil, nil, nil
+	case n.GetDeclareCursorStmt() != nil:
+		tag, err := s.declareCursor(ctx, n.GetDeclareCursorStmt())
+		return tag, nil, nil, err
+	case n.GetFetchStmt() != nil:
+		return s.fetch(n.GetFetchStmt())
+	case n.GetClosePortalStmt() != nil:
+		tag, err := s.closeCursor(n.GetClosePortalStmt().GetPortalname())
+		return tag, nil, nil, err
 	case n.GetVacuumStmt() != nil:
 		if n.GetVacuumStmt().GetIsVacuumcmd() {
 			return "VACUUM", nil, nil, nil
@@ -250,6 +270,7 @@ func (s *Session) blockTxn(ctx context.Context) error {
 func (s *Session) endBlock(ctx context.Context, commit bool) error {
 	tx := s.txn
 	s.inBlock, s.failed, s.txn = false, false, nil
+	s.dropBlockCursors()
 	if tx == nil {
 		return nil
 	}

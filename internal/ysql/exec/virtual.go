@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"sort"
-	"strings"
 
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
@@ -74,7 +73,7 @@ func sortedTables(s *Session, snap *catalog.Snapshot) []*catalog.Table {
 
 var virtualDefs = []vdef{
 	{schema: "pg_catalog", name: "pg_namespace", oid: 2615,
-		cols: []vcol{{"oid", oidT}, {"nspname", nameT}, {"nspowner", oidT}, {"nspacl", textT}},
+		cols: []vcol{{"oid", oidT}, {"nspname", nameT}, {"nspowner", oidT}, {"nspacl", types.OIDTextArray}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			var out []plan.Row
 			for name, oid := range namespaces(s, snap) {
@@ -85,35 +84,36 @@ var virtualDefs = []vdef{
 	{schema: "pg_catalog", name: "pg_database", oid: 1262,
 		cols: []vcol{{"oid", oidT}, {"datname", nameT}, {"datdba", oidT}, {"encoding", int4T}, {"datcollate", nameT},
 			{"datctype", nameT}, {"datistemplate", boolT}, {"datallowconn", boolT}, {"datconnlimit", int4T}, {"datacl", types.OIDTextArray},
-			{"daticulocale", textT}, {"datlocprovider", charT}},
+			{"daticulocale", textT}, {"datlocprovider", charT}, {"dattablespace", oidT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			var out []plan.Row
 			for _, d := range snap.Databases {
 				out = append(out, plan.Row{dOID(d.OID), dStr(d.Name), dOID(oidBootUser), dInt(6), dStr("C"), dStr("C"),
-					dBool(false), dBool(true), dInt(-1), dNull(), dNull(), dChar("c")})
+					dBool(false), dBool(true), dInt(-1), dNull(), dNull(), dChar("c"), dOID(oidDefaultTablespace)})
 			}
 			return out
 		}},
 	{schema: "pg_catalog", name: "pg_roles", oid: 1260,
 		cols: []vcol{{"oid", oidT}, {"rolname", nameT}, {"rolsuper", boolT}, {"rolinherit", boolT}, {"rolcreaterole", boolT},
-			{"rolcreatedb", boolT}, {"rolcanlogin", boolT}, {"rolreplication", boolT}, {"rolconnlimit", int4T}, {"rolbypassrls", boolT}},
+			{"rolcreatedb", boolT}, {"rolcanlogin", boolT}, {"rolreplication", boolT}, {"rolconnlimit", int4T}, {"rolbypassrls", boolT},
+			{"rolpassword", textT}, {"rolvaliduntil", types.OIDTimestampTZ}, {"rolconfig", types.OIDTextArray}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			return []plan.Row{{dOID(oidBootUser), dStr(s.user), dBool(true), dBool(true), dBool(true), dBool(true), dBool(true),
-				dBool(true), dInt(-1), dBool(true)}}
+				dBool(true), dInt(-1), dBool(true), dStr("********"), dNull(), dNull()}}
 		}},
 	{schema: "pg_catalog", name: "pg_class", oid: 1259,
 		cols: []vcol{{"oid", oidT}, {"relname", nameT}, {"relnamespace", oidT}, {"reltype", oidT}, {"relowner", oidT},
 			{"relam", oidT}, {"reltuples", types.OIDFloat4}, {"relhasindex", boolT}, {"relpersistence", charT},
 			{"relkind", charT}, {"relnatts", int2T}, {"relchecks", int2T}, {"relhasrules", boolT}, {"relhastriggers", boolT},
-			{"relrowsecurity", boolT}, {"relforcerowsecurity", boolT}, {"relispartition", boolT}, {"reloptions", textT},
-			{"relacl", textT}, {"relhasoids", boolT}, {"reltablespace", oidT}, {"relpartbound", textT}, {"relispopulated", boolT},
+			{"relrowsecurity", boolT}, {"relforcerowsecurity", boolT}, {"relispartition", boolT}, {"reloptions", types.OIDTextArray},
+			{"relacl", types.OIDTextArray}, {"relhasoids", boolT}, {"reltablespace", oidT}, {"relpartbound", textT}, {"relispopulated", boolT},
 			{"relreplident", charT}, {"reloftype", oidT}, {"relisshared", boolT}, {"reltoastrelid", oidT}, {"relfilenode", oidT},
 			{"relpages", int4T}, {"relallvisible", int4T}, {"relrewrite", oidT}, {"relminmxid", textT}, {"relfrozenxid", textT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			ns := namespaces(s, snap)
 			var out []plan.Row
 			add := func(oid uint32, name string, nsp uint32, kind string, natts int, checks int, hasIndex bool) {
-				out = append(out, plan.Row{dOID(oid), dStr(name), dOID(nsp), dOID(0), dOID(oidBootUser), dOID(0),
+				out = append(out, plan.Row{dOID(oid), dStr(name), dOID(nsp), dOID(0), dOID(oidBootUser), dOID(relAM(kind)),
 					{F: -1}, dBool(hasIndex), dChar("p"), dChar(kind), dInt(int64(natts)), dInt(int64(checks)), dBool(false),
 					dBool(false), dBool(false), dBool(false), dBool(false), dNull(), dNull(), dBool(false), dOID(0), dNull(),
 					dBool(true), dChar("d"), dOID(0), dBool(false), dOID(0), dOID(oid), dInt(0), dInt(0), dOID(0), dNull(), dNull()})
@@ -124,6 +124,9 @@ var virtualDefs = []vdef{
 					add(pkeyOID(t), t.PKName, ns[t.Schema], "i", len(t.Key), 0, false)
 				}
 			}
+			for _, q := range sortedSequences(s, snap) {
+				add(q.OID, q.Name, ns[q.Schema], "S", 3, 0, false)
+			}
 			for _, d := range virtualList() {
 				add(d.oid, d.name, ns[d.schema], "v", len(d.cols), 0, false)
 			}
@@ -133,7 +136,8 @@ var virtualDefs = []vdef{
 		cols: []vcol{{"attrelid", oidT}, {"attname", nameT}, {"atttypid", oidT}, {"attlen", int2T}, {"attnum", int2T},
 			{"atttypmod", int4T}, {"attnotnull", boolT}, {"atthasdef", boolT}, {"attisdropped", boolT}, {"attidentity", charT},
 			{"attgenerated", charT}, {"attcollation", oidT}, {"attstattarget", int4T}, {"attstorage", charT}, {"attndims", int4T},
-			{"attislocal", boolT}, {"attinhcount", int4T}, {"attacl", textT}, {"attoptions", textT}, {"attfdwoptions", textT},
+			{"attislocal", boolT}, {"attinhcount", int4T}, {"attacl", types.OIDTextArray}, {"attoptions", types.OIDTextArray},
+			{"attfdwoptions", types.OIDTextArray},
 			{"atthasmissing", boolT}, {"attalign", charT}, {"attbyval", boolT}, {"attcompression", charT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			var out []plan.Row
@@ -145,14 +149,14 @@ var virtualDefs = []vdef{
 					}
 					n++
 					info := types.Info(c.Type.OID)
-					l := int16(-1)
+					l, storage, align := int16(-1), "p", "i"
 					if info != nil {
-						l = info.Len
+						l, storage, align = info.Len, string(rune(info.Storage)), string(rune(info.Align))
 					}
 					out = append(out, plan.Row{dOID(t.OID()), dStr(c.Name), dOID(c.Type.OID), dInt(int64(l)), dInt(int64(n)),
-						dInt(int64(c.Type.Mod)), dBool(c.NotNull), dBool(c.Default != ""), dBool(false), dChar(c.Identity),
-						dChar(""), dOID(0), dInt(-1), dChar("p"), dInt(0), dBool(true), dInt(0), dNull(), dNull(), dNull(),
-						dBool(false), dChar("i"), dBool(l > 0 && l <= 8), dChar("")})
+						dInt(int64(c.Type.Mod)), dBool(c.NotNull), dBool(columnDefault(t, c) != ""), dBool(false), dChar(c.Identity),
+						dChar(""), dOID(0), dInt(-1), dChar(storage), dInt(0), dBool(true), dInt(0), dNull(), dNull(), dNull(),
+						dBool(false), dChar(align), dBool(l > 0 && l <= 8), dChar("")})
 				}
 			}
 			return out
@@ -176,43 +180,47 @@ var virtualDefs = []vdef{
 	{schema: "pg_catalog", name: "pg_index", oid: 2610,
 		cols: []vcol{{"indexrelid", oidT}, {"indrelid", oidT}, {"indnatts", int2T}, {"indnkeyatts", int2T}, {"indisunique", boolT},
 			{"indisprimary", boolT}, {"indisexclusion", boolT}, {"indimmediate", boolT}, {"indisclustered", boolT},
-			{"indisvalid", boolT}, {"indisready", boolT}, {"indislive", boolT}, {"indisreplident", boolT}, {"indkey", textT},
-			{"indexprs", textT}, {"indpred", textT}},
+			{"indisvalid", boolT}, {"indisready", boolT}, {"indislive", boolT}, {"indisreplident", boolT}, {"indkey", types.OIDInt2Vector},
+			{"indexprs", textT}, {"indpred", textT}, {"indnullsnotdistinct", boolT}, {"indcheckxmin", boolT},
+			{"indoption", types.OIDInt2Vector}, {"indcollation", types.OIDOIDVector}, {"indclass", types.OIDOIDVector}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			var out []plan.Row
 			for _, t := range sortedTables(s, snap) {
 				if t.RowID {
 					continue
 				}
-				var keys []string
+				var keys, opts, zeros []types.Datum
 				for _, k := range t.Key {
-					keys = append(keys, itoa(attnum(t, k.Column)))
+					keys = append(keys, dInt(int64(attnum(t, k.Column))))
+					opts = append(opts, dInt(indOption(k)))
+					zeros = append(zeros, dOID(0))
 				}
 				out = append(out, plan.Row{dOID(pkeyOID(t)), dOID(t.OID()), dInt(int64(len(t.Key))), dInt(int64(len(t.Key))),
 					dBool(true), dBool(true), dBool(false), dBool(true), dBool(false), dBool(true), dBool(true), dBool(true),
-					dBool(false), dStr(strings.Join(keys, " ")), dNull(), dNull()})
+					dBool(false), types.DArray(keys), dNull(), dNull(), dBool(false), dBool(false), types.DArray(opts),
+					types.DArray(zeros), types.DArray(zeros)})
 			}
 			return out
 		}},
 	{schema: "pg_catalog", name: "pg_constraint", oid: 2606,
 		cols: []vcol{{"oid", oidT}, {"conname", nameT}, {"connamespace", oidT}, {"contype", charT}, {"condeferrable", boolT},
 			{"condeferred", boolT}, {"convalidated", boolT}, {"conrelid", oidT}, {"contypid", oidT}, {"conindid", oidT},
-			{"confrelid", oidT}, {"conkey", textT}, {"consrc", textT}},
+			{"confrelid", oidT}, {"conkey", types.OIDInt2Array}, {"consrc", textT}, {"conbin", textT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			ns := namespaces(s, snap)
 			var out []plan.Row
 			for _, t := range sortedTables(s, snap) {
 				if !t.RowID {
-					var keys []string
+					var keys []types.Datum
 					for _, k := range t.Key {
-						keys = append(keys, itoa(attnum(t, k.Column)))
+						keys = append(keys, dInt(int64(attnum(t, k.Column))))
 					}
-					out = append(out, plan.Row{dOID(pkeyOID(t) + 1), dStr(t.PKName), dOID(ns[t.Schema]), dChar("p"), dBool(false),
-						dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(pkeyOID(t)), dOID(0), dStr("{" + strings.Join(keys, ",") + "}"), dNull()})
+					out = append(out, plan.Row{dOID(pkeyConstraintOID(t)), dStr(t.PKName), dOID(ns[t.Schema]), dChar("p"), dBool(false),
+						dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(pkeyOID(t)), dOID(0), types.DArray(keys), dNull(), dNull()})
 				}
 				for i, ck := range t.Checks {
-					out = append(out, plan.Row{dOID(pkeyOID(t) + 2 + uint32(i)), dStr(ck.Name), dOID(ns[t.Schema]), dChar("c"),
-						dBool(false), dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(0), dOID(0), dNull(), dStr(ck.Expr)})
+					out = append(out, plan.Row{dOID(checkOID(t, i)), dStr(ck.Name), dOID(ns[t.Schema]), dChar("c"),
+						dBool(false), dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(0), dOID(0), dNull(), dStr(ck.Expr), dStr(deparseStored(t, ck.Expr, tOf(boolT)))})
 				}
 			}
 			return out
@@ -255,11 +263,11 @@ var virtualDefs = []vdef{
 			var out []plan.Row
 			for _, t := range sortedTables(s, snap) {
 				for i, c := range t.Columns {
-					if c.Hidden || c.Default == "" {
+					if c.Hidden || columnDefault(t, t.Columns[i]) == "" {
 						continue
 					}
 					// adbin holds the expression's text: pg_get_expr returns it.
-					out = append(out, plan.Row{dOID(t.OID() + 1<<23 + uint32(i)), dOID(t.OID()), dInt(int64(attnum(t, i))), dStr(c.Default)})
+					out = append(out, plan.Row{dOID(t.OID() + 1<<23 + uint32(i)), dOID(t.OID()), dInt(int64(attnum(t, i))), dStr(columnDefault(t, t.Columns[i]))})
 				}
 			}
 			return out
@@ -275,7 +283,7 @@ var virtualDefs = []vdef{
 		cols: []vcol{{"partrelid", oidT}, {"partstrat", charT}, {"partnatts", int2T}},
 		rows: func(*Session, *catalog.Snapshot) []plan.Row { return nil }},
 	{schema: "pg_catalog", name: "pg_inherits", oid: 2611,
-		cols: []vcol{{"inhrelid", oidT}, {"inhparent", oidT}, {"inhseqno", int4T}},
+		cols: []vcol{{"inhrelid", oidT}, {"inhparent", oidT}, {"inhseqno", int4T}, {"inhdetachpending", boolT}},
 		rows: func(*Session, *catalog.Snapshot) []plan.Row { return nil }},
 	{schema: "information_schema", name: "schemata", oid: 13100,
 		cols: []vcol{{"catalog_name", nameT}, {"schema_name", nameT}, {"schema_owner", nameT}},
@@ -310,8 +318,8 @@ var virtualDefs = []vdef{
 					}
 					n++
 					def := dNull()
-					if c.Default != "" {
-						def = dStr(c.Default)
+					if d := columnDefault(t, c); d != "" {
+						def = dStr(d)
 					}
 					maxLen, prec, scale := dNull(), dNull(), dNull()
 					if l := c.Type.CharLen(); l > 0 {
@@ -393,14 +401,6 @@ func attnum(t *catalog.Table, i int) int {
 }
 
 func pkeyOID(t *catalog.Table) uint32 { return t.OID() + 1<<22 }
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
-}
 
 // virtualTable resolves a catalog relation for the binder.
 func (s *Session) virtualTable(schema, name string) (*plan.VirtualTable, bool) {

@@ -31,6 +31,7 @@ const (
 	CodeUndefinedObject              = "42704"
 	CodeUndefinedParameter           = "42P02"
 	CodeInvalidSchemaName            = "3F000"
+	CodeInvalidName                  = "42602"
 	CodeInvalidCatalogName           = "3D000"
 	CodeDuplicateTable               = "42P07"
 	CodeDuplicateColumn              = "42701"

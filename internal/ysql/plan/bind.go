@@ -23,8 +23,16 @@ type Binder struct {
 	Virtual func(schema, name string) (*VirtualTable, bool)
 	// Session resolves session functions before the builtins.
 	Session SessionFuncs
+	// Reg converts between names and OIDs for the OID alias types
+	// ('t'::regclass, oid::regtype::text); nil: they read and print as
+	// numbers.
+	Reg RegNames
+	// SessionSRF resolves the session's set-returning functions.
+	SessionSRF SessionSRFs
 
 	aggs      *aggScope
+	win       *winScope
+	srfRefs   map[*pg.FuncCall]Expr // set-returning calls of a select list
 	inAggArg  bool
 	outerRefs int // outer references bound so far (correlation)
 }
@@ -146,6 +154,10 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 		default:
 			return &Not{E: args[0]}, nil
 		}
+	case n.GetAArrayExpr() != nil:
+		return b.arrayExpr(n.GetAArrayExpr(), sc, hint)
+	case n.GetAIndirection() != nil:
+		return b.indirection(n.GetAIndirection(), sc)
 	case n.GetNullTest() != nil:
 		nt := n.GetNullTest()
 		e, err := b.expr(nt.GetArg(), sc, tUnknown)
@@ -252,7 +264,7 @@ func (b *Binder) constant(c *pg.A_Const, hint types.T) (Expr, error) {
 		return &Const{T: tBool, D: types.DBool(v.Boolval.GetBoolval())}, nil
 	case *pg.A_Const_Sval:
 		s := v.Sval.GetSval()
-		if hint.OID != types.OIDUnknown && hint.OID != 0 {
+		if hint.OID != types.OIDUnknown && hint.OID != 0 && !(b.Reg != nil && types.IsReg(hint.OID)) {
 			d, err := parseText(hint, s)
 			if err != nil {
 				return nil, posErr(pgerror.From(err), c.GetLocation())
@@ -329,6 +341,9 @@ func (b *Binder) cast(e Expr, to types.T, kind types.CastContext, loc int32) (Ex
 	if p, ok := e.(*Param); ok && p.T.OID == types.OIDUnknown {
 		b.Params[p.Idx] = to
 		return &Param{Idx: p.Idx, T: to}, nil
+	}
+	if r, ok, err := b.regCast(e, to, loc); ok {
+		return r, err
 	}
 	if from.OID == types.OIDUnknown {
 		if c, ok := e.(*Const); ok {
@@ -575,7 +590,7 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 		}
 		return out, nil
 	case pg.A_Expr_Kind_AEXPR_OP_ANY, pg.A_Expr_Kind_AEXPR_OP_ALL:
-		return nil, posErr(pgerror.Unsupported("ANY/ALL over arrays"), loc)
+		return b.anyAll(name, a, sc, a.GetKind() == pg.A_Expr_Kind_AEXPR_OP_ALL)
 	}
 	return nil, posErr(pgerror.Unsupported("operator kind "+a.GetKind().String()), loc)
 }
@@ -676,4 +691,102 @@ func (b *Binder) sqlValueFunction(f *pg.SQLValueFunction) (Expr, error) {
 		return nil, posErr(pgerror.Unsupported("this SQL value function"), f.GetLocation())
 	}
 	return b.callFunction(name, nil, f.GetLocation())
+}
+
+// anyAll binds "l op ANY (array)" and "l op ALL (array)": the operator is
+// resolved for the left type and the array's element type.
+func (b *Binder) anyAll(name string, a *pg.A_Expr, sc *scope, all bool) (Expr, error) {
+	loc := a.GetLocation()
+	l, err := b.expr(a.GetLexpr(), sc, tUnknown)
+	if err != nil {
+		return nil, err
+	}
+	hint := tUnknown
+	if at := types.ArrayOf(l.Type()); at.OID != 0 {
+		hint = at
+	}
+	r, err := b.expr(a.GetRexpr(), sc, hint)
+	if err != nil {
+		return nil, err
+	}
+	if r.Type().OID == types.OIDUnknown && hint.OID != types.OIDUnknown {
+		if r, err = b.cast(r, hint, types.CastImplicit, loc); err != nil {
+			return nil, err
+		}
+	}
+	if !r.Type().IsArray() {
+		return nil, posErr(pgerror.New(pgerror.CodeWrongObjectType, "op ANY/ALL (array) requires array on right side"), loc)
+	}
+	elem := r.Type().Elem()
+	if r.Type().OID == types.OIDInt2Vector || r.Type().OID == types.OIDOIDVector {
+		elem = types.T{OID: r.Type().Info().Elem, Mod: -1}
+	}
+	if l.Type().OID == types.OIDUnknown {
+		if l, err = b.cast(l, elem, types.CastImplicit, loc); err != nil {
+			return nil, err
+		}
+	}
+	op, err := lookupBinary(name, l.Type(), elem)
+	if err != nil {
+		return nil, posErr(pgerror.From(err), loc)
+	}
+	if op.Result.OID != types.OIDBool {
+		return nil, posErr(pgerror.New(pgerror.CodeDatatypeMismatch, "op ANY/ALL (array) requires operator to yield boolean"), loc)
+	}
+	if l, err = b.cast(l, op.Left, types.CastImplicit, loc); err != nil {
+		return nil, err
+	}
+	return &AnyAll{L: l, Arr: r, All: all, Elem: elem, Right: op.Right, Fn: op.Fn}, nil
+}
+
+// RegNames converts between the names and OIDs of the OID alias types:
+// regclass (relations), regtype, regnamespace, regrole, regproc.
+type RegNames interface {
+	RegIn(t types.T, name string) (types.Datum, error)
+	RegOut(t types.T, oid uint32) string
+}
+
+func isStringish(t types.T) bool {
+	switch t.OID {
+	case types.OIDText, types.OIDVarchar, types.OIDBPChar, types.OIDName, types.OIDUnknown:
+		return true
+	}
+	return false
+}
+
+// regCast converts a string to an OID alias type by looking the name up
+// (a constant at bind time, as PostgreSQL does) and an OID alias to a
+// string by naming the object.
+func (b *Binder) regCast(e Expr, to types.T, loc int32) (Expr, bool, error) {
+	from := e.Type()
+	if b.Reg == nil {
+		return nil, false, nil
+	}
+	switch {
+	case types.IsReg(to.OID) && isStringish(from):
+		if c, ok := e.(*Const); ok {
+			if c.D.Null {
+				return nullConst(to), true, nil
+			}
+			d, err := b.Reg.RegIn(to, c.D.S)
+			if err != nil {
+				return nil, true, posErr(pgerror.From(err), loc)
+			}
+			return &Const{T: to, D: d}, true, nil
+		}
+		reg := b.Reg
+		return &FuncExpr{Name: to.String() + "in", Args: []Expr{e}, T: to, Strict: true,
+			Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) { return reg.RegIn(to, v[0].S) }}, true, nil
+	case types.IsReg(from.OID) && isStringish(to) && from.OID != types.OIDUnknown:
+		reg := b.Reg
+		out := Expr(&FuncExpr{Name: from.String() + "out", Args: []Expr{e}, T: tText, Strict: true,
+			Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) {
+				return types.DString(reg.RegOut(from, uint32(v[0].I))), nil
+			}})
+		if to.OID != types.OIDText {
+			out = &Cast{E: out, T: to, Kind: types.CastExplicit}
+		}
+		return out, true, nil
+	}
+	return nil, false, nil
 }

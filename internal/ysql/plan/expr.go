@@ -136,6 +136,54 @@ func (b *BinOp) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 	return b.Fn(ec, l, r)
 }
 
+// AnyAll is "L op ANY (Arr)" / "L op ALL (Arr)": op applied to L and each
+// element (converted from Elem to Right), combined as OR (ANY) or AND
+// (ALL) with SQL's NULL rules.
+type AnyAll struct {
+	L, Arr      Expr
+	All         bool
+	Elem, Right types.T
+	Fn          func(ec *EvalContext, l, r types.Datum) (types.Datum, error)
+}
+
+func (a *AnyAll) Type() types.T { return tBool }
+func (a *AnyAll) Eval(ec *EvalContext, row Row) (types.Datum, error) {
+	l, err := a.L.Eval(ec, row)
+	if err != nil {
+		return l, err
+	}
+	arr, err := a.Arr.Eval(ec, row)
+	if err != nil || arr.Null {
+		return types.NullDatum, err
+	}
+	sawNull := false
+	for _, e := range arr.A {
+		if e.Null || l.Null {
+			sawNull = true
+			continue
+		}
+		if a.Elem != a.Right {
+			if e, err = coerce(e, a.Elem, a.Right, types.CastImplicit, ec); err != nil {
+				return types.NullDatum, err
+			}
+		}
+		v, err := a.Fn(ec, l, e)
+		if err != nil {
+			return v, err
+		}
+		switch {
+		case v.Null:
+			sawNull = true
+		case v.Bool() != a.All:
+			return types.DBool(!a.All), nil
+		}
+	}
+	if sawNull {
+		return types.NullDatum, nil
+	}
+	return types.DBool(a.All), nil
+}
+
 // UnOp is a resolved prefix operator.
 type UnOp struct {
 	Name string
@@ -476,6 +524,9 @@ const (
 	ScalarSubquery SubqueryKind = iota
 	ExistsSubquery
 	InSubquery
+	// ArraySubquery is ARRAY(SELECT ...): the rows' single column as an
+	// array (empty when there are none).
+	ArraySubquery
 )
 
 func (s *Subquery) Type() types.T { return s.T }
@@ -496,6 +547,12 @@ func (s *Subquery) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 	switch s.Kind {
 	case ExistsSubquery:
 		return types.DBool((len(rows) > 0) != s.Not), nil
+	case ArraySubquery:
+		out := make([]types.Datum, len(rows))
+		for i, r := range rows {
+			out[i] = r[0]
+		}
+		return types.DArray(out), nil
 	case ScalarSubquery:
 		switch len(rows) {
 		case 0:

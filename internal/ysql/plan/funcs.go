@@ -86,6 +86,12 @@ func walk(n *pg.Node, f func(*pg.Node) bool) {
 		for _, a := range n.GetMinMaxExpr().GetArgs() {
 			walk(a, f)
 		}
+	case n.GetAIndirection() != nil:
+		walk(n.GetAIndirection().GetArg(), f)
+	case n.GetAArrayExpr() != nil:
+		for _, a := range n.GetAArrayExpr().GetElements() {
+			walk(a, f)
+		}
 	}
 }
 
@@ -142,7 +148,10 @@ func (b *Binder) funcCall(fc *pg.FuncCall, sc *scope) (Expr, error) {
 	name := funcName(fc)
 	loc := fc.GetLocation()
 	if fc.GetOver() != nil {
-		return nil, posErr(pgerror.Unsupported("window functions"), loc)
+		return b.windowCall(fc, name)
+	}
+	if e, ok := b.srfRefs[fc]; ok {
+		return e, nil
 	}
 	if IsAggregate(name) {
 		return b.aggCall(name, fc, sc)
@@ -257,13 +266,13 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 
 func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 	sel := sl.GetSubselect().GetSelectStmt()
-	saved, savedArg := b.aggs, b.inAggArg
-	b.aggs, b.inAggArg = nil, false
+	saved, savedArg, savedWin := b.aggs, b.inAggArg, b.win
+	b.aggs, b.inAggArg, b.win = nil, false, nil
 	refs := b.outerRefs
 	// The subquery's FROM scope has sc as its parent: sc's columns are its
 	// level-1 outer columns, the row the executor passes when it runs it.
 	n, err := b.selectStmt(sel, sc)
-	b.aggs, b.inAggArg = saved, savedArg
+	b.aggs, b.inAggArg, b.win = saved, savedArg, savedWin
 	if err != nil {
 		return nil, err
 	}
@@ -293,6 +302,15 @@ func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 		}
 		op := eq.(*BinOp)
 		sq.Kind, sq.T, sq.Test, sq.Eq = InSubquery, tBool, op.L, op
+	case pg.SubLinkType_ARRAY_SUBLINK:
+		if len(cols) != 1 {
+			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "subquery must return only one column"), sl.GetLocation())
+		}
+		at := types.ArrayOf(cols[0].T)
+		if at.OID == 0 {
+			return nil, posErr(pgerror.New(pgerror.CodeUndefinedObject, "could not find array type for data type %s", typeName(cols[0].T)), sl.GetLocation())
+		}
+		sq.Kind, sq.T = ArraySubquery, at
 	default:
 		return nil, posErr(pgerror.Unsupported("this kind of subquery"), sl.GetLocation())
 	}

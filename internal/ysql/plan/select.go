@@ -49,6 +49,12 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 			return nil, err
 		}
 	}
+	if b.srfRefs == nil {
+		b.srfRefs = map[*pg.FuncCall]Expr{}
+	}
+	if from, err = b.targetSRFs(s.GetTargetList(), from, sc, parent); err != nil {
+		return nil, err
+	}
 	aggregated := len(s.GetGroupClause()) > 0 || s.GetHavingClause() != nil
 	for _, t := range s.GetTargetList() {
 		if hasAgg(t.GetResTarget().GetVal()) {
@@ -62,6 +68,17 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	}
 	input := from
 	inputScope := sc
+	windowed := false
+	for _, t := range s.GetTargetList() {
+		windowed = windowed || hasWindow(t.GetResTarget().GetVal())
+	}
+	if windowed && !aggregated {
+		win := &Window{Input: from, cols: append([]Column(nil), from.Columns()...)}
+		saved := b.win
+		b.win = &winScope{node: win, input: sc}
+		defer func() { b.win = saved }()
+		input = win
+	}
 	if aggregated {
 		agg := &Agg{Input: from}
 		as := &aggScope{agg: agg, b: b, input: sc}
@@ -106,7 +123,7 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		if col.Name == "" {
 			col.Name = columnName(rt.GetVal())
 		}
-		if cr, ok := e.(*ColRef); ok && !aggregated {
+		if cr, ok := e.(*ColRef); ok && !aggregated && cr.Idx < len(sc.cols) {
 			src := sc.cols[cr.Idx]
 			col.Table = src.Table
 			if fc := from.Columns(); cr.Idx < len(fc) {
@@ -403,6 +420,14 @@ func columnName(n *pg.Node) string {
 		}
 		tn := n.GetTypeCast().GetTypeName().GetNames()
 		return tn[len(tn)-1].GetString_().GetSval()
+	case n.GetAIndirection() != nil:
+		ind := n.GetAIndirection().GetIndirection()
+		if f := ind[len(ind)-1].GetString_(); f != nil {
+			return f.GetSval() // (record).field
+		}
+		return columnName(n.GetAIndirection().GetArg())
+	case n.GetAArrayExpr() != nil:
+		return "array"
 	case n.GetCaseExpr() != nil:
 		return "case"
 	case n.GetCoalesceExpr() != nil:
@@ -683,7 +708,7 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		}
 		return node, scopeCols(cols), nil
 	case n.GetRangeFunction() != nil:
-		return nil, nil, pgerror.Unsupported("functions in FROM")
+		return b.rangeFunction(n.GetRangeFunction(), sc, parent)
 	}
 	return nil, nil, pgerror.Unsupported("this FROM item")
 }

@@ -39,7 +39,7 @@ func AppendBinary(buf []byte, d Datum, t T) ([]byte, error) {
 		return append(buf, 0), nil
 	case OIDInt2:
 		return binary.BigEndian.AppendUint16(buf, uint16(d.I)), nil
-	case OIDInt4, OIDDate, OIDOID, OIDRegclass, OIDRegtype, OIDRegproc:
+	case OIDInt4, OIDDate, OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole:
 		return binary.BigEndian.AppendUint32(buf, uint32(d.I)), nil
 	case OIDInt8, OIDTime, OIDTimestamp, OIDTimestampTZ:
 		return binary.BigEndian.AppendUint64(buf, uint64(d.I)), nil
@@ -226,7 +226,7 @@ func DecodeBinary(b []byte, t T) (Datum, error) {
 			return NullDatum, err
 		}
 		return DInt(int64(int32(binary.BigEndian.Uint32(b)))), nil
-	case OIDOID, OIDRegclass, OIDRegtype, OIDRegproc:
+	case OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole:
 		if err := need(4); err != nil {
 			return NullDatum, err
 		}

@@ -40,17 +40,17 @@ func init() {
 	add(OIDName, i, OIDText)
 	add(OIDName, a, OIDBPChar, OIDVarchar)
 	add(OIDInt8, a, OIDInt2, OIDInt4)
-	add(OIDInt8, i, OIDRegproc, OIDOID, OIDFloat4, OIDFloat8, OIDNumeric, OIDRegclass, OIDRegtype)
-	add(OIDInt2, i, OIDInt8, OIDInt4, OIDRegproc, OIDOID, OIDFloat4, OIDFloat8, OIDNumeric, OIDRegclass, OIDRegtype)
+	add(OIDInt8, i, OIDRegproc, OIDOID, OIDFloat4, OIDFloat8, OIDNumeric, OIDRegclass, OIDRegtype, OIDRegnamespace, OIDRegrole)
+	add(OIDInt2, i, OIDInt8, OIDInt4, OIDRegproc, OIDOID, OIDFloat4, OIDFloat8, OIDNumeric, OIDRegclass, OIDRegtype, OIDRegnamespace, OIDRegrole)
 	add(OIDInt4, e, OIDBool, OIDChar)
-	add(OIDInt4, i, OIDInt8, OIDRegproc, OIDOID, OIDFloat4, OIDFloat8, OIDNumeric, OIDRegclass, OIDRegtype)
+	add(OIDInt4, i, OIDInt8, OIDRegproc, OIDOID, OIDFloat4, OIDFloat8, OIDNumeric, OIDRegclass, OIDRegtype, OIDRegnamespace, OIDRegrole)
 	add(OIDInt4, a, OIDInt2)
 	add(OIDRegproc, a, OIDInt8, OIDInt4)
 	add(OIDRegproc, i, OIDOID)
 	add(OIDText, a, OIDChar)
 	add(OIDText, i, OIDName, OIDBPChar, OIDVarchar, OIDRegclass)
 	add(OIDOID, a, OIDInt8, OIDInt4)
-	add(OIDOID, i, OIDRegproc, OIDRegclass, OIDRegtype)
+	add(OIDOID, i, OIDRegproc, OIDRegclass, OIDRegtype, OIDRegnamespace, OIDRegrole)
 	add(OIDJSON, a, OIDJSONB)
 	add(OIDFloat4, a, OIDInt8, OIDInt2, OIDInt4, OIDNumeric)
 	add(OIDFloat4, i, OIDFloat8)
@@ -71,6 +71,10 @@ func init() {
 	add(OIDRegclass, i, OIDOID)
 	add(OIDRegtype, a, OIDInt8, OIDInt4)
 	add(OIDRegtype, i, OIDOID)
+	add(OIDRegnamespace, a, OIDInt8, OIDInt4)
+	add(OIDRegnamespace, i, OIDOID)
+	add(OIDRegrole, a, OIDInt8, OIDInt4)
+	add(OIDRegrole, i, OIDOID)
 	add(OIDJSONB, e, OIDBool, OIDInt8, OIDInt2, OIDInt4, OIDFloat4, OIDFloat8, OIDNumeric)
 	add(OIDJSONB, a, OIDJSON)
 }
@@ -96,6 +100,11 @@ func CastContextOf(from, to T) (CastContext, bool) {
 	}
 	if byOID[from.OID] == nil || byOID[to.OID] == nil {
 		return 0, false
+	}
+	// Arrays convert element by element (int2vector and oidvector are
+	// binary-coercible to smallint[] and oid[]).
+	if from.Family() == FamArray && to.Family() == FamArray {
+		return CastContextOf(T{OID: from.Elem().OID, Mod: -1}, T{OID: to.Elem().OID, Mod: to.Mod})
 	}
 	// Automatic I/O conversion casts: to a string type on assignment,
 	// from a string type explicitly.
@@ -181,6 +190,21 @@ func convert(d Datum, from, to T, loc *time.Location) (Datum, error) {
 	}
 	ff, tf := from.Family(), to.Family()
 	switch {
+	case ff == FamArray && tf == FamArray:
+		fe, te := T{OID: from.Elem().OID, Mod: -1}, T{OID: to.Elem().OID, Mod: -1}
+		out := make([]Datum, len(d.A))
+		for i, e := range d.A {
+			if e.Null {
+				out[i] = e
+				continue
+			}
+			v, err := convert(e, fe, te, loc)
+			if err != nil {
+				return NullDatum, err
+			}
+			out[i] = v
+		}
+		return DArray(out), nil
 	case ff == FamInt && tf == FamInt:
 		return convertInt(d, from, to)
 	case ff == FamInt && tf == FamFloat:
@@ -323,7 +347,7 @@ func convert(d Datum, from, to T, loc *time.Location) (Datum, error) {
 func convertInt(d Datum, from, to T) (Datum, error) {
 	v := d.I
 	switch to.OID {
-	case OIDOID, OIDRegclass, OIDRegtype, OIDRegproc:
+	case OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole:
 		switch from.OID {
 		case OIDInt8:
 			if v < 0 || v > math.MaxUint32 {
@@ -334,7 +358,7 @@ func convertInt(d Datum, from, to T) (Datum, error) {
 		}
 		return DInt(v), nil
 	case OIDInt4:
-		if from.OID == OIDOID || from.OID == OIDRegclass || from.OID == OIDRegtype || from.OID == OIDRegproc {
+		if from.OID == OIDOID || IsReg(from.OID) {
 			return DInt(int64(int32(uint32(v)))), nil
 		}
 	}

@@ -51,6 +51,8 @@ const (
 	OIDNumericArray     uint32 = 1231
 	OIDRegclassArray    uint32 = 2210
 	OIDRegtypeArray     uint32 = 2211
+	OIDRegnamespaceArr  uint32 = 4090
+	OIDRegroleArray     uint32 = 4097
 	OIDUUIDArray        uint32 = 2951
 	OIDJSONBArray       uint32 = 3807
 )
@@ -96,6 +98,8 @@ var typeTable = []*TypeInfo{
 	base(OIDNumeric, "numeric", "numeric", FamNumeric, -1, false, 'N', false, 0, 1231, "numeric_in", "numeric_out", "numeric_recv", "numeric_send", "numerictypmodin", "numerictypmodout", 'i', 'm', 0),
 	base(OIDRegclass, "regclass", "regclass", FamInt, 4, true, 'N', false, 0, 2210, "regclassin", "regclassout", "regclassrecv", "regclasssend", "-", "-", 'i', 'p', 0),
 	base(OIDRegtype, "regtype", "regtype", FamInt, 4, true, 'N', false, 0, 2211, "regtypein", "regtypeout", "regtyperecv", "regtypesend", "-", "-", 'i', 'p', 0),
+	base(OIDRegnamespace, "regnamespace", "regnamespace", FamInt, 4, true, 'N', false, 0, 4090, "regnamespacein", "regnamespaceout", "regnamespacerecv", "regnamespacesend", "-", "-", 'i', 'p', 0),
+	base(OIDRegrole, "regrole", "regrole", FamInt, 4, true, 'N', false, 0, 4097, "regrolein", "regroleout", "regrolerecv", "regrolesend", "-", "-", 'i', 'p', 0),
 	base(OIDUUID, "uuid", "uuid", FamUUID, 16, false, 'U', false, 0, 2951, "uuid_in", "uuid_out", "uuid_recv", "uuid_send", "-", "-", 'c', 'p', 0),
 	base(OIDJSONB, "jsonb", "jsonb", FamJSON, -1, false, 'U', false, 0, 3807, "jsonb_in", "jsonb_out", "jsonb_recv", "jsonb_send", "-", "-", 'i', 'x', 0),
 
@@ -122,6 +126,8 @@ var typeTable = []*TypeInfo{
 	arrayOf(OIDNumericArray, OIDNumeric, "numerictypmodin", "numerictypmodout", 'i', 0),
 	arrayOf(OIDRegclassArray, OIDRegclass, "-", "-", 'i', 0),
 	arrayOf(OIDRegtypeArray, OIDRegtype, "-", "-", 'i', 0),
+	arrayOf(OIDRegnamespaceArr, OIDRegnamespace, "-", "-", 'i', 0),
+	arrayOf(OIDRegroleArray, OIDRegrole, "-", "-", 'i', 0),
 	arrayOf(OIDUUIDArray, OIDUUID, "-", "-", 'i', 0),
 	arrayOf(OIDJSONBArray, OIDJSONB, "-", "-", 'i', 0),
 }
@@ -199,6 +205,18 @@ func (t T) Family() Family {
 
 // IsArray reports whether t is an array type.
 func (t T) IsArray() bool { return t.Family() == FamArray }
+
+// IsReg reports whether oid is one of the OID alias types (regclass,
+// regtype, regproc, regnamespace, regrole): stored and sent in binary as
+// an oid; their names are looked up by the session, which knows the
+// catalog.
+func IsReg(oid uint32) bool {
+	switch oid {
+	case OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole:
+		return true
+	}
+	return false
+}
 
 // Elem returns the element type of an array type (with t's modifier, as
 // PostgreSQL keeps an array column's typmod for its elements).

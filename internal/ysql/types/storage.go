@@ -40,7 +40,7 @@ func StorageType(t T) docdb.ValueType {
 		return docdb.TypeInt16
 	case OIDInt4, OIDDate:
 		return docdb.TypeInt32
-	case OIDInt8, OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDTime:
+	case OIDInt8, OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole, OIDTime:
 		return docdb.TypeInt64
 	case OIDFloat4:
 		return docdb.TypeFloat32
@@ -102,7 +102,7 @@ func ToStorage(d Datum, t T) (docdb.Value, error) {
 		return docdb.Int32(int32(d.I)), nil
 	case OIDDate:
 		return docdb.Int32(int32(d.I)), nil
-	case OIDInt8, OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDTime:
+	case OIDInt8, OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole, OIDTime:
 		return docdb.Int64(d.I), nil
 	case OIDFloat4:
 		return docdb.Float32(float32(d.F)), nil
@@ -177,7 +177,7 @@ func FromStorage(v docdb.Value, t T) (Datum, error) {
 		return DInt(int64(int16(v.Int))), nil
 	case OIDInt4, OIDDate:
 		return DInt(int64(int32(v.Int))), nil
-	case OIDInt8, OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDTime:
+	case OIDInt8, OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole, OIDTime:
 		return DInt(v.Int), nil
 	case OIDFloat4:
 		return DFloat(float64(float32(v.Float))), nil

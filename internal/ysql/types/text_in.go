@@ -60,7 +60,7 @@ func parseBaseAt(s string, t T, loc *time.Location, now time.Time) (Datum, error
 	case OIDInt8:
 		v, err := parseInt(s, 64, "bigint")
 		return DInt(v), err
-	case OIDOID, OIDRegclass, OIDRegtype, OIDRegproc:
+	case OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole:
 		v, err := parseOID(s, byOID[t.OID].Name)
 		return DInt(v), err
 	case OIDFloat4:

@@ -25,7 +25,7 @@ func AppendText(buf []byte, d Datum, t T, loc *time.Location) []byte {
 		return append(buf, 'f')
 	case OIDInt2, OIDInt4, OIDInt8:
 		return strconv.AppendInt(buf, d.I, 10)
-	case OIDOID, OIDRegclass, OIDRegtype, OIDRegproc:
+	case OIDOID, OIDRegclass, OIDRegtype, OIDRegproc, OIDRegnamespace, OIDRegrole:
 		return strconv.AppendUint(buf, uint64(uint32(d.I)), 10)
 	case OIDFloat4:
 		return AppendFloat(buf, d.F, 32)

@@ -80,8 +80,12 @@ const (
 	OIDNumeric     uint32 = 1700
 	OIDRegclass    uint32 = 2205
 	OIDRegtype     uint32 = 2206
-	OIDUUID        uint32 = 2950
-	OIDJSONB       uint32 = 3802
+	// regnamespace and regrole: like regclass, names are looked up by
+	// the session (see IsReg).
+	OIDRegnamespace uint32 = 4089
+	OIDRegrole      uint32 = 4096
+	OIDUUID         uint32 = 2950
+	OIDJSONB        uint32 = 3802
 )
 
 // T is a type with its modifier: varchar(10), numeric(12,2), char(3).

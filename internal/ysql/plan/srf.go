@@ -1,0 +1,450 @@
+package plan
+
+import (
+	"sync"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/ysql/parse"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Set-returning functions in FROM: unnest(array), generate_series and
+// information_schema._pg_expandarray, which catalog queries of psql and
+// drivers use. A function in FROM sees the FROM items before it (it is
+// implicitly LATERAL) and the enclosing query's columns.
+
+// FuncScan produces the rows of a set-returning function.
+type FuncScan struct {
+	Name string
+	Args []Expr
+	Fn   func(args []types.Datum) ([]Row, error)
+	// Ordinality appends the row number (WITH ORDINALITY).
+	Ordinality bool
+	cols       []Column
+}
+
+// Columns of the function's rows.
+func (f *FuncScan) Columns() []Column { return f.cols }
+
+// SRF is a set-returning function: its columns for the argument types
+// (false: it does not take them) and its rows.
+type SRF struct {
+	Cols func(args []types.T) ([]Column, bool)
+	Rows func(args []types.T, vals []types.Datum) ([]Row, error)
+}
+
+// SessionSRFs resolves the set-returning functions the session provides
+// (yb_servers()).
+type SessionSRFs func(name string) (SRF, bool)
+
+var srfs = map[string]SRF{
+	"unnest": {
+		Cols: func(args []types.T) ([]Column, bool) {
+			if len(args) != 1 || !args[0].IsArray() {
+				return nil, false
+			}
+			return []Column{{Name: "unnest", T: arrayElem(args[0])}}, true
+		},
+		Rows: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+			if vals[0].Null {
+				return nil, nil
+			}
+			out := make([]Row, len(vals[0].A))
+			for i, e := range vals[0].A {
+				out[i] = Row{e}
+			}
+			return out, nil
+		}},
+	"_pg_expandarray": {
+		Cols: func(args []types.T) ([]Column, bool) {
+			if len(args) != 1 || !args[0].IsArray() {
+				return nil, false
+			}
+			return []Column{{Name: "x", T: arrayElem(args[0])}, {Name: "n", T: tInt4}}, true
+		},
+		Rows: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+			if vals[0].Null {
+				return nil, nil
+			}
+			out := make([]Row, len(vals[0].A))
+			for i, e := range vals[0].A {
+				out[i] = Row{e, types.DInt(int64(i + 1))}
+			}
+			return out, nil
+		}},
+	"generate_series": {
+		Cols: func(args []types.T) ([]Column, bool) {
+			if len(args) < 2 || len(args) > 3 {
+				return nil, false
+			}
+			t := tInt4
+			for _, a := range args {
+				switch a.OID {
+				case types.OIDInt8:
+					t = tInt8
+				case types.OIDInt2, types.OIDInt4, types.OIDUnknown:
+				default:
+					return nil, false
+				}
+			}
+			return []Column{{Name: "generate_series", T: t}}, true
+		},
+		Rows: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+			for _, v := range vals {
+				if v.Null {
+					return nil, nil
+				}
+			}
+			step := int64(1)
+			if len(vals) == 3 {
+				step = vals[2].I
+			}
+			if step == 0 {
+				return nil, pgerror.New(pgerror.CodeInvalidParameterValue, "step size cannot equal zero")
+			}
+			var out []Row
+			for v := vals[0].I; step > 0 && v <= vals[1].I || step < 0 && v >= vals[1].I; v += step {
+				out = append(out, Row{types.DInt(v)})
+				if len(out) > 10_000_000 {
+					return nil, pgerror.New(pgerror.CodeProgramLimitExceeded, "generate_series: too many rows")
+				}
+			}
+			return out, nil
+		}},
+}
+
+// arrayElem is an array type's element type (int2vector and oidvector
+// included).
+func arrayElem(t types.T) types.T {
+	if t.OID == types.OIDInt2Vector || t.OID == types.OIDOIDVector {
+		return types.T{OID: t.Info().Elem, Mod: -1}
+	}
+	return t.Elem()
+}
+
+// rangeFunction plans a function in FROM.
+func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, []scopeCol, error) {
+	fns := rf.GetFunctions()
+	if rf.GetIsRowsfrom() || len(fns) != 1 || len(fns[0].GetList().GetItems()) == 0 || fns[0].GetList().GetItems()[0].GetFuncCall() == nil {
+		return nil, nil, pgerror.Unsupported("this function in FROM")
+	}
+	fc := fns[0].GetList().GetItems()[0].GetFuncCall()
+	name := funcName(fc)
+	loc := fc.GetLocation()
+	// The arguments see the FROM items before this one as level-1 outer
+	// columns (the row a LateralJoin passes), else the enclosing query's.
+	lateral := len(sc.cols) > 0
+	argScope := &scope{parent: parent}
+	if lateral {
+		argScope = &scope{parent: &scope{cols: sc.cols, parent: parent}}
+	}
+	f, ok := srfs[name]
+	if !ok && b.SessionSRF != nil {
+		f, ok = b.SessionSRF(name)
+	}
+	if !ok {
+		return nil, nil, posErr(pgerror.Unsupported("function "+name+" in FROM"), loc)
+	}
+	args := make([]Expr, len(fc.GetArgs()))
+	argTypes := make([]types.T, len(args))
+	for i, a := range fc.GetArgs() {
+		e, err := b.expr(a, argScope, tUnknown)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.Type().OID == types.OIDUnknown && name == "generate_series" {
+			if e, err = b.cast(e, tInt4, types.CastImplicit, loc); err != nil {
+				return nil, nil, err
+			}
+		}
+		args[i], argTypes[i] = e, e.Type()
+	}
+	cols, ok := f.Cols(argTypes)
+	if !ok {
+		return nil, nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s(%s) does not exist", name, typeList(argTypes)).
+			WithHint("No function matches the given name and argument types. You might need to add explicit type casts."), loc)
+	}
+	if name == "generate_series" {
+		for i := range args {
+			var err error
+			if args[i], err = b.cast(args[i], cols[0].T, types.CastImplicit, loc); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if rf.GetOrdinality() {
+		cols = append(cols, Column{Name: "ordinality", T: tInt8})
+	}
+	alias := name
+	if a := rf.GetAlias(); a != nil {
+		alias = a.GetAliasname()
+		names := a.GetColnames()
+		if len(names) == 0 && len(cols) == 1+boolInt(rf.GetOrdinality()) && name != "_pg_expandarray" {
+			cols[0].Name = alias // a scalar function's column takes the alias
+		}
+		for i, n := range names {
+			if i < len(cols) {
+				cols[i].Name = n.GetString_().GetSval()
+			}
+		}
+	}
+	for i := range cols {
+		cols[i].Table = alias
+	}
+	fn := f.Rows
+	var node Node = &FuncScan{Name: name, Args: args, Ordinality: rf.GetOrdinality(), cols: cols,
+		Fn: func(vals []types.Datum) ([]Row, error) { return fn(argTypes, vals) }}
+	if lateral {
+		node = &Lateral{Sub: node}
+	}
+	return node, scopeCols(cols), nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func typeList(ts []types.T) string {
+	s := ""
+	for i, t := range ts {
+		if i > 0 {
+			s += ", "
+		}
+		s += typeName(t)
+	}
+	return s
+}
+
+// indirection binds array subscripts: arr[i] (one-dimensional arrays with
+// lower bound 1, int2vector and oidvector from 0); out of range is NULL.
+func (b *Binder) indirection(ind *pg.A_Indirection, sc *scope) (Expr, error) {
+	e, err := b.expr(ind.GetArg(), sc, tUnknown)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range ind.GetIndirection() {
+		if f := n.GetString_(); f != nil {
+			if e, err = fieldSelect(e, f.GetSval()); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		ai := n.GetAIndices()
+		if ai == nil || ai.GetIsSlice() {
+			return nil, pgerror.Unsupported("this indirection (field selection or array slice)")
+		}
+		at := e.Type()
+		if !at.IsArray() {
+			return nil, pgerror.New(pgerror.CodeDatatypeMismatch, "cannot subscript type %s because it does not support subscripting", typeName(at))
+		}
+		idx, err := b.expr(ai.GetUidx(), sc, tInt4)
+		if err != nil {
+			return nil, err
+		}
+		if idx, err = b.coerceTo(idx, tInt4, "array subscript", -1); err != nil {
+			return nil, err
+		}
+		base := int64(1)
+		if at.OID == types.OIDInt2Vector || at.OID == types.OIDOIDVector {
+			base = 0
+		}
+		e = &FuncExpr{Name: "subscript", Args: []Expr{e, idx}, T: arrayElem(at), Strict: true,
+			Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) {
+				i := v[1].I - base
+				if i < 0 || i >= int64(len(v[0].A)) {
+					return types.NullDatum, nil
+				}
+				return v[0].A[i], nil
+			}}
+	}
+	return e, nil
+}
+
+// WalkExpr visits the expression nodes of a parse tree (f returns false to
+// skip a node's children).
+func WalkExpr(n *pg.Node, f func(*pg.Node) bool) { walk(n, f) }
+
+// Set-returning functions in the select list (SELECT unnest(a) FROM t,
+// JDBC's (information_schema._pg_expandarray(i.indkey)).n): each distinct
+// call becomes a function in FROM joined laterally after the FROM items,
+// so a row is produced per element, and the call reads its columns. A
+// function of several columns gives a record whose fields (expr).name
+// selects.
+
+// oidRecord is the pseudo-type record; a record's fields are kept by
+// shape, its T's Mod.
+const oidRecord = 2249
+
+var recordShapes struct {
+	sync.Mutex
+	shapes [][]Column
+}
+
+func recordType(cols []Column) types.T {
+	recordShapes.Lock()
+	defer recordShapes.Unlock()
+next:
+	for i, sh := range recordShapes.shapes {
+		if len(sh) != len(cols) {
+			continue
+		}
+		for j := range sh {
+			if sh[j].Name != cols[j].Name || sh[j].T != cols[j].T {
+				continue next
+			}
+		}
+		return types.T{OID: oidRecord, Mod: int32(i)}
+	}
+	recordShapes.shapes = append(recordShapes.shapes, cols)
+	return types.T{OID: oidRecord, Mod: int32(len(recordShapes.shapes) - 1)}
+}
+
+func recordFields(t types.T) []Column {
+	recordShapes.Lock()
+	defer recordShapes.Unlock()
+	if t.OID != oidRecord || t.Mod < 0 || int(t.Mod) >= len(recordShapes.shapes) {
+		return nil
+	}
+	return recordShapes.shapes[t.Mod]
+}
+
+func fieldSelect(e Expr, name string) (Expr, error) {
+	fields := recordFields(e.Type())
+	if fields == nil {
+		return nil, pgerror.New(pgerror.CodeWrongObjectType, "column notation .%s applied to type %s, which is not a composite type", name, typeName(e.Type()))
+	}
+	for i, f := range fields {
+		if f.Name == name {
+			return &FuncExpr{Name: "field " + name, Args: []Expr{e}, T: f.T, Strict: true,
+				Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) { return v[0].A[i], nil }}, nil
+		}
+	}
+	return nil, pgerror.New(pgerror.CodeUndefinedColumn, "could not identify column %q in record data type", name)
+}
+
+// targetSRFs joins the set-returning function calls of a select list to
+// from, and makes b resolve those calls to the joined columns.
+func (b *Binder) targetSRFs(targets []*pg.Node, from Node, sc, parent *scope) (Node, error) {
+	var calls []*pg.FuncCall
+	for _, t := range targets {
+		walk(t.GetResTarget().GetVal(), func(n *pg.Node) bool {
+			if fc := n.GetFuncCall(); fc != nil && fc.GetOver() == nil {
+				if _, ok := srfs[funcName(fc)]; ok {
+					calls = append(calls, fc)
+				} else if b.SessionSRF != nil {
+					if _, ok := b.SessionSRF(funcName(fc)); ok {
+						calls = append(calls, fc)
+					}
+				}
+			}
+			return true
+		})
+	}
+	if len(calls) == 0 {
+		return from, nil
+	}
+	done := map[string]Expr{}
+	for _, fc := range calls {
+		key, err := deparseNode(&pg.Node{Node: &pg.Node_FuncCall{FuncCall: fc}})
+		if err != nil {
+			return nil, err
+		}
+		if e, ok := done[key]; ok {
+			b.srfRefs[fc] = e
+			continue
+		}
+		rf := &pg.RangeFunction{Functions: []*pg.Node{{Node: &pg.Node_List{List: &pg.List{Items: []*pg.Node{
+			{Node: &pg.Node_FuncCall{FuncCall: fc}}}}}}}}
+		n, cols, err := b.rangeFunction(rf, sc, parent)
+		if err != nil {
+			return nil, err
+		}
+		start := len(sc.cols)
+		all := append(append([]Column(nil), from.Columns()...), n.Columns()...)
+		if lat, ok := n.(*Lateral); ok {
+			from = &LateralJoin{Left: from, Sub: lat.Sub, cols: all}
+		} else {
+			from = &Join{Kind: InnerJoin, Left: from, Right: n, cols: all}
+		}
+		for i := range cols {
+			cols[i].Hidden = true
+		}
+		sc.cols = append(sc.cols, cols...)
+		var e Expr
+		if len(cols) == 1 {
+			e = &ColRef{Idx: start, T: cols[0].T, Name: cols[0].Name}
+		} else {
+			var args []Expr
+			var fields []Column
+			for i, c := range cols {
+				args = append(args, &ColRef{Idx: start + i, T: c.T, Name: c.Name})
+				fields = append(fields, Column{Name: c.Name, T: c.T})
+			}
+			e = &FuncExpr{Name: "row", Args: args, T: recordType(fields),
+				Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) {
+					return types.DArray(append([]types.Datum(nil), v...)), nil
+				}}
+		}
+		done[key] = e
+		b.srfRefs[fc] = e
+	}
+	return from, nil
+}
+
+// deparseNode prints an expression (to recognise repeated calls).
+func deparseNode(n *pg.Node) (string, error) {
+	return parse.Deparse(&pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: &pg.SelectStmt{TargetList: []*pg.Node{
+		{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: n}}}}}}})
+}
+
+// arrayExpr binds ARRAY[e1, e2, ...]: the elements take their common type
+// (the hint's element type for an all-literal list).
+func (b *Binder) arrayExpr(ae *pg.A_ArrayExpr, sc *scope, hint types.T) (Expr, error) {
+	elemHint := tUnknown
+	if hint.IsArray() {
+		elemHint = hint.Elem()
+	}
+	var elems []Expr
+	for _, n := range ae.GetElements() {
+		if n.GetAArrayExpr() != nil {
+			return nil, posErr(pgerror.Unsupported("multidimensional arrays"), ae.GetLocation())
+		}
+		e, err := b.expr(n, sc, elemHint)
+		if err != nil {
+			return nil, err
+		}
+		elems = append(elems, e)
+	}
+	if len(elems) == 0 {
+		if !hint.IsArray() {
+			return nil, posErr(pgerror.New(pgerror.CodeIndeterminateDatatype, "cannot determine type of empty array").
+				WithHint("Explicitly cast to the desired type, for example ARRAY[]::integer[]."), ae.GetLocation())
+		}
+		return &Const{T: hint, D: types.DArray(nil)}, nil
+	}
+	elems, et, err := b.unify(elems, "ARRAY", ae.GetLocation())
+	if err != nil {
+		return nil, err
+	}
+	if et.OID == types.OIDUnknown {
+		et = tText
+		for i := range elems {
+			if elems[i], err = b.cast(elems[i], et, types.CastImplicit, ae.GetLocation()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	at := types.ArrayOf(et)
+	if at.OID == 0 {
+		return nil, posErr(pgerror.New(pgerror.CodeUndefinedObject, "could not find array type for data type %s", typeName(et)), ae.GetLocation())
+	}
+	return &FuncExpr{Name: "array", Args: elems, T: at,
+		Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) {
+			return types.DArray(append([]types.Datum(nil), v...)), nil
+		}}, nil
+}

@@ -1,0 +1,103 @@
+package plan
+
+import (
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Window functions, the ranking ones: row_number(), rank() and
+// dense_rank() OVER (PARTITION BY ... ORDER BY ...), in the select list
+// of a query without GROUP BY or aggregates (what drivers' metadata
+// queries use). Frames do not change them; named windows and aggregates
+// over windows are not supported.
+
+// Window appends the values of its calls to each input row.
+type Window struct {
+	Input Node
+	Calls []WindowCall
+	cols  []Column
+}
+
+// WindowCall is one ranking function over a window.
+type WindowCall struct {
+	Name      string // row_number, rank, dense_rank
+	Partition []Expr
+	Order     []SortKey
+}
+
+// Columns are the input's, then one per call.
+func (w *Window) Columns() []Column { return w.cols }
+
+// winScope collects the window calls of a select list.
+type winScope struct {
+	node  *Window
+	input *scope
+}
+
+func hasWindow(n *pg.Node) bool {
+	found := false
+	walk(n, func(x *pg.Node) bool {
+		if fc := x.GetFuncCall(); fc != nil && fc.GetOver() != nil {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// windowCall binds fc OVER (...) to a reference to its Window column.
+func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
+	loc := fc.GetLocation()
+	if b.win == nil {
+		return nil, posErr(pgerror.Unsupported("window functions here (only in a select list without aggregates)"), loc)
+	}
+	switch name {
+	case "row_number", "rank", "dense_rank":
+	default:
+		return nil, posErr(pgerror.Unsupported("window function "+name), loc)
+	}
+	if len(fc.GetArgs()) > 0 {
+		return nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s does not take arguments", name), loc)
+	}
+	over := fc.GetOver()
+	if over.GetRefname() != "" || over.GetName() != "" {
+		return nil, posErr(pgerror.Unsupported("named windows"), loc)
+	}
+	call := WindowCall{Name: name}
+	for _, p := range over.GetPartitionClause() {
+		e, err := b.expr(p, b.win.input, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.checkOrderable(e.Type(), loc); err != nil {
+			return nil, err
+		}
+		call.Partition = append(call.Partition, e)
+	}
+	for _, o := range over.GetOrderClause() {
+		sb := o.GetSortBy()
+		e, err := b.expr(sb.GetNode(), b.win.input, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.checkOrderable(e.Type(), loc); err != nil {
+			return nil, err
+		}
+		k := SortKey{E: e, Desc: sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC}
+		switch sb.GetSortbyNulls() {
+		case pg.SortByNulls_SORTBY_NULLS_FIRST:
+			k.NullsFirst = true
+		case pg.SortByNulls_SORTBY_NULLS_LAST:
+		default:
+			k.NullsFirst = k.Desc
+		}
+		call.Order = append(call.Order, k)
+	}
+	w := b.win.node
+	w.Calls = append(w.Calls, call)
+	t := types.T{OID: types.OIDInt8, Mod: -1}
+	w.cols = append(w.cols, Column{Name: name, T: t, Hidden: true})
+	return &ColRef{Idx: len(w.cols) - 1, T: t, Name: name}, nil
+}

@@ -210,7 +210,9 @@ public class JdbcClient {
         }
         try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT count(*) FROM accounts")) {
             check(rs.next(), "count row");
-            eq(rs.getLong(1), 17L, "count after errors");
+            // The batch is one implicit transaction (its Executes share one Sync),
+            // so its first row went with the duplicate, as in PostgreSQL.
+            eq(rs.getLong(1), 16L, "count after errors");
         }
     }
 }

@@ -121,12 +121,30 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		return "TRUNCATE TABLE", nil, nil, err
 	}
 	if s.inBlock && isDDL(n) {
-		// DDL is not transactional here: refuse it inside a block rather
-		// than pretend it rolls back.
-		return "", nil, nil, pgerror.New(pgerror.CodeActiveSQLTransaction, "%s cannot run inside a transaction block", ddlName(n))
+		if n.GetIndexStmt() != nil {
+			// An index build waits for the sessions of its database to
+			// reach the new catalog version, this block's among them.
+			return "", nil, nil, pgerror.New(pgerror.CodeActiveSQLTransaction, "%s cannot run inside a transaction block", ddlName(n))
+		}
+		// DDL is not transactional here: inside a block it runs and
+		// commits on its own, as if outside the block, and stays when
+		// the block rolls back (YugabyteDB before transactional DDL).
+		// Clients that open a block for every statement (psycopg2, JDBC
+		// without autocommit, migration tools) need it to run.
+		tag, err := s.outsideBlock(func() (string, error) { return s.ddl(ctx, n, st.yb) })
+		return tag, nil, nil, err
 	}
 	tag, err := s.ddl(ctx, n, st.yb)
 	return tag, nil, nil, err
+}
+
+// outsideBlock runs fn as a statement alone outside any block: what it
+// runs through inTxn commits on its own.
+func (s *Session) outsideBlock(fn func() (string, error)) (string, error) {
+	inBlock, single := s.inBlock, s.singleStmt
+	s.inBlock, s.singleStmt = false, true
+	defer func() { s.inBlock, s.singleStmt = inBlock, single }()
+	return fn()
 }
 
 func isDDL(n *pg.Node) bool {

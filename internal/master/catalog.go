@@ -91,6 +91,10 @@ type tserverState struct {
 	// so reported is complete (later reports are incremental).
 	fullReport bool
 	dataBytes  uint64
+	// ysql, ysqlVersion: the node serves YSQL and the oldest catalog
+	// version its YSQL layer may still act on (its last heartbeat's).
+	ysql        bool
+	ysqlVersion uint64
 	// reported maps tablet id to the tserver's last report of it.
 	reported map[uint64]*reportedReplica
 	// missing records, per tablet, since when (unix ms) this tserver has

@@ -32,6 +32,9 @@ type heartbeater struct {
 	// onCatalogVersion gets the master's catalog version from every
 	// answered heartbeat (SQL layers drop metadata older than it).
 	onCatalogVersion func(uint64)
+	// ysqlVersion, if set, reports whether the node serves YSQL and the
+	// oldest catalog version its YSQL layer may still act on.
+	ysqlVersion func() (bool, uint64)
 	// onDropMaster is called when the master says this node was replaced
 	// as a master.
 	onDropMaster func()
@@ -118,6 +121,9 @@ func (h *heartbeater) request(statuses []*tspb.TabletStatus, dataBytes uint64) *
 	req := &masterpb.HeartbeatRequest{
 		ClusterId: h.clusterID, NodeId: h.nodeID, RpcAddr: h.rpcAddr, HttpAddr: h.httpAddr,
 		Placement: h.placement, DataBytes: dataBytes, FullReport: h.needFull,
+	}
+	if h.ysqlVersion != nil {
+		req.Ysql, req.YsqlCatalogVersion = h.ysqlVersion()
 	}
 	now := make(map[uint64]*tspb.TabletStatus, len(statuses))
 	for _, st := range statuses {

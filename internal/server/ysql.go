@@ -68,3 +68,16 @@ func (s *Server) noteCatalogVersion(v uint64) {
 		st.engine.Cache().NoteVersion(v)
 	}
 }
+
+// ysqlCatalogVersion reports, for heartbeats, whether the node serves YSQL
+// and the oldest catalog version its YSQL layer may still act on.
+func (s *Server) ysqlCatalogVersion() (bool, uint64) {
+	if s.cfg.YSQLAddr == "" {
+		return false, 0
+	}
+	st := s.ysql.Load()
+	if st == nil {
+		return true, 0 // starting: no answer yet
+	}
+	return true, st.engine.CatalogVersionInUse()
+}

@@ -633,8 +633,14 @@ type HeartbeatRequest struct {
 	DataBytes      uint64          `protobuf:"varint,7,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
 	FullReport     bool            `protobuf:"varint,8,opt,name=full_report,json=fullReport,proto3" json:"full_report,omitempty"`
 	RemovedTablets []uint64        `protobuf:"varint,9,rep,packed,name=removed_tablets,json=removedTablets,proto3" json:"removed_tablets,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// ysql: the node serves YSQL; ysql_catalog_version is then the oldest
+	// catalog version its YSQL layer may still act on (the version it knows,
+	// or older, that of a statement or transaction block still running), so
+	// that schema changes can wait until every node has moved on.
+	Ysql               bool   `protobuf:"varint,10,opt,name=ysql,proto3" json:"ysql,omitempty"`
+	YsqlCatalogVersion uint64 `protobuf:"varint,11,opt,name=ysql_catalog_version,json=ysqlCatalogVersion,proto3" json:"ysql_catalog_version,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
@@ -728,6 +734,20 @@ func (x *HeartbeatRequest) GetRemovedTablets() []uint64 {
 		return x.RemovedTablets
 	}
 	return nil
+}
+
+func (x *HeartbeatRequest) GetYsql() bool {
+	if x != nil {
+		return x.Ysql
+	}
+	return false
+}
+
+func (x *HeartbeatRequest) GetYsqlCatalogVersion() uint64 {
+	if x != nil {
+		return x.YsqlCatalogVersion
+	}
+	return 0
 }
 
 type HeartbeatResponse struct {
@@ -2356,8 +2376,13 @@ type TServerInfo struct {
 	Tablets             uint32                 `protobuf:"varint,8,opt,name=tablets,proto3" json:"tablets,omitempty"`
 	Leaders             uint32                 `protobuf:"varint,9,opt,name=leaders,proto3" json:"leaders,omitempty"`
 	DataBytes           uint64                 `protobuf:"varint,10,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// heard: a heartbeat from the node reached this master leader.
+	Heard bool `protobuf:"varint,11,opt,name=heard,proto3" json:"heard,omitempty"`
+	// ysql, ysql_catalog_version: the node's last heartbeat's.
+	Ysql               bool   `protobuf:"varint,12,opt,name=ysql,proto3" json:"ysql,omitempty"`
+	YsqlCatalogVersion uint64 `protobuf:"varint,13,opt,name=ysql_catalog_version,json=ysqlCatalogVersion,proto3" json:"ysql_catalog_version,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TServerInfo) Reset() {
@@ -2456,6 +2481,27 @@ func (x *TServerInfo) GetLeaders() uint32 {
 func (x *TServerInfo) GetDataBytes() uint64 {
 	if x != nil {
 		return x.DataBytes
+	}
+	return 0
+}
+
+func (x *TServerInfo) GetHeard() bool {
+	if x != nil {
+		return x.Heard
+	}
+	return false
+}
+
+func (x *TServerInfo) GetYsql() bool {
+	if x != nil {
+		return x.Ysql
+	}
+	return false
+}
+
+func (x *TServerInfo) GetYsqlCatalogVersion() uint64 {
+	if x != nil {
+		return x.YsqlCatalogVersion
 	}
 	return 0
 }
@@ -3229,7 +3275,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
 	"\fTabletReport\x125\n" +
-	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\xdc\x02\n" +
+	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\xa2\x03\n" +
 	"\x10HeartbeatRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
@@ -3242,7 +3288,10 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"data_bytes\x18\a \x01(\x04R\tdataBytes\x12\x1f\n" +
 	"\vfull_report\x18\b \x01(\bR\n" +
 	"fullReport\x12'\n" +
-	"\x0fremoved_tablets\x18\t \x03(\x04R\x0eremovedTablets\"\xef\x03\n" +
+	"\x0fremoved_tablets\x18\t \x03(\x04R\x0eremovedTablets\x12\x12\n" +
+	"\x04ysql\x18\n" +
+	" \x01(\bR\x04ysql\x120\n" +
+	"\x14ysql_catalog_version\x18\v \x01(\x04R\x12ysqlCatalogVersion\"\xef\x03\n" +
 	"\x11HeartbeatResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12H\n" +
 	"\amasters\x18\x02 \x03(\v2..shaledb.master.HeartbeatResponse.MastersEntryR\amasters\x12K\n" +
@@ -3387,7 +3436,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x12ListMastersRequest\"~\n" +
 	"\x13ListMastersResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x124\n" +
-	"\amasters\x18\x02 \x03(\v2\x1a.shaledb.master.MasterInfoR\amasters\"\x97\x03\n" +
+	"\amasters\x18\x02 \x03(\v2\x1a.shaledb.master.MasterInfoR\amasters\"\xf3\x03\n" +
 	"\vTServerInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\x12\x1b\n" +
@@ -3400,7 +3449,10 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\aleaders\x18\t \x01(\rR\aleaders\x12\x1d\n" +
 	"\n" +
 	"data_bytes\x18\n" +
-	" \x01(\x04R\tdataBytes\"\x1b\n" +
+	" \x01(\x04R\tdataBytes\x12\x14\n" +
+	"\x05heard\x18\v \x01(\bR\x05heard\x12\x12\n" +
+	"\x04ysql\x18\f \x01(\bR\x04ysql\x120\n" +
+	"\x14ysql_catalog_version\x18\r \x01(\x04R\x12ysqlCatalogVersion\"\x1b\n" +
 	"\x05State\x12\b\n" +
 	"\x04LIVE\x10\x00\x12\b\n" +
 	"\x04DEAD\x10\x01\"\x15\n" +

@@ -42,6 +42,55 @@ type Engine struct {
 	sessions atomic.Int64
 	defaults sync.Once
 	defErr   error
+
+	// pins: the catalog version each session with a statement or
+	// transaction block in progress started at (CatalogVersionInUse).
+	pinMu sync.Mutex
+	pins  map[*Session]uint64
+}
+
+// CatalogVersionInUse is the oldest catalog version this node may still
+// act on: the version it knows, or that of a statement or transaction
+// block started before it learnt of a newer one. Heartbeats report it, and
+// schema changes that need every node to see a step (index states) wait
+// until every node reports at least that step's version.
+func (e *Engine) CatalogVersionInUse() uint64 {
+	v := e.cfg.Cache.Latest()
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	for _, p := range e.pins {
+		v = min(v, p)
+	}
+	return v
+}
+
+// pin records, before the session reads the catalog for a statement, the
+// catalog version it will act on at least; it holds until unpin (at the
+// end of the statement, or of the transaction block).
+func (s *Session) pin() {
+	e := s.e
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	if _, ok := e.pins[s]; ok {
+		return
+	}
+	if e.pins == nil {
+		e.pins = map[*Session]uint64{}
+	}
+	e.pins[s] = e.cfg.Cache.Latest()
+}
+
+func (s *Session) unpin() {
+	s.e.pinMu.Lock()
+	delete(s.e.pins, s)
+	s.e.pinMu.Unlock()
+}
+
+// unpinStatement ends a statement's pin unless a block holds it.
+func (s *Session) unpinStatement() {
+	if !s.inBlock {
+		s.unpin()
+	}
 }
 
 // NewEngine returns an engine over the cluster client.
@@ -177,6 +226,8 @@ type Session struct {
 	lastval     int64
 	lastvalSet  bool
 	pendingSeqs []*catalog.Sequence
+	// pendingUniques: the UNIQUE constraints of the CREATE TABLE being run.
+	pendingUniques []*indexRequest
 }
 
 // ParameterStatus reports the parameters PostgreSQL sends to clients.
@@ -223,6 +274,7 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
+	s.unpin()
 	if s.txn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.txn.Rollback(ctx)

@@ -320,6 +320,8 @@ func (s *Session) execute(ctx context.Context, st *Statement, params []types.Dat
 	if s.failed {
 		return "", nil, nil, errInFailed
 	}
+	s.pin()
+	defer s.unpinStatement()
 	if snap, err := s.snapshot(ctx); err != nil {
 		return "", nil, nil, err
 	} else if snap.Version != st.version {

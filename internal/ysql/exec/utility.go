@@ -97,6 +97,7 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 	if s.inBlock && n.GetTruncateStmt() != nil {
 		// Inside a block TRUNCATE deletes the rows in the block's
 		// transaction, so it commits or rolls back with it.
+		s.pin()
 		err := s.inTxn(ctx, func(tx *client.Txn) error { return s.truncateInTxn(ctx, tx, n.GetTruncateStmt()) })
 		return "TRUNCATE TABLE", nil, nil, err
 	}
@@ -244,6 +245,7 @@ func (s *Session) blockTxn(ctx context.Context) error {
 func (s *Session) endBlock(ctx context.Context, commit bool) error {
 	tx := s.txn
 	s.inBlock, s.failed, s.txn = false, false, nil
+	defer s.unpin()
 	if tx == nil {
 		return nil
 	}

@@ -405,6 +405,7 @@ func (r *runner) conflictUpdate(ins *plan.Insert, old, excluded plan.Row) (plan.
 // writeUpdate writes the changed columns of a row whose key is unchanged.
 func (r *runner) writeUpdate(b *writeBatch, t *catalog.Table, old, next plan.Row) error {
 	sr := client.Row{}
+	changed := false
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		if t.IsKey(i) {
@@ -420,6 +421,7 @@ func (r *runner) writeUpdate(b *writeBatch, t *catalog.Table, old, next plan.Row
 		}
 		if next[i].Null {
 			sr[catalog.StorageColumn(c)] = docdb.Null()
+			changed = true
 			continue
 		}
 		v, err := types.ToStorage(next[i], c.Type)
@@ -427,6 +429,10 @@ func (r *runner) writeUpdate(b *writeBatch, t *catalog.Table, old, next plan.Row
 			return err
 		}
 		sr[catalog.StorageColumn(c)] = v
+		changed = true
+	}
+	if !changed {
+		return nil // the row stays as it is (and is locked already)
 	}
 	return r.add(b, client.Op{Kind: client.OpUpdate, Row: sr})
 }

@@ -239,7 +239,14 @@ func (s *Session) addIndex(ctx context.Context, t *catalog.Table, ix *catalog.In
 		return err
 	}
 	fail := func(err error) error {
-		return errors.Join(err, s.removeIndex(context.WithoutCancel(ctx), t, ix.Name))
+		// Take the index away again; if that cannot finish (a node keeps
+		// an old catalog in use), it stays unreadable until DROP INDEX.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if cerr := s.removeIndex(cctx, t, ix.Name); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		return err
 	}
 	if err := s.waitNodes(ctx, v); err != nil {
 		return fail(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	osexec "os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -314,5 +315,56 @@ func TestIndexErrorsAndCopy(t *testing.T) {
 	unique(err, "p_a_b_key", "Key (a, b)=(3, c3) already exists.")
 	if err := conn0.QueryRow(ctx, `SELECT count(*) FROM p`).Scan(&n); err != nil || n != 501 {
 		t.Fatalf("after the failed COPY: %d rows %v", n, err)
+	}
+
+	// psql lists the indexes: \di, and the query of \d's "Indexes:"
+	// footer (the whole of \d needs catalog relations not generated yet).
+	exec(conn0, `CREATE INDEX p_b_part ON p (b) INCLUDE (a) WHERE a > 2`)
+	psql, err := osexec.LookPath("psql")
+	if err != nil {
+		t.Fatal("psql not found: `make test` installs postgresql-client")
+	}
+	host, port, _ := strings.Cut(waitYSQL(t, c, 2), ":")
+	out, err := osexec.CommandContext(ctx, psql, "-h", host, "-p", port, "-U", "yugabyte", "-d", "yugabyte", "-X", "-A", "-t",
+		"-c", `\di`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql \\di: %v\n%s", err, out)
+	}
+	if got, want := strings.TrimSpace(string(out)), "public|p_a_b_key|index|yugabyte|p\npublic|p_b_part|index|yugabyte|p\npublic|p_pkey|index|yugabyte|p"; got != want {
+		t.Errorf("psql \\di:\n%s\nwant:\n%s", got, want)
+	}
+	var oid uint32
+	if err := conn0.QueryRow(ctx, `SELECT oid FROM pg_class WHERE relname = 'p' AND relkind = 'r'`).Scan(&oid); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn0.Query(ctx, `SELECT c2.relname, i.indisprimary, i.indisunique, i.indisclustered, i.indisvalid,
+  pg_catalog.pg_get_indexdef(i.indexrelid, 0, true), pg_catalog.pg_get_constraintdef(con.oid, true), contype,
+  condeferrable, condeferred, i.indisreplident, c2.reltablespace
+FROM pg_catalog.pg_class c, pg_catalog.pg_class c2, pg_catalog.pg_index i
+  LEFT JOIN pg_catalog.pg_constraint con ON (conrelid = i.indrelid AND conindid = i.indexrelid AND contype IN ('p','u','x'))
+WHERE c.oid = '`+fmt.Sprint(oid)+`' AND c.oid = i.indrelid AND i.indexrelid = c2.oid
+ORDER BY i.indisprimary DESC, c2.relname`, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		vals := rows.RawValues()
+		var parts []string
+		for _, v := range vals[:8] {
+			parts = append(parts, string(v))
+		}
+		got = append(got, strings.Join(parts, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"p_pkey|t|t|f|t|CREATE UNIQUE INDEX p_pkey ON public.p USING lsm (id HASH)|PRIMARY KEY (id HASH)|p",
+		"p_a_b_key|f|t|f|t|CREATE UNIQUE INDEX p_a_b_key ON public.p USING lsm (a HASH, b ASC)|UNIQUE (a, b)|u",
+		"p_b_part|f|f|f|t|CREATE INDEX p_b_part ON public.p USING lsm (b HASH) INCLUDE (a) WHERE (a > 2)||",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("\\d's index query:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

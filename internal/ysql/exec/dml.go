@@ -350,6 +350,21 @@ func (r *runner) conflicting(st *insertState, row plan.Row, rk []byte) (client.R
 			return old, exists, err
 		}
 	}
+	if !st.pk && !t.RowID {
+		// The primary key is no arbiter: a row with the key is an error.
+		key, err := storageRow(t, row, true)
+		if err != nil {
+			return nil, false, err
+		}
+		if st.pending[string(rk)] {
+			return nil, false, uniqueViolation(t, r.s, row)
+		}
+		if _, exists, err := r.txn.GetForUpdate(r.ctx, tw.base.tbl, key, client.ForUpdate, client.WaitOnConflict); err != nil {
+			return nil, false, err
+		} else if exists {
+			return nil, false, uniqueViolation(t, r.s, row)
+		}
+	}
 	return nil, false, nil
 }
 

@@ -69,15 +69,17 @@ func (s *Server) noteCatalogVersion(v uint64) {
 	}
 }
 
-// ysqlCatalogVersion reports, for heartbeats, whether the node serves YSQL
-// and the oldest catalog version its YSQL layer may still act on.
-func (s *Server) ysqlCatalogVersion() (bool, uint64) {
+// ysqlCatalogVersion reports, for heartbeats, whether the node serves YSQL,
+// the catalog version its YSQL layer knows and, per database, older ones
+// still in use.
+func (s *Server) ysqlCatalogVersion() (bool, uint64, map[string]uint64) {
 	if s.cfg.YSQLAddr == "" {
-		return false, 0
+		return false, 0, nil
 	}
 	st := s.ysql.Load()
 	if st == nil {
-		return true, 0 // starting: no answer yet
+		return true, 0, nil // starting: no answer yet
 	}
-	return true, st.engine.CatalogVersionInUse()
+	v, byDB := st.engine.CatalogVersionInUse()
+	return true, v, byDB
 }

@@ -247,9 +247,10 @@ func (c *Cache) DropIndexTable(ctx context.Context, t *Table, ix *Index) error {
 
 // WaitForNodes waits until every node that serves YSQL and has not been
 // dead for the master's dead-after time acts on catalog version v or
-// newer (CatalogVersionInUse, reported by heartbeats): no statement or
-// transaction that saw an older catalog is still running anywhere.
-func (c *Cache) WaitForNodes(ctx context.Context, v uint64, poll func(context.Context) error) error {
+// newer in database db (exec.Engine.CatalogVersionInUse, reported by
+// heartbeats): no statement or transaction of db that saw an older catalog
+// is still running anywhere.
+func (c *Cache) WaitForNodes(ctx context.Context, db string, v uint64, poll func(context.Context) error) error {
 	for {
 		tss, err := c.cl.TServers(ctx)
 		if err != nil {
@@ -260,7 +261,11 @@ func (c *Cache) WaitForNodes(ctx context.Context, v uint64, poll func(context.Co
 			if ts.GetState() == masterpb.TServerInfo_DEAD {
 				continue
 			}
-			if !ts.GetHeard() || ts.GetYsql() && ts.GetYsqlCatalogVersion() < v {
+			inUse := ts.GetYsqlCatalogVersion()
+			if old, ok := ts.GetYsqlDbCatalogVersions()[db]; ok {
+				inUse = min(inUse, old)
+			}
+			if !ts.GetHeard() || ts.GetYsql() && inUse < v {
 				behind++
 			}
 		}

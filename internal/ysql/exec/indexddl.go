@@ -354,7 +354,7 @@ func (s *Session) setIndexState(ctx context.Context, schema, table, name string,
 
 // waitNodes waits until every node acts on catalog version v or newer.
 func (s *Session) waitNodes(ctx context.Context, v uint64) error {
-	return s.e.cfg.Cache.WaitForNodes(ctx, v, func(ctx context.Context) error {
+	return s.e.cfg.Cache.WaitForNodes(ctx, s.db, v, func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

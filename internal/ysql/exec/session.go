@@ -49,19 +49,29 @@ type Engine struct {
 	pins  map[*Session]uint64
 }
 
-// CatalogVersionInUse is the oldest catalog version this node may still
-// act on: the version it knows, or that of a statement or transaction
-// block started before it learnt of a newer one. Heartbeats report it, and
-// schema changes that need every node to see a step (index states) wait
-// until every node reports at least that step's version.
-func (e *Engine) CatalogVersionInUse() uint64 {
+// CatalogVersionInUse is the catalog version this node knows and, per
+// database, an older one it may still act on there: that of a statement or
+// transaction block that began before the node learnt of a newer one.
+// Heartbeats report it, and schema changes that need every node to see a
+// step (index states) wait until every node reports at least that step's
+// version for the database.
+func (e *Engine) CatalogVersionInUse() (uint64, map[string]uint64) {
 	v := e.cfg.Cache.Latest()
 	e.pinMu.Lock()
 	defer e.pinMu.Unlock()
-	for _, p := range e.pins {
-		v = min(v, p)
+	var byDB map[string]uint64
+	for s, p := range e.pins {
+		if p >= v {
+			continue
+		}
+		if byDB == nil {
+			byDB = map[string]uint64{}
+		}
+		if old, ok := byDB[s.db]; !ok || p < old {
+			byDB[s.db] = p
+		}
 	}
-	return v
+	return v, byDB
 }
 
 // pin records, before the session reads the catalog for a statement, the

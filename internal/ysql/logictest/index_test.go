@@ -367,4 +367,66 @@ ORDER BY i.indisprimary DESC, c2.relname`, pgx.QueryExecModeSimpleProtocol)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("\\d's index query:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+
+	// A transaction block open in another database does not hold up
+	// CREATE INDEX; one open in the same database does, until it ends
+	// (it may still write without knowing of the index).
+	exec(conn0, `CREATE DATABASE other`)
+	otherConn := connect(t, waitYSQL(t, c, 1), "other")
+	exec(otherConn, `BEGIN`)
+	exec(otherConn, `SELECT 1`)
+	exec(conn0, `CREATE INDEX p_a ON p (a)`)
+	exec(otherConn, `COMMIT`)
+	exec(conn1, `BEGIN`)
+	exec(conn1, `UPDATE p SET a = 100 WHERE id = 1`)
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn0.Exec(ctx, `CREATE INDEX p_a2 ON p (a)`)
+		done <- err
+	}()
+	conn2 := connect(t, waitYSQL(t, c, 2), "yugabyte")
+	for {
+		var ready bool
+		err := conn2.QueryRow(ctx, `SELECT i.indisready FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'p_a2'`).Scan(&ready)
+		if err == nil && !ready {
+			break // delete-only: the build waits for the open block
+		}
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("CREATE INDEX ended while a block that began before it was open: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("CREATE INDEX ended while a block that began before it was open: %v", err)
+	default:
+	}
+	exec(conn1, `INSERT INTO p VALUES (5000, 77, 'late')`)
+	exec(conn1, `COMMIT`)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var ids []int32
+	rows, err = conn2.Query(ctx, `SELECT id FROM p WHERE a = 100 OR a = 77 ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int32
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) != 2 || ids[0] != 1 || ids[1] != 5000 {
+		t.Fatalf("rows written by the block, read through the new index: %v", ids)
+	}
+	var plan string
+	if err := conn2.QueryRow(ctx, `EXPLAIN SELECT id FROM p WHERE a = 77`).Scan(&plan); err != nil || !strings.HasPrefix(plan, "Index") {
+		t.Fatalf("plan: %q %v", plan, err)
+	}
 }

@@ -421,6 +421,9 @@ func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, 
 }
 
 func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error) {
+	if rs.GetRenameType() == pg.ObjectType_OBJECT_INDEX {
+		return "", pgerror.Unsupported("ALTER INDEX ... RENAME")
+	}
 	snap, err := s.snapshot(ctx)
 	if err != nil {
 		return "", err

@@ -62,6 +62,8 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		}
 		return "SHOW", st.cols, []plan.Row{{types.DString(v)}}, nil
 	case n.GetExplainStmt() != nil:
+		s.pin() // EXPLAIN ANALYZE runs the statement
+		defer s.unpinStatement()
 		rows, err := s.explain(ctx, n.GetExplainStmt(), params)
 		return "EXPLAIN", st.cols, rows, err
 	case n.GetPrepareStmt() != nil:

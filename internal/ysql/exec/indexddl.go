@@ -403,12 +403,13 @@ func (s *Session) backfillIndex(ctx context.Context, db, schema, table, name str
 	}
 	span := docdb.TableSpan(tbl.ID())
 	start := span.Start
+	size := backfillChunk
 	for {
 		var last []byte
 		var n int
 		err := s.inTxn(ctx, func(tx *client.Txn) error {
 			r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
-			raw, err := tx.Scan(ctx, tbl, client.ScanOptions{StartKey: start, EndKey: span.End, Limit: backfillChunk})
+			raw, err := tx.Scan(ctx, tbl, client.ScanOptions{StartKey: start, EndKey: span.End, Limit: size})
 			if err != nil {
 				return err
 			}
@@ -421,13 +422,20 @@ func (s *Session) backfillIndex(ctx context.Context, db, schema, table, name str
 			}
 			return r.backfillRows(t, w, raw)
 		})
+		if client.IsRetryable(err) && size > 1 {
+			// Writers keep changing rows of the chunk: smaller chunks
+			// finish between their writes.
+			size = max(size/4, 1)
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		if n < backfillChunk {
+		if n < size {
 			return nil
 		}
 		start = append(last, 0) // the first key after the last row read
+		size = min(size*2, backfillChunk)
 	}
 }
 

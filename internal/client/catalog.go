@@ -64,3 +64,18 @@ func (c *Client) UpdateCatalogObjects(ctx context.Context, req *masterpb.UpdateC
 	})
 	return v, err
 }
+
+// TServers lists the tservers the master leader knows, with their state
+// and what their last heartbeat reported.
+func (c *Client) TServers(ctx context.Context) ([]*masterpb.TServerInfo, error) {
+	var resp *masterpb.ListTServersResponse
+	err := c.masterCall(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		r, err := mc.ListTServers(ctx, &masterpb.ListTServersRequest{})
+		resp = r
+		return r.GetError(), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetTservers(), nil
+}

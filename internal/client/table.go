@@ -68,10 +68,12 @@ func newSchema(pb *masterpb.Schema) (*Schema, error) {
 	return s, nil
 }
 
-// checkValue validates a value against a column.
+// checkValue validates a value against a column. A key column takes NULL
+// only if declared nullable (secondary index keys): NULL sorts first
+// ascending, last descending.
 func checkValue(c *Column, v docdb.Value) error {
 	if v.IsNull() {
-		if c.IsKey() || !c.Nullable {
+		if !c.Nullable {
 			return invalidf("column %q is not nullable", c.Name)
 		}
 		return nil

@@ -427,14 +427,24 @@ func (tx *Txn) GetForUpdate(ctx context.Context, t *Table, key Row, mode LockMod
 }
 
 func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Row, bool, error) {
+	rowKey, resp, err := tx.read(ctx, t, key, columns)
+	if err != nil {
+		return nil, false, err
+	}
+	return tx.finishGet(ctx, t, rowKey, resp, columns)
+}
+
+// read sends a transactional point read; it changes nothing in tx, so
+// reads at a fixed read time may run at once (GetMany).
+func (tx *Txn) read(ctx context.Context, t *Table, key Row, columns []string) ([]byte, *tspb.ReadResponse, error) {
 	s := &sender{c: tx.c}
 	rowKey, err := t.RowKey(key)
 	if err != nil {
-		return nil, false, s.finish(ctx, "get", t, err)
+		return nil, nil, s.finish(ctx, "get", t, err)
 	}
 	proj, err := t.projection(columns)
 	if err != nil {
-		return nil, false, s.finish(ctx, "get", t, err)
+		return nil, nil, s.finish(ctx, "get", t, err)
 	}
 	if tx.hasOwn(t.id, rowKey) {
 		proj = nil // the overlay needs every column
@@ -456,14 +466,21 @@ func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Ro
 		}
 	})
 	if err != nil {
-		return nil, false, s.finish(ctx, "get", t, err)
+		return nil, nil, s.finish(ctx, "get", t, err)
 	}
+	return rowKey, resp, nil
+}
+
+// finishGet notes a read's time and lays the transaction's own writes
+// over its row.
+func (tx *Txn) finishGet(ctx context.Context, t *Table, rowKey []byte, resp *tspb.ReadResponse, columns []string) (Row, bool, error) {
 	tx.fixFromRead(resp.GetReadTime())
 	var row Row
+	var err error
 	found := resp.GetFound()
 	if found {
 		if row, err = t.decodeRow(resp.GetRow()); err != nil {
-			return nil, false, s.finish(ctx, "get", t, err)
+			return nil, false, (&sender{c: tx.c}).finish(ctx, "get", t, err)
 		}
 	}
 	row, found = tx.overlay(t, rowKey, row, found)
@@ -471,6 +488,61 @@ func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Ro
 		row = project(t, row, columns)
 	}
 	return row, found, nil
+}
+
+// getManyParallelism is how many point reads GetMany has in flight.
+const getManyParallelism = 16
+
+// GetMany is Get of many rows: found[i] says whether keys[i] exists and
+// rows[i] is its row. The reads go out several at a time (after the first
+// one, which fixes a snapshot transaction's read time); under serializable
+// isolation one Lock call share-locks them all first.
+func (tx *Txn) GetMany(ctx context.Context, t *Table, keys []Row, columns ...string) (rows []Row, found []bool, err error) {
+	if err := tx.check(); err != nil {
+		return nil, nil, err
+	}
+	rows, found = make([]Row, len(keys)), make([]bool, len(keys))
+	if len(keys) == 0 {
+		return rows, found, nil
+	}
+	if tx.opts.Isolation == Serializable {
+		if _, err := tx.Lock(ctx, t, keys, ForShare, tx.opts.Wait); err != nil {
+			return nil, nil, err
+		}
+	}
+	start := 0
+	if tx.opts.Isolation == Snapshot && tx.readTime == 0 {
+		if rows[0], found[0], err = tx.get(ctx, t, keys[0], columns); err != nil {
+			return nil, nil, err
+		}
+		start = 1
+	}
+	type result struct {
+		rowKey []byte
+		resp   *tspb.ReadResponse
+		err    error
+	}
+	res := make([]result, len(keys))
+	sem := make(chan struct{}, getManyParallelism)
+	var wg sync.WaitGroup
+	for i := start; i < len(keys); i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			res[i].rowKey, res[i].resp, res[i].err = tx.read(ctx, t, keys[i], columns)
+		}(i)
+	}
+	wg.Wait()
+	for i := start; i < len(keys); i++ {
+		if res[i].err != nil {
+			return nil, nil, res[i].err
+		}
+		if rows[i], found[i], err = tx.finishGet(ctx, t, res[i].rowKey, res[i].resp, columns); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rows, found, nil
 }
 
 // Scan reads the rows of a scan inside the transaction (own writes

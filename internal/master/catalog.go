@@ -91,6 +91,12 @@ type tserverState struct {
 	// so reported is complete (later reports are incremental).
 	fullReport bool
 	dataBytes  uint64
+	// ysql, ysqlVersion, ysqlDBVersions: the node serves YSQL, the
+	// catalog version it knows and, per database, an older one still in
+	// use there (its last heartbeat's).
+	ysql           bool
+	ysqlVersion    uint64
+	ysqlDBVersions map[string]uint64
 	// reported maps tablet id to the tserver's last report of it.
 	reported map[uint64]*reportedReplica
 	// missing records, per tablet, since when (unix ms) this tserver has

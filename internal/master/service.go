@@ -203,7 +203,8 @@ func (s *service) ListTServers(ctx context.Context, req *pb.ListTServersRequest)
 			for id, ts := range c.tservers {
 				info := &pb.TServerInfo{NodeId: id, RpcAddr: ts.rec.GetRpcAddr(), HttpAddr: ts.rec.GetHttpAddr(), YsqlAddr: ts.rec.GetYsqlAddr(),
 					Placement: ts.rec.GetPlacement(), Blacklisted: black[id], LastHeartbeatUnixMs: ts.lastHeartbeat,
-					Tablets: counts[id][0], Leaders: counts[id][1], DataBytes: ts.dataBytes}
+					Tablets: counts[id][0], Leaders: counts[id][1], DataBytes: ts.dataBytes,
+					Heard: ts.heard, Ysql: ts.ysql, YsqlCatalogVersion: ts.ysqlVersion, YsqlDbCatalogVersions: ts.ysqlDBVersions}
 				if nowMs-ts.lastHeartbeat > m.cfg.TServerDeadAfter.Milliseconds() {
 					info.State = pb.TServerInfo_DEAD
 				}

@@ -34,6 +34,10 @@ type heartbeater struct {
 	// onCatalogVersion gets the master's catalog version from every
 	// answered heartbeat (SQL layers drop metadata older than it).
 	onCatalogVersion func(uint64)
+	// ysqlVersion, if set, reports whether the node serves YSQL, the
+	// catalog version its YSQL layer knows and, per database, older ones
+	// still in use.
+	ysqlVersion func() (bool, uint64, map[string]uint64)
 	// onDropMaster is called when the master says this node was replaced
 	// as a master.
 	onDropMaster func()
@@ -123,6 +127,9 @@ func (h *heartbeater) request(statuses []*tspb.TabletStatus, dataBytes uint64) *
 	}
 	if h.ysqlAddr != nil {
 		req.YsqlAddr = h.ysqlAddr()
+	}
+	if h.ysqlVersion != nil {
+		req.Ysql, req.YsqlCatalogVersion, req.YsqlDbCatalogVersions = h.ysqlVersion()
 	}
 	now := make(map[uint64]*tspb.TabletStatus, len(statuses))
 	for _, st := range statuses {

@@ -219,6 +219,7 @@ func Start(cfg Config) (*Server, error) {
 		onMasters:        s.learnMasters,
 		onBecomeMaster:   s.becomeMaster,
 		onCatalogVersion: s.noteCatalogVersion,
+		ysqlVersion:      s.ysqlCatalogVersion,
 		onDropMaster:     s.dropMaster,
 		onWrongCluster:   func(msg string) { s.fail(fmt.Errorf("%w: %s", ErrWrongCluster, msg)) },
 	}

@@ -119,3 +119,18 @@ func ysqlServers(ms *client.Masters) func(ctx context.Context) ([]exec.ServerInf
 		return out, nil
 	}
 }
+
+// ysqlCatalogVersion reports, for heartbeats, whether the node serves YSQL,
+// the catalog version its YSQL layer knows and, per database, older ones
+// still in use.
+func (s *Server) ysqlCatalogVersion() (bool, uint64, map[string]uint64) {
+	if s.cfg.YSQLAddr == "" {
+		return false, 0, nil
+	}
+	st := s.ysql.Load()
+	if st == nil {
+		return true, 0, nil // starting: no answer yet
+	}
+	v, byDB := st.engine.CatalogVersionInUse()
+	return true, v, byDB
+}

@@ -634,9 +634,17 @@ type HeartbeatRequest struct {
 	FullReport     bool            `protobuf:"varint,8,opt,name=full_report,json=fullReport,proto3" json:"full_report,omitempty"`
 	RemovedTablets []uint64        `protobuf:"varint,9,rep,packed,name=removed_tablets,json=removedTablets,proto3" json:"removed_tablets,omitempty"`
 	// ysql_addr: the host:port the node serves YSQL on ("" when it does not).
-	YsqlAddr      string `protobuf:"bytes,20,opt,name=ysql_addr,json=ysqlAddr,proto3" json:"ysql_addr,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	YsqlAddr string `protobuf:"bytes,20,opt,name=ysql_addr,json=ysqlAddr,proto3" json:"ysql_addr,omitempty"`
+	// ysql: the node serves YSQL; ysql_catalog_version is then the catalog
+	// version its YSQL layer knows, and ysql_db_catalog_versions, per
+	// database, an older one a statement or transaction block still running
+	// in that database began with: the oldest version it may still act on
+	// there. Schema changes wait until every node has moved on.
+	Ysql                  bool              `protobuf:"varint,10,opt,name=ysql,proto3" json:"ysql,omitempty"`
+	YsqlCatalogVersion    uint64            `protobuf:"varint,11,opt,name=ysql_catalog_version,json=ysqlCatalogVersion,proto3" json:"ysql_catalog_version,omitempty"`
+	YsqlDbCatalogVersions map[string]uint64 `protobuf:"bytes,12,rep,name=ysql_db_catalog_versions,json=ysqlDbCatalogVersions,proto3" json:"ysql_db_catalog_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
@@ -737,6 +745,27 @@ func (x *HeartbeatRequest) GetYsqlAddr() string {
 		return x.YsqlAddr
 	}
 	return ""
+}
+
+func (x *HeartbeatRequest) GetYsql() bool {
+	if x != nil {
+		return x.Ysql
+	}
+	return false
+}
+
+func (x *HeartbeatRequest) GetYsqlCatalogVersion() uint64 {
+	if x != nil {
+		return x.YsqlCatalogVersion
+	}
+	return 0
+}
+
+func (x *HeartbeatRequest) GetYsqlDbCatalogVersions() map[string]uint64 {
+	if x != nil {
+		return x.YsqlDbCatalogVersions
+	}
+	return nil
 }
 
 type HeartbeatResponse struct {
@@ -2366,9 +2395,16 @@ type TServerInfo struct {
 	Leaders             uint32                 `protobuf:"varint,9,opt,name=leaders,proto3" json:"leaders,omitempty"`
 	DataBytes           uint64                 `protobuf:"varint,10,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
 	// ysql_addr: where the node serves YSQL ("" when it does not).
-	YsqlAddr      string `protobuf:"bytes,20,opt,name=ysql_addr,json=ysqlAddr,proto3" json:"ysql_addr,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	YsqlAddr string `protobuf:"bytes,20,opt,name=ysql_addr,json=ysqlAddr,proto3" json:"ysql_addr,omitempty"`
+	// heard: a heartbeat from the node reached this master leader.
+	Heard bool `protobuf:"varint,11,opt,name=heard,proto3" json:"heard,omitempty"`
+	// ysql, ysql_catalog_version, ysql_db_catalog_versions: the node's last
+	// heartbeat's.
+	Ysql                  bool              `protobuf:"varint,12,opt,name=ysql,proto3" json:"ysql,omitempty"`
+	YsqlCatalogVersion    uint64            `protobuf:"varint,13,opt,name=ysql_catalog_version,json=ysqlCatalogVersion,proto3" json:"ysql_catalog_version,omitempty"`
+	YsqlDbCatalogVersions map[string]uint64 `protobuf:"bytes,14,rep,name=ysql_db_catalog_versions,json=ysqlDbCatalogVersions,proto3" json:"ysql_db_catalog_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *TServerInfo) Reset() {
@@ -2476,6 +2512,34 @@ func (x *TServerInfo) GetYsqlAddr() string {
 		return x.YsqlAddr
 	}
 	return ""
+}
+
+func (x *TServerInfo) GetHeard() bool {
+	if x != nil {
+		return x.Heard
+	}
+	return false
+}
+
+func (x *TServerInfo) GetYsql() bool {
+	if x != nil {
+		return x.Ysql
+	}
+	return false
+}
+
+func (x *TServerInfo) GetYsqlCatalogVersion() uint64 {
+	if x != nil {
+		return x.YsqlCatalogVersion
+	}
+	return 0
+}
+
+func (x *TServerInfo) GetYsqlDbCatalogVersions() map[string]uint64 {
+	if x != nil {
+		return x.YsqlDbCatalogVersions
+	}
+	return nil
 }
 
 type ListTServersRequest struct {
@@ -3255,7 +3319,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
 	"\fTabletReport\x125\n" +
-	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\xf9\x02\n" +
+	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\xff\x04\n" +
 	"\x10HeartbeatRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
@@ -3269,7 +3333,14 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\vfull_report\x18\b \x01(\bR\n" +
 	"fullReport\x12'\n" +
 	"\x0fremoved_tablets\x18\t \x03(\x04R\x0eremovedTablets\x12\x1b\n" +
-	"\tysql_addr\x18\x14 \x01(\tR\bysqlAddr\"\xef\x03\n" +
+	"\tysql_addr\x18\x14 \x01(\tR\bysqlAddr\x12\x12\n" +
+	"\x04ysql\x18\n" +
+	" \x01(\bR\x04ysql\x120\n" +
+	"\x14ysql_catalog_version\x18\v \x01(\x04R\x12ysqlCatalogVersion\x12t\n" +
+	"\x18ysql_db_catalog_versions\x18\f \x03(\v2;.shaledb.master.HeartbeatRequest.YsqlDbCatalogVersionsEntryR\x15ysqlDbCatalogVersions\x1aH\n" +
+	"\x1aYsqlDbCatalogVersionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xef\x03\n" +
 	"\x11HeartbeatResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12H\n" +
 	"\amasters\x18\x02 \x03(\v2..shaledb.master.HeartbeatResponse.MastersEntryR\amasters\x12K\n" +
@@ -3414,7 +3485,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x12ListMastersRequest\"~\n" +
 	"\x13ListMastersResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x124\n" +
-	"\amasters\x18\x02 \x03(\v2\x1a.shaledb.master.MasterInfoR\amasters\"\xb4\x03\n" +
+	"\amasters\x18\x02 \x03(\v2\x1a.shaledb.master.MasterInfoR\amasters\"\xcb\x05\n" +
 	"\vTServerInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\x12\x1b\n" +
@@ -3428,7 +3499,14 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\n" +
 	"data_bytes\x18\n" +
 	" \x01(\x04R\tdataBytes\x12\x1b\n" +
-	"\tysql_addr\x18\x14 \x01(\tR\bysqlAddr\"\x1b\n" +
+	"\tysql_addr\x18\x14 \x01(\tR\bysqlAddr\x12\x14\n" +
+	"\x05heard\x18\v \x01(\bR\x05heard\x12\x12\n" +
+	"\x04ysql\x18\f \x01(\bR\x04ysql\x120\n" +
+	"\x14ysql_catalog_version\x18\r \x01(\x04R\x12ysqlCatalogVersion\x12o\n" +
+	"\x18ysql_db_catalog_versions\x18\x0e \x03(\v26.shaledb.master.TServerInfo.YsqlDbCatalogVersionsEntryR\x15ysqlDbCatalogVersions\x1aH\n" +
+	"\x1aYsqlDbCatalogVersionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x1b\n" +
 	"\x05State\x12\b\n" +
 	"\x04LIVE\x10\x00\x12\b\n" +
 	"\x04DEAD\x10\x01\"\x15\n" +
@@ -3515,7 +3593,7 @@ func file_internal_master_masterpb_master_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_master_masterpb_master_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_internal_master_masterpb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_internal_master_masterpb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_internal_master_masterpb_master_proto_goTypes = []any{
 	(MasterError_Code)(0),                // 0: shaledb.master.MasterError.Code
 	(Partitioning_Kind)(0),               // 1: shaledb.master.Partitioning.Kind
@@ -3567,100 +3645,104 @@ var file_internal_master_masterpb_master_proto_goTypes = []any{
 	(*ClusterConfig)(nil),                // 47: shaledb.master.ClusterConfig
 	(*TServerRecord)(nil),                // 48: shaledb.master.TServerRecord
 	nil,                                  // 49: shaledb.master.JoinResponse.MastersEntry
-	nil,                                  // 50: shaledb.master.HeartbeatResponse.MastersEntry
-	nil,                                  // 51: shaledb.master.HeartbeatResponse.TserversEntry
-	nil,                                  // 52: shaledb.master.GetCatalogObjectsResponse.ObjectsEntry
-	nil,                                  // 53: shaledb.master.UpdateCatalogObjectsRequest.PutEntry
-	nil,                                  // 54: shaledb.master.CatalogObjects.ObjectsEntry
-	(*tserverpb.TabletStatus)(nil),       // 55: shaledb.tserver.TabletStatus
-	(*tserverpb.TabletDescriptor)(nil),   // 56: shaledb.tserver.TabletDescriptor
+	nil,                                  // 50: shaledb.master.HeartbeatRequest.YsqlDbCatalogVersionsEntry
+	nil,                                  // 51: shaledb.master.HeartbeatResponse.MastersEntry
+	nil,                                  // 52: shaledb.master.HeartbeatResponse.TserversEntry
+	nil,                                  // 53: shaledb.master.GetCatalogObjectsResponse.ObjectsEntry
+	nil,                                  // 54: shaledb.master.UpdateCatalogObjectsRequest.PutEntry
+	nil,                                  // 55: shaledb.master.CatalogObjects.ObjectsEntry
+	nil,                                  // 56: shaledb.master.TServerInfo.YsqlDbCatalogVersionsEntry
+	(*tserverpb.TabletStatus)(nil),       // 57: shaledb.tserver.TabletStatus
+	(*tserverpb.TabletDescriptor)(nil),   // 58: shaledb.tserver.TabletDescriptor
 }
 var file_internal_master_masterpb_master_proto_depIdxs = []int32{
 	0,  // 0: shaledb.master.MasterError.code:type_name -> shaledb.master.MasterError.Code
 	6,  // 1: shaledb.master.JoinRequest.placement:type_name -> shaledb.master.Placement
 	5,  // 2: shaledb.master.JoinResponse.error:type_name -> shaledb.master.MasterError
 	49, // 3: shaledb.master.JoinResponse.masters:type_name -> shaledb.master.JoinResponse.MastersEntry
-	55, // 4: shaledb.master.TabletReport.status:type_name -> shaledb.tserver.TabletStatus
+	57, // 4: shaledb.master.TabletReport.status:type_name -> shaledb.tserver.TabletStatus
 	6,  // 5: shaledb.master.HeartbeatRequest.placement:type_name -> shaledb.master.Placement
 	9,  // 6: shaledb.master.HeartbeatRequest.tablets:type_name -> shaledb.master.TabletReport
-	5,  // 7: shaledb.master.HeartbeatResponse.error:type_name -> shaledb.master.MasterError
-	50, // 8: shaledb.master.HeartbeatResponse.masters:type_name -> shaledb.master.HeartbeatResponse.MastersEntry
-	51, // 9: shaledb.master.HeartbeatResponse.tservers:type_name -> shaledb.master.HeartbeatResponse.TserversEntry
-	12, // 10: shaledb.master.Schema.columns:type_name -> shaledb.master.ColumnSchema
-	1,  // 11: shaledb.master.Partitioning.kind:type_name -> shaledb.master.Partitioning.Kind
-	13, // 12: shaledb.master.TableInfo.schema:type_name -> shaledb.master.Schema
-	14, // 13: shaledb.master.TableInfo.partitioning:type_name -> shaledb.master.Partitioning
-	2,  // 14: shaledb.master.TableInfo.state:type_name -> shaledb.master.TableInfo.State
-	3,  // 15: shaledb.master.Replica.role:type_name -> shaledb.master.Replica.Role
-	56, // 16: shaledb.master.TabletLocation.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	16, // 17: shaledb.master.TabletLocation.replicas:type_name -> shaledb.master.Replica
-	13, // 18: shaledb.master.CreateTableRequest.schema:type_name -> shaledb.master.Schema
-	14, // 19: shaledb.master.CreateTableRequest.partitioning:type_name -> shaledb.master.Partitioning
-	5,  // 20: shaledb.master.CreateTableResponse.error:type_name -> shaledb.master.MasterError
-	15, // 21: shaledb.master.CreateTableResponse.table:type_name -> shaledb.master.TableInfo
-	5,  // 22: shaledb.master.DropTableResponse.error:type_name -> shaledb.master.MasterError
-	5,  // 23: shaledb.master.GetTableResponse.error:type_name -> shaledb.master.MasterError
-	15, // 24: shaledb.master.GetTableResponse.table:type_name -> shaledb.master.TableInfo
-	17, // 25: shaledb.master.GetTableResponse.tablets:type_name -> shaledb.master.TabletLocation
-	5,  // 26: shaledb.master.ListTablesResponse.error:type_name -> shaledb.master.MasterError
-	15, // 27: shaledb.master.ListTablesResponse.tables:type_name -> shaledb.master.TableInfo
-	13, // 28: shaledb.master.AlterTableRequest.schema:type_name -> shaledb.master.Schema
-	5,  // 29: shaledb.master.AlterTableResponse.error:type_name -> shaledb.master.MasterError
-	15, // 30: shaledb.master.AlterTableResponse.table:type_name -> shaledb.master.TableInfo
-	5,  // 31: shaledb.master.GetCatalogObjectsResponse.error:type_name -> shaledb.master.MasterError
-	52, // 32: shaledb.master.GetCatalogObjectsResponse.objects:type_name -> shaledb.master.GetCatalogObjectsResponse.ObjectsEntry
-	53, // 33: shaledb.master.UpdateCatalogObjectsRequest.put:type_name -> shaledb.master.UpdateCatalogObjectsRequest.PutEntry
-	5,  // 34: shaledb.master.UpdateCatalogObjectsResponse.error:type_name -> shaledb.master.MasterError
-	54, // 35: shaledb.master.CatalogObjects.objects:type_name -> shaledb.master.CatalogObjects.ObjectsEntry
-	5,  // 36: shaledb.master.ListMastersResponse.error:type_name -> shaledb.master.MasterError
-	33, // 37: shaledb.master.ListMastersResponse.masters:type_name -> shaledb.master.MasterInfo
-	6,  // 38: shaledb.master.TServerInfo.placement:type_name -> shaledb.master.Placement
-	4,  // 39: shaledb.master.TServerInfo.state:type_name -> shaledb.master.TServerInfo.State
-	5,  // 40: shaledb.master.ListTServersResponse.error:type_name -> shaledb.master.MasterError
-	36, // 41: shaledb.master.ListTServersResponse.tservers:type_name -> shaledb.master.TServerInfo
-	5,  // 42: shaledb.master.LeaderStepdownResponse.error:type_name -> shaledb.master.MasterError
-	5,  // 43: shaledb.master.SplitTabletResponse.error:type_name -> shaledb.master.MasterError
-	56, // 44: shaledb.master.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
-	56, // 45: shaledb.master.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
-	5,  // 46: shaledb.master.BlacklistResponse.error:type_name -> shaledb.master.MasterError
-	5,  // 47: shaledb.master.MoveReplicaResponse.error:type_name -> shaledb.master.MasterError
-	17, // 48: shaledb.master.MoveReplicaResponse.tablet:type_name -> shaledb.master.TabletLocation
-	6,  // 49: shaledb.master.TServerRecord.placement:type_name -> shaledb.master.Placement
-	7,  // 50: shaledb.master.Master.Join:input_type -> shaledb.master.JoinRequest
-	10, // 51: shaledb.master.Master.Heartbeat:input_type -> shaledb.master.HeartbeatRequest
-	18, // 52: shaledb.master.Master.CreateTable:input_type -> shaledb.master.CreateTableRequest
-	20, // 53: shaledb.master.Master.DropTable:input_type -> shaledb.master.DropTableRequest
-	22, // 54: shaledb.master.Master.GetTable:input_type -> shaledb.master.GetTableRequest
-	24, // 55: shaledb.master.Master.ListTables:input_type -> shaledb.master.ListTablesRequest
-	26, // 56: shaledb.master.Master.AlterTable:input_type -> shaledb.master.AlterTableRequest
-	28, // 57: shaledb.master.Master.GetCatalogObjects:input_type -> shaledb.master.GetCatalogObjectsRequest
-	30, // 58: shaledb.master.Master.UpdateCatalogObjects:input_type -> shaledb.master.UpdateCatalogObjectsRequest
-	34, // 59: shaledb.master.Master.ListMasters:input_type -> shaledb.master.ListMastersRequest
-	37, // 60: shaledb.master.Master.ListTServers:input_type -> shaledb.master.ListTServersRequest
-	39, // 61: shaledb.master.Master.LeaderStepdown:input_type -> shaledb.master.LeaderStepdownRequest
-	41, // 62: shaledb.master.Master.SplitTablet:input_type -> shaledb.master.SplitTabletRequest
-	43, // 63: shaledb.master.Master.Blacklist:input_type -> shaledb.master.BlacklistRequest
-	45, // 64: shaledb.master.Master.MoveReplica:input_type -> shaledb.master.MoveReplicaRequest
-	8,  // 65: shaledb.master.Master.Join:output_type -> shaledb.master.JoinResponse
-	11, // 66: shaledb.master.Master.Heartbeat:output_type -> shaledb.master.HeartbeatResponse
-	19, // 67: shaledb.master.Master.CreateTable:output_type -> shaledb.master.CreateTableResponse
-	21, // 68: shaledb.master.Master.DropTable:output_type -> shaledb.master.DropTableResponse
-	23, // 69: shaledb.master.Master.GetTable:output_type -> shaledb.master.GetTableResponse
-	25, // 70: shaledb.master.Master.ListTables:output_type -> shaledb.master.ListTablesResponse
-	27, // 71: shaledb.master.Master.AlterTable:output_type -> shaledb.master.AlterTableResponse
-	29, // 72: shaledb.master.Master.GetCatalogObjects:output_type -> shaledb.master.GetCatalogObjectsResponse
-	31, // 73: shaledb.master.Master.UpdateCatalogObjects:output_type -> shaledb.master.UpdateCatalogObjectsResponse
-	35, // 74: shaledb.master.Master.ListMasters:output_type -> shaledb.master.ListMastersResponse
-	38, // 75: shaledb.master.Master.ListTServers:output_type -> shaledb.master.ListTServersResponse
-	40, // 76: shaledb.master.Master.LeaderStepdown:output_type -> shaledb.master.LeaderStepdownResponse
-	42, // 77: shaledb.master.Master.SplitTablet:output_type -> shaledb.master.SplitTabletResponse
-	44, // 78: shaledb.master.Master.Blacklist:output_type -> shaledb.master.BlacklistResponse
-	46, // 79: shaledb.master.Master.MoveReplica:output_type -> shaledb.master.MoveReplicaResponse
-	65, // [65:80] is the sub-list for method output_type
-	50, // [50:65] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	50, // 7: shaledb.master.HeartbeatRequest.ysql_db_catalog_versions:type_name -> shaledb.master.HeartbeatRequest.YsqlDbCatalogVersionsEntry
+	5,  // 8: shaledb.master.HeartbeatResponse.error:type_name -> shaledb.master.MasterError
+	51, // 9: shaledb.master.HeartbeatResponse.masters:type_name -> shaledb.master.HeartbeatResponse.MastersEntry
+	52, // 10: shaledb.master.HeartbeatResponse.tservers:type_name -> shaledb.master.HeartbeatResponse.TserversEntry
+	12, // 11: shaledb.master.Schema.columns:type_name -> shaledb.master.ColumnSchema
+	1,  // 12: shaledb.master.Partitioning.kind:type_name -> shaledb.master.Partitioning.Kind
+	13, // 13: shaledb.master.TableInfo.schema:type_name -> shaledb.master.Schema
+	14, // 14: shaledb.master.TableInfo.partitioning:type_name -> shaledb.master.Partitioning
+	2,  // 15: shaledb.master.TableInfo.state:type_name -> shaledb.master.TableInfo.State
+	3,  // 16: shaledb.master.Replica.role:type_name -> shaledb.master.Replica.Role
+	58, // 17: shaledb.master.TabletLocation.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	16, // 18: shaledb.master.TabletLocation.replicas:type_name -> shaledb.master.Replica
+	13, // 19: shaledb.master.CreateTableRequest.schema:type_name -> shaledb.master.Schema
+	14, // 20: shaledb.master.CreateTableRequest.partitioning:type_name -> shaledb.master.Partitioning
+	5,  // 21: shaledb.master.CreateTableResponse.error:type_name -> shaledb.master.MasterError
+	15, // 22: shaledb.master.CreateTableResponse.table:type_name -> shaledb.master.TableInfo
+	5,  // 23: shaledb.master.DropTableResponse.error:type_name -> shaledb.master.MasterError
+	5,  // 24: shaledb.master.GetTableResponse.error:type_name -> shaledb.master.MasterError
+	15, // 25: shaledb.master.GetTableResponse.table:type_name -> shaledb.master.TableInfo
+	17, // 26: shaledb.master.GetTableResponse.tablets:type_name -> shaledb.master.TabletLocation
+	5,  // 27: shaledb.master.ListTablesResponse.error:type_name -> shaledb.master.MasterError
+	15, // 28: shaledb.master.ListTablesResponse.tables:type_name -> shaledb.master.TableInfo
+	13, // 29: shaledb.master.AlterTableRequest.schema:type_name -> shaledb.master.Schema
+	5,  // 30: shaledb.master.AlterTableResponse.error:type_name -> shaledb.master.MasterError
+	15, // 31: shaledb.master.AlterTableResponse.table:type_name -> shaledb.master.TableInfo
+	5,  // 32: shaledb.master.GetCatalogObjectsResponse.error:type_name -> shaledb.master.MasterError
+	53, // 33: shaledb.master.GetCatalogObjectsResponse.objects:type_name -> shaledb.master.GetCatalogObjectsResponse.ObjectsEntry
+	54, // 34: shaledb.master.UpdateCatalogObjectsRequest.put:type_name -> shaledb.master.UpdateCatalogObjectsRequest.PutEntry
+	5,  // 35: shaledb.master.UpdateCatalogObjectsResponse.error:type_name -> shaledb.master.MasterError
+	55, // 36: shaledb.master.CatalogObjects.objects:type_name -> shaledb.master.CatalogObjects.ObjectsEntry
+	5,  // 37: shaledb.master.ListMastersResponse.error:type_name -> shaledb.master.MasterError
+	33, // 38: shaledb.master.ListMastersResponse.masters:type_name -> shaledb.master.MasterInfo
+	6,  // 39: shaledb.master.TServerInfo.placement:type_name -> shaledb.master.Placement
+	4,  // 40: shaledb.master.TServerInfo.state:type_name -> shaledb.master.TServerInfo.State
+	56, // 41: shaledb.master.TServerInfo.ysql_db_catalog_versions:type_name -> shaledb.master.TServerInfo.YsqlDbCatalogVersionsEntry
+	5,  // 42: shaledb.master.ListTServersResponse.error:type_name -> shaledb.master.MasterError
+	36, // 43: shaledb.master.ListTServersResponse.tservers:type_name -> shaledb.master.TServerInfo
+	5,  // 44: shaledb.master.LeaderStepdownResponse.error:type_name -> shaledb.master.MasterError
+	5,  // 45: shaledb.master.SplitTabletResponse.error:type_name -> shaledb.master.MasterError
+	58, // 46: shaledb.master.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
+	58, // 47: shaledb.master.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
+	5,  // 48: shaledb.master.BlacklistResponse.error:type_name -> shaledb.master.MasterError
+	5,  // 49: shaledb.master.MoveReplicaResponse.error:type_name -> shaledb.master.MasterError
+	17, // 50: shaledb.master.MoveReplicaResponse.tablet:type_name -> shaledb.master.TabletLocation
+	6,  // 51: shaledb.master.TServerRecord.placement:type_name -> shaledb.master.Placement
+	7,  // 52: shaledb.master.Master.Join:input_type -> shaledb.master.JoinRequest
+	10, // 53: shaledb.master.Master.Heartbeat:input_type -> shaledb.master.HeartbeatRequest
+	18, // 54: shaledb.master.Master.CreateTable:input_type -> shaledb.master.CreateTableRequest
+	20, // 55: shaledb.master.Master.DropTable:input_type -> shaledb.master.DropTableRequest
+	22, // 56: shaledb.master.Master.GetTable:input_type -> shaledb.master.GetTableRequest
+	24, // 57: shaledb.master.Master.ListTables:input_type -> shaledb.master.ListTablesRequest
+	26, // 58: shaledb.master.Master.AlterTable:input_type -> shaledb.master.AlterTableRequest
+	28, // 59: shaledb.master.Master.GetCatalogObjects:input_type -> shaledb.master.GetCatalogObjectsRequest
+	30, // 60: shaledb.master.Master.UpdateCatalogObjects:input_type -> shaledb.master.UpdateCatalogObjectsRequest
+	34, // 61: shaledb.master.Master.ListMasters:input_type -> shaledb.master.ListMastersRequest
+	37, // 62: shaledb.master.Master.ListTServers:input_type -> shaledb.master.ListTServersRequest
+	39, // 63: shaledb.master.Master.LeaderStepdown:input_type -> shaledb.master.LeaderStepdownRequest
+	41, // 64: shaledb.master.Master.SplitTablet:input_type -> shaledb.master.SplitTabletRequest
+	43, // 65: shaledb.master.Master.Blacklist:input_type -> shaledb.master.BlacklistRequest
+	45, // 66: shaledb.master.Master.MoveReplica:input_type -> shaledb.master.MoveReplicaRequest
+	8,  // 67: shaledb.master.Master.Join:output_type -> shaledb.master.JoinResponse
+	11, // 68: shaledb.master.Master.Heartbeat:output_type -> shaledb.master.HeartbeatResponse
+	19, // 69: shaledb.master.Master.CreateTable:output_type -> shaledb.master.CreateTableResponse
+	21, // 70: shaledb.master.Master.DropTable:output_type -> shaledb.master.DropTableResponse
+	23, // 71: shaledb.master.Master.GetTable:output_type -> shaledb.master.GetTableResponse
+	25, // 72: shaledb.master.Master.ListTables:output_type -> shaledb.master.ListTablesResponse
+	27, // 73: shaledb.master.Master.AlterTable:output_type -> shaledb.master.AlterTableResponse
+	29, // 74: shaledb.master.Master.GetCatalogObjects:output_type -> shaledb.master.GetCatalogObjectsResponse
+	31, // 75: shaledb.master.Master.UpdateCatalogObjects:output_type -> shaledb.master.UpdateCatalogObjectsResponse
+	35, // 76: shaledb.master.Master.ListMasters:output_type -> shaledb.master.ListMastersResponse
+	38, // 77: shaledb.master.Master.ListTServers:output_type -> shaledb.master.ListTServersResponse
+	40, // 78: shaledb.master.Master.LeaderStepdown:output_type -> shaledb.master.LeaderStepdownResponse
+	42, // 79: shaledb.master.Master.SplitTablet:output_type -> shaledb.master.SplitTabletResponse
+	44, // 80: shaledb.master.Master.Blacklist:output_type -> shaledb.master.BlacklistResponse
+	46, // 81: shaledb.master.Master.MoveReplica:output_type -> shaledb.master.MoveReplicaResponse
+	67, // [67:82] is the sub-list for method output_type
+	52, // [52:67] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_internal_master_masterpb_master_proto_init() }
@@ -3674,7 +3756,7 @@ func file_internal_master_masterpb_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_master_masterpb_master_proto_rawDesc), len(file_internal_master_masterpb_master_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   50,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

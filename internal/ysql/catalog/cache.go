@@ -23,6 +23,9 @@ type Snapshot struct {
 	Tables    map[string]map[string]*Table
 	ByOID     map[uint32]*Table
 	Sequences map[string]map[string]*Sequence // by database, then "schema.name"
+	// Indexes by database, then "schema.name"; IndexByOID by pg_class oid.
+	Indexes    map[string]map[string]IndexRef
+	IndexByOID map[uint32]IndexRef
 }
 
 // Table returns schema.name in db.
@@ -72,6 +75,10 @@ func (c *Cache) NoteVersion(v uint64) {
 		}
 	}
 }
+
+// Latest is the newest catalog version noted: a Get from now on returns a
+// snapshot at least this new.
+func (c *Cache) Latest() uint64 { return c.latest.Load() }
 
 // Get returns a snapshot at least as new as every version noted.
 func (c *Cache) Get(ctx context.Context) (*Snapshot, error) {
@@ -124,7 +131,8 @@ func (c *Cache) load(ctx context.Context) (*Snapshot, error) {
 
 func build(version uint64, objs map[string][]byte, tables []*masterpb.TableInfo) (*Snapshot, error) {
 	s := &Snapshot{Version: version, Databases: map[string]*Database{}, Schemas: map[string]map[string]*Schema{},
-		Tables: map[string]map[string]*Table{}, ByOID: map[uint32]*Table{}, Sequences: map[string]map[string]*Sequence{}}
+		Tables: map[string]map[string]*Table{}, ByOID: map[uint32]*Table{}, Sequences: map[string]map[string]*Sequence{},
+		Indexes: map[string]map[string]IndexRef{}, IndexByOID: map[uint32]IndexRef{}}
 	for k, v := range objs {
 		kind, _, _ := strings.Cut(k, "/")
 		var err error
@@ -166,12 +174,21 @@ func build(version uint64, objs map[string][]byte, tables []*masterpb.TableInfo)
 		if err != nil {
 			return nil, err
 		}
+		if t.IndexOf != "" {
+			continue // an index's storage: its table's metadata describes it
+		}
 		t.MasterID, t.Version = ti.GetTableId(), ti.GetSchema().GetVersion()
 		if s.Tables[t.Database] == nil {
 			s.Tables[t.Database] = map[string]*Table{}
+			s.Indexes[t.Database] = map[string]IndexRef{}
 		}
 		s.Tables[t.Database][t.Schema+"."+t.Name] = t
 		s.ByOID[t.OID()] = t
+		for i := range t.Indexes {
+			ref := IndexRef{Table: t, Index: &t.Indexes[i]}
+			s.Indexes[t.Database][t.Schema+"."+t.Indexes[i].Name] = ref
+			s.IndexByOID[t.Indexes[i].OID()] = ref
+		}
 	}
 	return s, nil
 }

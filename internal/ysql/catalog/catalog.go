@@ -82,6 +82,12 @@ type Table struct {
 	NextColID uint32  `json:"next_col_id"`
 	// PKName is the primary-key constraint's name (t_pkey).
 	PKName string `json:"pk_name,omitempty"`
+	// Indexes are the table's secondary indexes (index.go).
+	Indexes []Index `json:"indexes,omitempty"`
+	// IndexOf, in the metadata of an index's own storage table, names
+	// (schema.table) the table it was created for; such tables are not
+	// tables of the snapshot.
+	IndexOf string `json:"index_of,omitempty"`
 }
 
 // OID is the table's pg_class oid.

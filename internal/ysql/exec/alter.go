@@ -48,6 +48,8 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 	defer func() { s.pendingSeqs = nil }()
 	var backfill []int // new columns with a default to fill in
 	var newPK []keySpec
+	var addUnique []*indexRequest // ADD CONSTRAINT ... UNIQUE, built after the rest
+	var dropIndexes []string      // DROP CONSTRAINT of UNIQUE constraints
 	for _, cn := range at.GetCmds() {
 		cmd := cn.GetAlterTableCmd()
 		switch cmd.GetSubtype() {
@@ -82,6 +84,21 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 			}
 			if next.IsKey(i) {
 				return pgerror.Unsupported("dropping a primary key column")
+			}
+			// As in PostgreSQL, indexes on the column go with it.
+			id := next.Columns[i].ID
+			for _, ix := range next.Indexes {
+				uses := false
+				for _, c := range ix.Columns {
+					uses = uses || c.ID == id
+				}
+				for _, c := range ix.Include {
+					uses = uses || c == id
+				}
+				uses = uses || ix.Predicate != "" && regexp.MustCompile(`\b`+regexp.QuoteMeta(cmd.GetName())+`\b`).MatchString(ix.Predicate)
+				if uses {
+					dropIndexes = append(dropIndexes, ix.Name)
+				}
 			}
 			next.Columns = append(next.Columns[:i], next.Columns[i+1:]...)
 			for k := range next.Key {
@@ -142,10 +159,20 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				if c.GetConname() != "" {
 					next.PKName = c.GetConname()
 				}
+			case pg.ConstrType_CONSTR_UNIQUE:
+				req, err := uniqueRequest(c)
+				if err != nil {
+					return err
+				}
+				addUnique = append(addUnique, req)
 			default:
 				return pgerror.Unsupported("this ALTER TABLE ADD CONSTRAINT")
 			}
 		case pg.AlterTableType_AT_DropConstraint:
+			if ix, ok := next.Index(cmd.GetName()); ok && ix.Constraint {
+				dropIndexes = append(dropIndexes, ix.Name)
+				continue
+			}
 			found := false
 			for i, ck := range next.Checks {
 				if ck.Name == cmd.GetName() {
@@ -162,7 +189,30 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		}
 	}
 	if newPK != nil {
+		if len(t.Indexes) > 0 || len(addUnique) > 0 {
+			return pgerror.Unsupported("ADD PRIMARY KEY on a table with secondary indexes")
+		}
 		return s.rewriteWithKey(ctx, t, next, newPK)
+	}
+	// Indexes to drop go first (online), then the rest of the change.
+	for _, name := range dropIndexes {
+		ix, _ := t.Index(name)
+		if err := s.dropIndex(ctx, catalog.IndexRef{Table: t, Index: ix}); err != nil {
+			return err
+		}
+	}
+	if len(dropIndexes) > 0 {
+		if t, err = s.currentTable(ctx, t); err != nil {
+			return err
+		}
+		kept := next.Indexes[:0]
+		for _, ix := range next.Indexes {
+			if _, still := t.Index(ix.Name); still {
+				kept = append(kept, ix)
+			}
+		}
+		next.Indexes = kept
+		next.Version = t.Version
 	}
 	for _, q := range s.pendingSeqs {
 		if err := s.e.cfg.Cache.PutSequence(ctx, q, true); err != nil {
@@ -173,9 +223,44 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		return alterErr(err, t)
 	}
 	if len(backfill) > 0 {
-		return s.backfill(ctx, t, backfill)
+		if err := s.backfill(ctx, t, backfill); err != nil {
+			return err
+		}
+	}
+	for _, req := range addUnique {
+		cur, err := s.currentTable(ctx, t)
+		if err != nil {
+			return err
+		}
+		snap, err := s.snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		if req.name != "" && s.relationExists(snap, cur.Schema, req.name) {
+			return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", req.name)
+		}
+		ix, err := s.newIndex(ctx, snap, cur, req)
+		if err != nil {
+			return err
+		}
+		if err := s.addIndex(ctx, cur, ix, 0); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// currentTable is t as the catalog has it now.
+func (s *Session) currentTable(ctx context.Context, t *catalog.Table) (*catalog.Table, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cur, ok := snap.ByOID[t.OID()]
+	if !ok {
+		return nil, pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", t.Name)
+	}
+	return cur, nil
 }
 
 func alterErr(err error, t *catalog.Table) error {
@@ -336,6 +421,9 @@ func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, 
 }
 
 func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error) {
+	if rs.GetRenameType() == pg.ObjectType_OBJECT_INDEX {
+		return "", pgerror.Unsupported("ALTER INDEX ... RENAME")
+	}
 	snap, err := s.snapshot(ctx)
 	if err != nil {
 		return "", err
@@ -369,6 +457,9 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 		for k := range next.Checks {
 			next.Checks[k].Expr = re.ReplaceAllString(next.Checks[k].Expr, rs.GetNewname())
 		}
+		for k := range next.Indexes {
+			next.Indexes[k].Predicate = re.ReplaceAllString(next.Indexes[k].Predicate, rs.GetNewname())
+		}
 	default:
 		return "", pgerror.Unsupported("this RENAME")
 	}
@@ -384,18 +475,60 @@ type ybOptions struct {
 	splitInto int
 	splitAt   [][]*pg.Node
 	pk        []keySpec
+	// indexCols: CREATE INDEX's column list had HASH columns.
+	indexCols []idxCol
 }
 
 var (
 	splitIntoRe = regexp.MustCompile(`(?is)\s+SPLIT\s+INTO\s+(\d+)\s+TABLETS\s*;?\s*$`)
 	pkRe        = regexp.MustCompile(`(?i)PRIMARY\s+KEY\s*\(`)
+	// CREATE INDEX: SPLIT INTO may come before a WHERE; the column list
+	// follows "ON table [USING method]".
+	createIndexRe = regexp.MustCompile(`(?is)^\s*CREATE\s+(UNIQUE\s+)?INDEX\b`)
+	indexSplitRe  = regexp.MustCompile(`(?is)\s+SPLIT\s+INTO\s+(\d+)\s+TABLETS\b`)
+	indexOnRe     = regexp.MustCompile(`(?is)\bON\s+(?:ONLY\s+)?(?:"[^"]*"|[\w$]+)(?:\s*\.\s*(?:"[^"]*"|[\w$]+))?\s*(?:USING\s+\w+\s*)?\(`)
+	hashWordRe    = regexp.MustCompile(`(?i)\bHASH\b`)
 )
+
+// ybIndexExtensions rewrites YSQL's CREATE INDEX syntax (HASH columns,
+// SPLIT INTO) into PostgreSQL's.
+func ybIndexExtensions(sql string) (string, *ybOptions, error) {
+	var opts *ybOptions
+	if m := indexSplitRe.FindStringSubmatchIndex(sql); m != nil {
+		n, err := strconv.Atoi(sql[m[2]:m[3]])
+		if err != nil || n < 1 || n > 0xFFFF {
+			return "", nil, pgerror.New(pgerror.CodeInvalidParameterValue, "invalid number of tablets %q", sql[m[2]:m[3]])
+		}
+		opts = &ybOptions{splitInto: n}
+		sql = sql[:m[0]] + sql[m[1]:]
+	}
+	if loc := indexOnRe.FindStringIndex(sql); loc != nil {
+		body, end, ok := balanced(sql, loc[1]-1)
+		if ok && hashWordRe.MatchString(body) {
+			specs, names, err := parseKeySpec(body)
+			if err != nil {
+				return "", nil, err
+			}
+			if opts == nil {
+				opts = &ybOptions{}
+			}
+			for _, k := range specs {
+				opts.indexCols = append(opts.indexCols, idxCol(k))
+			}
+			sql = sql[:loc[1]] + strings.Join(names, ", ") + sql[end:]
+		}
+	}
+	return sql, opts, nil
+}
 
 // ybExtensions rewrites a CREATE TABLE using YSQL's syntax into PostgreSQL
 // syntax and returns the options it removed.
 func ybExtensions(sql string) (string, *ybOptions, error) {
 	if !strings.Contains(strings.ToUpper(sql), "CREATE") {
 		return sql, nil, nil
+	}
+	if createIndexRe.MatchString(sql) {
+		return ybIndexExtensions(sql)
 	}
 	var opts *ybOptions
 	if m := splitIntoRe.FindStringSubmatchIndex(sql); m != nil {

@@ -150,11 +150,18 @@ func (p *copyPortal) CopyIn(ctx context.Context, data io.Reader) (string, error)
 	if s.failed {
 		return "", errInFailed
 	}
+	s.pin()
+	defer s.unpinStatement()
 	b, err := s.binder(ctx)
 	if err != nil {
 		return "", err
 	}
+	// The table as of now: its indexes may have changed since the COPY
+	// was prepared.
 	t := p.table
+	if cur, ok := b.Cat.ByOID[t.OID()]; ok {
+		t = cur
+	}
 	defaults := make([]plan.Expr, len(t.Columns))
 	for i := range t.Columns {
 		if defaults[i], err = b.DefaultExpr(&t.Columns[i]); err != nil {

@@ -53,7 +53,7 @@ func (s *Session) ddl(ctx context.Context, n *pg.Node, yb *ybOptions) (string, e
 	case n.GetRenameStmt() != nil:
 		return s.rename(ctx, n.GetRenameStmt())
 	case n.GetIndexStmt() != nil:
-		return "", pgerror.Unsupported("CREATE INDEX")
+		return "CREATE INDEX", s.createIndex(ctx, n.GetIndexStmt(), yb)
 	case n.GetCreateSeqStmt() != nil:
 		return "CREATE SEQUENCE", s.createSequence(ctx, n.GetCreateSeqStmt())
 	case n.GetViewStmt() != nil:
@@ -101,8 +101,8 @@ type keySpec struct {
 }
 
 func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOptions) error {
-	s.pendingSeqs = nil
-	defer func() { s.pendingSeqs = nil }()
+	s.pendingSeqs, s.pendingUniques = nil, nil
+	defer func() { s.pendingSeqs, s.pendingUniques = nil, nil }()
 	if len(cs.GetInhRelations()) > 0 || cs.GetPartspec() != nil || cs.GetPartbound() != nil || cs.GetOfTypename() != nil {
 		return pgerror.Unsupported("inheritance and partitioned tables")
 	}
@@ -175,7 +175,11 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 			}
 			t.Checks = append(t.Checks, catalog.Check{Name: cname, Expr: expr})
 		case pg.ConstrType_CONSTR_UNIQUE:
-			return pgerror.Unsupported("UNIQUE constraints")
+			req, err := uniqueRequest(c)
+			if err != nil {
+				return err
+			}
+			s.pendingUniques = append(s.pendingUniques, req)
 		case pg.ConstrType_CONSTR_FOREIGN:
 			return pgerror.Unsupported("FOREIGN KEY constraints")
 		default:
@@ -226,7 +230,48 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 		}
 		part.SplitPoints = points
 	}
+	// UNIQUE constraints: their index tables first, so that the table
+	// never exists without them; a new table has no rows to backfill.
+	var created []*catalog.Index
+	dropCreated := func() {
+		for _, ix := range created {
+			_ = s.e.cfg.Cache.DropIndexTable(context.WithoutCancel(ctx), t, ix)
+		}
+	}
+	for _, req := range s.pendingUniques {
+		if req.name != "" && s.relationExists(snap, schema, req.name) {
+			dropCreated()
+			return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", req.name)
+		}
+		ix, err := s.newIndex(ctx, snap, t, req)
+		if err == nil {
+			for _, o := range created {
+				if o.Name == ix.Name {
+					err = pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", ix.Name)
+				}
+			}
+		}
+		var ipart *masterpb.Partitioning
+		if err == nil {
+			ipart, err = indexPartitioning(ix, 0)
+		}
+		if err == nil {
+			err = s.e.cfg.Cache.CreateIndexTable(ctx, t, ix, ipart)
+			if client.IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
+				err = pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", ix.Name)
+			}
+		}
+		if err != nil {
+			dropCreated()
+			return err
+		}
+		created = append(created, ix)
+		t.Indexes = append(t.Indexes, *ix)
+	}
 	err = s.e.cfg.Cache.CreateTable(ctx, t, part, false)
+	if err != nil {
+		dropCreated()
+	}
 	if client.IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
 		if cs.GetIfNotExists() {
 			s.notice("NOTICE", "42P07", "relation %q already exists, skipping", name)
@@ -244,6 +289,29 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 		}
 	}
 	return nil
+}
+
+// uniqueRequest is the index a table-level UNIQUE constraint asks for.
+func uniqueRequest(c *pg.Constraint) (*indexRequest, error) {
+	if c.GetNullsNotDistinct() {
+		return nil, pgerror.Unsupported("NULLS NOT DISTINCT")
+	}
+	if c.GetIndexname() != "" {
+		return nil, pgerror.Unsupported("UNIQUE USING INDEX")
+	}
+	req := &indexRequest{name: c.GetConname(), include: stringList(c.GetIncluding()), unique: true, constraint: true}
+	for _, k := range stringList(c.GetKeys()) {
+		req.cols = append(req.cols, idxCol{name: k})
+	}
+	return req, nil
+}
+
+func stringList(l []*pg.Node) []string {
+	var out []string
+	for _, n := range l {
+		out = append(out, n.GetString_().GetSval())
+	}
+	return out
 }
 
 // setKey lays out the primary key: YugabyteDB's default is the first
@@ -344,7 +412,11 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 			}
 			t.Checks = append(t.Checks, catalog.Check{Name: name, Expr: expr})
 		case pg.ConstrType_CONSTR_UNIQUE:
-			return nil, false, pgerror.Unsupported("UNIQUE constraints")
+			if c.GetNullsNotDistinct() {
+				return nil, false, pgerror.Unsupported("NULLS NOT DISTINCT")
+			}
+			s.pendingUniques = append(s.pendingUniques, &indexRequest{name: c.GetConname(), cols: []idxCol{{name: col.Name}},
+				include: stringList(c.GetIncluding()), unique: true, constraint: true})
 		case pg.ConstrType_CONSTR_FOREIGN:
 			return nil, false, pgerror.Unsupported("FOREIGN KEY constraints")
 		case pg.ConstrType_CONSTR_IDENTITY:
@@ -391,6 +463,34 @@ func qualifiedName(list []*pg.Node) (schema, name string) {
 	return parts[len(parts)-2], parts[len(parts)-1]
 }
 
+// findIndex resolves a possibly qualified index name.
+func (s *Session) findIndex(snap *catalog.Snapshot, schema, name string) (catalog.IndexRef, bool) {
+	if schema != "" {
+		return snap.Index(s.db, schema, name)
+	}
+	for _, sc := range s.searchPath() {
+		if r, ok := snap.Index(s.db, sc, name); ok {
+			return r, true
+		}
+	}
+	return catalog.IndexRef{}, false
+}
+
+// dropTable drops a table with its indexes.
+func (s *Session) dropTable(ctx context.Context, t *catalog.Table) error {
+	if err := s.e.cfg.Cache.DropTable(ctx, t); err != nil {
+		return err
+	}
+	delete(s.tables, t.MasterID)
+	for i := range t.Indexes {
+		delete(s.tables, t.Indexes[i].MasterID)
+		if err := s.e.cfg.Cache.DropIndexTable(ctx, t, &t.Indexes[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // findTable resolves a possibly qualified table name.
 func (s *Session) findTable(snap *catalog.Snapshot, schema, name string) (*catalog.Table, bool) {
 	if schema != "" {
@@ -425,10 +525,9 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 			tables = append(tables, t)
 		}
 		for _, t := range tables {
-			if err := s.e.cfg.Cache.DropTable(ctx, t); err != nil {
+			if err := s.dropTable(ctx, t); err != nil {
 				return "", err
 			}
-			delete(s.tables, t.MasterID)
 			if err := s.dropOwnedSequences(ctx, snap, t); err != nil {
 				return "", err
 			}
@@ -481,7 +580,7 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 					WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
 			}
 			for _, t := range inside {
-				if err := s.e.cfg.Cache.DropTable(ctx, t); err != nil {
+				if err := s.dropTable(ctx, t); err != nil {
 					return "", err
 				}
 			}
@@ -491,15 +590,30 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 		}
 		return "DROP SCHEMA", nil
 	case pg.ObjectType_OBJECT_INDEX:
-		if ds.GetMissingOk() {
-			for _, o := range ds.GetObjects() {
-				_, name := qualifiedName(o.GetList().GetItems())
-				s.notice("NOTICE", "00000", "index %q does not exist, skipping", name)
+		var refs []catalog.IndexRef
+		for _, o := range ds.GetObjects() {
+			schema, name := qualifiedName(o.GetList().GetItems())
+			ref, ok := s.findIndex(snap, schema, name)
+			if !ok {
+				if ds.GetMissingOk() {
+					s.notice("NOTICE", "00000", "index %q does not exist, skipping", name)
+					continue
+				}
+				return "", pgerror.New(pgerror.CodeUndefinedObject, "index %q does not exist", name)
 			}
-			return "DROP INDEX", nil
+			if ref.Index.Constraint {
+				return "", pgerror.New(pgerror.CodeDependentObjectsStillExist, "cannot drop index %s because constraint %s on table %s requires it",
+					ref.Index.Name, ref.Index.Name, ref.Table.Name).
+					WithHint("You can drop constraint %s on table %s instead.", ref.Index.Name, ref.Table.Name)
+			}
+			refs = append(refs, ref)
 		}
-		_, name := qualifiedName(ds.GetObjects()[0].GetList().GetItems())
-		return "", pgerror.New(pgerror.CodeUndefinedObject, "index %q does not exist", name)
+		for _, ref := range refs {
+			if err := s.dropIndex(ctx, ref); err != nil {
+				return "", err
+			}
+		}
+		return "DROP INDEX", nil
 	}
 	return "", pgerror.Unsupported("DROP " + strings.TrimPrefix(ds.GetRemoveType().String(), "OBJECT_"))
 }
@@ -521,7 +635,7 @@ func (s *Session) dropDatabase(ctx context.Context, dd *pg.DropdbStmt) error {
 		return pgerror.New(pgerror.CodeObjectInUse, "cannot drop the currently open database")
 	}
 	for _, t := range snap.Tables[name] {
-		if err := s.e.cfg.Cache.DropTable(ctx, t); err != nil {
+		if err := s.dropTable(ctx, t); err != nil {
 			return err
 		}
 	}
@@ -572,18 +686,31 @@ func (s *Session) truncateInTxn(ctx context.Context, tx *client.Txn, ts *pg.Trun
 	return nil
 }
 
-// recreate drops old and creates next (same name) with old's partitioning.
+// recreate drops old and creates next (same name) with old's partitioning,
+// and new, empty tables for its indexes.
 func (s *Session) recreate(ctx context.Context, old, next *catalog.Table) error {
 	tbl, err := s.openTable(ctx, old)
 	if err != nil {
 		return err
 	}
 	part := tbl.Info().GetPartitioning()
-	if err := s.e.cfg.Cache.DropTable(ctx, old); err != nil {
+	parts := make([]*masterpb.Partitioning, len(old.Indexes))
+	for i := range old.Indexes {
+		itbl, err := s.openIndex(ctx, old, &old.Indexes[i])
+		if err != nil {
+			return err
+		}
+		parts[i] = itbl.Info().GetPartitioning()
+	}
+	if err := s.dropTable(ctx, old); err != nil {
 		return err
 	}
-	delete(s.tables, old.MasterID)
-	cp := *next
+	cp := cloneTable(next)
 	cp.Version = 0
-	return s.e.cfg.Cache.CreateTable(ctx, &cp, part, false)
+	for i := range cp.Indexes {
+		if err := s.e.cfg.Cache.CreateIndexTable(ctx, cp, &cp.Indexes[i], parts[i]); err != nil {
+			return err
+		}
+	}
+	return s.e.cfg.Cache.CreateTable(ctx, cp, part, false)
 }

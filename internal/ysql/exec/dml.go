@@ -91,18 +91,21 @@ func uniqueViolation(t *catalog.Table, s *Session, row plan.Row) error {
 // without a primary key get random row ids and plain puts.
 func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 	t := ins.Table
-	tbl, err := r.s.openTable(r.ctx, t)
+	tw, err := r.newTableWriter(t)
 	if err != nil {
 		return 0, nil, err
 	}
+	tbl := tw.base.tbl
 	src, err := r.rows(ins.Source)
 	if err != nil {
 		return 0, nil, err
 	}
 	ib := &insertBatch{tbl: tbl}
-	st := &insertState{ins: ins, tbl: tbl}
+	st := &insertState{ins: ins, tbl: tbl, tw: tw}
 	if ins.OnConflict != nil {
 		st.pending = map[string]bool{}
+		st.arbiters = r.arbiters(tw, ins.OnConflict)
+		st.pk = ins.OnConflict.Index == ""
 	}
 	for _, row := range src {
 		if t.RowID {
@@ -134,7 +137,7 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 	if err := r.flushInserts(st, ib); err != nil {
 		return 0, nil, err
 	}
-	return st.n, st.returned, nil
+	return st.n, st.returned, r.flushTable(tw)
 }
 
 // insertBatch is the rows of an INSERT not yet written and their ops.
@@ -148,11 +151,16 @@ type insertBatch struct {
 type insertState struct {
 	ins      *plan.Insert
 	tbl      *client.Table
+	tw       *tableWriter
 	n        int64
 	returned []plan.Row
 	// pending (ON CONFLICT only) holds the keys the statement wrote: a
 	// row proposed again conflicts with the statement's own row.
 	pending map[string]bool
+	// arbiters (ON CONFLICT only) are the unique indexes whose conflicts
+	// the clause handles (besides, if pk, the primary key's).
+	arbiters []*indexWriter
+	pk       bool
 }
 
 // inserted counts a written row and evaluates its RETURNING list.
@@ -177,8 +185,13 @@ func (r *runner) flushInserts(st *insertState, ib *insertBatch) error {
 	defer func() { ib.rows, ib.ops = ib.rows[:0], ib.ops[:0] }()
 	t := st.ins.Table
 	var keys [][]byte
-	together := true // ON CONFLICT: no key twice in the statement so far
+	// ON CONFLICT: no key twice in the statement so far, and no unique
+	// index to look at row by row.
+	together := true
 	if st.pending != nil {
+		for _, w := range st.tw.idx {
+			together = together && !(w.ix.Unique && w.ix.Inserts())
+		}
 		seen := map[string]bool{}
 		for _, row := range ib.rows {
 			key, err := storageRow(t, row, true)
@@ -208,6 +221,9 @@ func (r *runner) flushInserts(st *insertState, ib *insertBatch) error {
 				if keys != nil {
 					st.pending[string(keys[i])] = true
 				}
+				if err := r.indexWrites(st.tw, nil, row); err != nil {
+					return err
+				}
 				if err := r.inserted(st, row); err != nil {
 					return err
 				}
@@ -223,45 +239,34 @@ func (r *runner) flushInserts(st *insertState, ib *insertBatch) error {
 		}
 		// ON CONFLICT: nothing of the batch was written; row by row.
 	}
-	b := &writeBatch{tbl: ib.tbl}
 	for i, row := range ib.rows {
-		if err := r.insertChecked(st, b, row, ib.ops[i].Row, keys[i]); err != nil {
+		if err := r.insertChecked(st, row, ib.ops[i].Row, keys[i]); err != nil {
 			return err
 		}
 	}
-	return r.flush(b)
+	return r.flushTable(st.tw)
 }
 
 // insertChecked inserts one row of an INSERT ... ON CONFLICT: it reads and
-// locks the row first, and applies the conflict action if it exists.
-func (r *runner) insertChecked(st *insertState, b *writeBatch, row plan.Row, sr client.Row, rk []byte) error {
-	ins, t, tbl := st.ins, st.ins.Table, st.tbl
-	exists := st.pending[string(rk)]
-	var old client.Row
-	if !exists {
-		if err := r.flush(b); err != nil {
-			return err
-		}
-		key, err := storageRow(t, row, true)
-		if err != nil {
-			return err
-		}
-		old, exists, err = r.txn.GetForUpdate(r.ctx, tbl, key, client.ForUpdate, client.WaitOnConflict)
-		if err != nil {
-			return err
-		}
+// locks the row first (by its primary key, and through each arbiter unique
+// index), and applies the conflict action if it exists.
+func (r *runner) insertChecked(st *insertState, row plan.Row, sr client.Row, rk []byte) error {
+	ins, t, tw := st.ins, st.ins.Table, st.tw
+	old, exists, err := r.conflicting(st, row, rk)
+	if err != nil {
+		return err
 	}
 	if !exists {
 		st.pending[string(rk)] = true
-		if err := r.add(b, client.Op{Kind: client.OpPut, Row: sr}); err != nil {
+		if err := r.add(&tw.base, client.Op{Kind: client.OpPut, Row: sr}); err != nil {
+			return err
+		}
+		if err := r.indexWrites(tw, nil, row); err != nil {
 			return err
 		}
 		return r.inserted(st, row)
 	}
-	switch {
-	case ins.OnConflict == nil:
-		return uniqueViolation(t, r.s, row)
-	case ins.OnConflict.DoNothing:
+	if ins.OnConflict.DoNothing {
 		return nil
 	}
 	if old == nil {
@@ -276,11 +281,121 @@ func (r *runner) insertChecked(st *insertState, b *writeBatch, row plan.Row, sr 
 	if err != nil || !ok {
 		return err
 	}
-	if err := r.writeUpdate(b, t, oldRow, updated); err != nil {
+	if !sameKey(t, oldRow, updated) {
+		return pgerror.Unsupported("ON CONFLICT DO UPDATE of primary-key columns")
+	}
+	if err := r.writeUpdate(&tw.base, t, oldRow, updated); err != nil {
 		return err
 	}
-	st.pending[string(rk)] = true
+	if err := r.indexWrites(tw, oldRow, updated); err != nil {
+		return err
+	}
+	ork, err := storageRow(t, oldRow, true)
+	if err != nil {
+		return err
+	}
+	if k, err := tw.base.tbl.RowKey(ork); err == nil {
+		st.pending[string(k)] = true
+	}
 	return r.inserted(st, updated)
+}
+
+// conflicting finds the existing row an ON CONFLICT row collides with, by
+// its primary key (if an arbiter) and through the arbiter unique indexes,
+// and locks it. exists with a nil row: the statement itself wrote it.
+func (r *runner) conflicting(st *insertState, row plan.Row, rk []byte) (client.Row, bool, error) {
+	t, tw := st.ins.Table, st.tw
+	if err := r.flushTable(tw); err != nil {
+		return nil, false, err
+	}
+	if st.pk {
+		if st.pending[string(rk)] {
+			return nil, true, nil
+		}
+		key, err := storageRow(t, row, true)
+		if err != nil {
+			return nil, false, err
+		}
+		old, exists, err := r.txn.GetForUpdate(r.ctx, tw.base.tbl, key, client.ForUpdate, client.WaitOnConflict)
+		if err != nil || exists {
+			return old, exists, err
+		}
+	}
+	for _, w := range st.arbiters {
+		if ok, err := r.matches(w, row); err != nil || !ok {
+			if err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		key, full, err := indexEntry(t, w, row)
+		if err != nil {
+			return nil, false, err
+		}
+		if !uniqueKeyed(w, full) {
+			continue // NULLs never conflict
+		}
+		ent, found, err := r.txn.GetForUpdate(r.ctx, w.b.tbl, key, client.ForUpdate, client.WaitOnConflict)
+		if err != nil {
+			return nil, false, err
+		}
+		if !found {
+			continue
+		}
+		bkey := baseKeyOf(t, w, ent)
+		brk, err := tw.base.tbl.RowKey(bkey)
+		if err != nil {
+			return nil, false, err
+		}
+		if st.pending[string(brk)] {
+			return nil, true, nil
+		}
+		old, exists, err := r.txn.GetForUpdate(r.ctx, tw.base.tbl, bkey, client.ForUpdate, client.WaitOnConflict)
+		if err != nil || exists {
+			return old, exists, err
+		}
+	}
+	if !st.pk && !t.RowID {
+		// The primary key is no arbiter: a row with the key is an error.
+		key, err := storageRow(t, row, true)
+		if err != nil {
+			return nil, false, err
+		}
+		if st.pending[string(rk)] {
+			return nil, false, uniqueViolation(t, r.s, row)
+		}
+		if _, exists, err := r.txn.GetForUpdate(r.ctx, tw.base.tbl, key, client.ForUpdate, client.WaitOnConflict); err != nil {
+			return nil, false, err
+		} else if exists {
+			return nil, false, uniqueViolation(t, r.s, row)
+		}
+	}
+	return nil, false, nil
+}
+
+// baseKeyOf is the base table's primary key held in an index row.
+func baseKeyOf(t *catalog.Table, w *indexWriter, ent client.Row) client.Row {
+	key := client.Row{}
+	for _, k := range t.Key {
+		name := catalog.StorageColumn(&t.Columns[k.Column])
+		key[name] = ent[name]
+	}
+	return key
+}
+
+// arbiters are the unique indexes an ON CONFLICT clause handles: the one
+// it names, or every unique index for DO NOTHING without a target.
+func (r *runner) arbiters(tw *tableWriter, oc *plan.OnConflict) []*indexWriter {
+	var out []*indexWriter
+	for _, w := range tw.idx {
+		if !w.ix.Unique || !w.ix.Inserts() {
+			continue
+		}
+		if oc.Any || oc.Index == w.ix.Name {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // conflictUpdate computes DO UPDATE's new row from the existing row and
@@ -367,7 +482,7 @@ func sameDatum(a, b types.Datum, t types.T) bool {
 // update runs an UPDATE.
 func (r *runner) update(u *plan.Update) (int64, []plan.Row, error) {
 	t := u.Table
-	tbl, err := r.s.openTable(r.ctx, t)
+	tw, err := r.newTableWriter(t)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -375,7 +490,6 @@ func (r *runner) update(u *plan.Update) (int64, []plan.Row, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	b := &writeBatch{tbl: tbl}
 	var returned []plan.Row
 	keyChanged := false
 	for i := range u.Set {
@@ -396,10 +510,13 @@ func (r *runner) update(u *plan.Update) (int64, []plan.Row, error) {
 			return 0, nil, err
 		}
 		if keyChanged && !sameKey(t, old, next) {
-			if err := r.moveRow(b, tbl, t, old, next); err != nil {
+			if err := r.moveRow(tw, old, next); err != nil {
 				return 0, nil, err
 			}
-		} else if err := r.writeUpdate(b, t, old, next); err != nil {
+		} else if err := r.writeUpdate(&tw.base, t, old, next); err != nil {
+			return 0, nil, err
+		}
+		if err := r.indexWrites(tw, old, next); err != nil {
 			return 0, nil, err
 		}
 		if u.Returning != nil {
@@ -410,7 +527,7 @@ func (r *runner) update(u *plan.Update) (int64, []plan.Row, error) {
 			returned = append(returned, out)
 		}
 	}
-	return int64(len(rows)), returned, r.flush(b)
+	return int64(len(rows)), returned, r.flushTable(tw)
 }
 
 func sameKey(t *catalog.Table, a, b plan.Row) bool {
@@ -424,15 +541,16 @@ func sameKey(t *catalog.Table, a, b plan.Row) bool {
 
 // moveRow is an UPDATE of primary-key columns: delete the old row and
 // insert the new one, which must not collide.
-func (r *runner) moveRow(b *writeBatch, tbl *client.Table, t *catalog.Table, old, next plan.Row) error {
-	if err := r.flush(b); err != nil {
+func (r *runner) moveRow(tw *tableWriter, old, next plan.Row) error {
+	t := tw.t
+	if err := r.flushTable(tw); err != nil {
 		return err
 	}
 	key, err := storageRow(t, next, true)
 	if err != nil {
 		return err
 	}
-	if _, exists, err := r.txn.GetForUpdate(r.ctx, tbl, key, client.ForUpdate, client.WaitOnConflict); err != nil {
+	if _, exists, err := r.txn.GetForUpdate(r.ctx, tw.base.tbl, key, client.ForUpdate, client.WaitOnConflict); err != nil {
 		return err
 	} else if exists {
 		return uniqueViolation(t, r.s, next)
@@ -445,16 +563,16 @@ func (r *runner) moveRow(b *writeBatch, tbl *client.Table, t *catalog.Table, old
 	if err != nil {
 		return err
 	}
-	if err := r.add(b, client.Op{Kind: client.OpDelete, Row: oldKey}); err != nil {
+	if err := r.add(&tw.base, client.Op{Kind: client.OpDelete, Row: oldKey}); err != nil {
 		return err
 	}
-	return r.add(b, client.Op{Kind: client.OpPut, Row: sr})
+	return r.add(&tw.base, client.Op{Kind: client.OpPut, Row: sr})
 }
 
 // delete runs a DELETE.
 func (r *runner) delete(d *plan.Delete) (int64, []plan.Row, error) {
 	t := d.Table
-	tbl, err := r.s.openTable(r.ctx, t)
+	tw, err := r.newTableWriter(t)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -462,14 +580,16 @@ func (r *runner) delete(d *plan.Delete) (int64, []plan.Row, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	b := &writeBatch{tbl: tbl}
 	var returned []plan.Row
 	for _, row := range rows {
 		key, err := storageRow(t, row, true)
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := r.add(b, client.Op{Kind: client.OpDelete, Row: key}); err != nil {
+		if err := r.add(&tw.base, client.Op{Kind: client.OpDelete, Row: key}); err != nil {
+			return 0, nil, err
+		}
+		if err := r.indexWrites(tw, row, nil); err != nil {
 			return 0, nil, err
 		}
 		if d.Returning != nil {
@@ -480,5 +600,5 @@ func (r *runner) delete(d *plan.Delete) (int64, []plan.Row, error) {
 			returned = append(returned, out)
 		}
 	}
-	return int64(len(rows)), returned, r.flush(b)
+	return int64(len(rows)), returned, r.flushTable(tw)
 }

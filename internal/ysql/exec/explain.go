@@ -71,6 +71,24 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 	}
 	switch x := n.(type) {
 	case *plan.Scan:
+		if ix := x.Access.Index; ix != nil {
+			kind := "Index Scan"
+			if x.Access.IndexOnly {
+				kind = "Index Only Scan"
+			}
+			add("%s using %s on %s", kind, ix.Name, x.Table.Name)
+			detail("Index Cond: %d leading column(s) fixed%s", len(x.Access.Eq), boundText(x.Access))
+			if !x.Access.IndexOnly {
+				detail("Table rows: read by primary key in batches")
+			}
+			if x.Filter != nil {
+				detail("Filter: evaluated on the rows read")
+			}
+			if x.Lock != plan.NoLock {
+				detail("Row locks: %s", map[plan.LockStrength]string{plan.LockShare: "FOR SHARE", plan.LockUpdate: "FOR UPDATE"}[x.Lock])
+			}
+			return
+		}
 		add("%s on %s", x.Access.Kind, x.Table.QualifiedName())
 		if tbl, err := s.openTable(ctx, x.Table); err == nil {
 			tablets := "all " + fmt.Sprint(tbl.Info().GetPartitioning().GetNumTablets())

@@ -605,6 +605,9 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Access.Index != nil {
+		return r.indexScan(s, tbl)
+	}
 	var raw []client.Row
 	switch s.Access.Kind {
 	case plan.PointGet:

@@ -43,6 +43,66 @@ type Engine struct {
 	sessions atomic.Int64
 	defaults sync.Once
 	defErr   error
+
+	// pins: the catalog version each session with a statement or
+	// transaction block in progress started at (CatalogVersionInUse).
+	pinMu sync.Mutex
+	pins  map[*Session]uint64
+}
+
+// CatalogVersionInUse is the catalog version this node knows and, per
+// database, an older one it may still act on there: that of a statement or
+// transaction block that began before the node learnt of a newer one.
+// Heartbeats report it, and schema changes that need every node to see a
+// step (index states) wait until every node reports at least that step's
+// version for the database.
+func (e *Engine) CatalogVersionInUse() (uint64, map[string]uint64) {
+	v := e.cfg.Cache.Latest()
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	var byDB map[string]uint64
+	for s, p := range e.pins {
+		if p >= v {
+			continue
+		}
+		if byDB == nil {
+			byDB = map[string]uint64{}
+		}
+		if old, ok := byDB[s.db]; !ok || p < old {
+			byDB[s.db] = p
+		}
+	}
+	return v, byDB
+}
+
+// pin records, before the session reads the catalog for a statement, the
+// catalog version it will act on at least; it holds until unpin (at the
+// end of the statement, or of the transaction block).
+func (s *Session) pin() {
+	e := s.e
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	if _, ok := e.pins[s]; ok {
+		return
+	}
+	if e.pins == nil {
+		e.pins = map[*Session]uint64{}
+	}
+	e.pins[s] = e.cfg.Cache.Latest()
+}
+
+func (s *Session) unpin() {
+	s.e.pinMu.Lock()
+	delete(s.e.pins, s)
+	s.e.pinMu.Unlock()
+}
+
+// unpinStatement ends a statement's pin unless a block or the batch's
+// implicit transaction holds it (Sync ends that one).
+func (s *Session) unpinStatement() {
+	if !s.inBlock && s.implicitTxn == nil {
+		s.unpin()
+	}
 }
 
 // NewEngine returns an engine over the cluster client.
@@ -180,6 +240,9 @@ type Session struct {
 	implicitTxn *client.Txn
 	implicitRan int
 	singleStmt  bool
+	// busyBlock: DDL runs inside a block that has run statements (see
+	// outsideBlock).
+	busyBlock bool
 
 	notices  []*pgwire.Notice
 	prepared map[string]*Statement // SQL-level PREPARE
@@ -193,6 +256,8 @@ type Session struct {
 	lastval     int64
 	lastvalSet  bool
 	pendingSeqs []*catalog.Sequence
+	// pendingUniques: the UNIQUE constraints of the CREATE TABLE being run.
+	pendingUniques []*indexRequest
 }
 
 // ParameterStatus reports the parameters PostgreSQL sends to clients.
@@ -264,6 +329,7 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
+	s.unpin()
 	for _, tx := range []*client.Txn{s.txn, s.implicitTxn} {
 		if tx != nil {
 			rollback(context.Background(), tx)

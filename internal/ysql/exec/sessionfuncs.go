@@ -64,6 +64,9 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 	case name == "pg_get_indexdef" && (len(args) == 1 || len(args) == 3):
 		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
 			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {
+				if def, ok := s.indexDef(uint32(v[0].I)); ok {
+					return types.DString(def), nil
+				}
 				t := s.tableOf(uint32(v[0].I), pkeyOID)
 				if t == nil {
 					return types.NullDatum, nil
@@ -83,6 +86,9 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 				oid := uint32(v[0].I)
 				if t := s.tableOf(oid, pkeyConstraintOID); t != nil {
 					return types.DString("PRIMARY KEY (" + keyText(t) + ")"), nil
+				}
+				if def, ok := s.uniqueConstraintDef(oid); ok {
+					return types.DString(def), nil
 				}
 				snap, err := s.snapshot(context.Background())
 				if err != nil {

@@ -324,6 +324,8 @@ func (s *Session) execute(ctx context.Context, st *Statement, params []types.Dat
 	if s.failed {
 		return "", nil, nil, errInFailed
 	}
+	s.pin()
+	defer s.unpinStatement()
 	if snap, err := s.snapshot(ctx); err != nil {
 		return "", nil, nil, err
 	} else if snap.Version != st.version {
@@ -438,15 +440,15 @@ func (s *Session) aloneInBatch(ctx context.Context) bool {
 }
 
 // singleRowInsert reports whether n is an INSERT of one VALUES row with no
-// ON CONFLICT: it writes one row on one tablet, which the tablet does
+// ON CONFLICT into a table without secondary indexes: it writes one row on one tablet, which the tablet does
 // atomically (and refuses if the key exists), so alone in its batch it
 // needs no distributed transaction (the single-row fast path). Reads its
 // expressions make (subqueries) see the latest data, as PostgreSQL's READ
 // COMMITTED statement snapshot would.
 func singleRowInsert(n plan.Node) bool {
 	ins, ok := n.(*plan.Insert)
-	if !ok || ins.OnConflict != nil {
-		return false
+	if !ok || ins.OnConflict != nil || len(ins.Table.Indexes) > 0 {
+		return false // index rows go with the row, on other tablets
 	}
 	v, ok := ins.Source.(*plan.Values)
 	return ok && len(v.Rows) == 1

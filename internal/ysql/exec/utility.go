@@ -62,6 +62,8 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		}
 		return "SHOW", st.cols, []plan.Row{{types.DString(v)}}, nil
 	case n.GetExplainStmt() != nil:
+		s.pin() // EXPLAIN ANALYZE runs the statement
+		defer s.unpinStatement()
 		rows, err := s.explain(ctx, n.GetExplainStmt(), params)
 		return "EXPLAIN", st.cols, rows, err
 	case n.GetPrepareStmt() != nil:
@@ -117,6 +119,7 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 	if s.inBlock && n.GetTruncateStmt() != nil {
 		// Inside a block TRUNCATE deletes the rows in the block's
 		// transaction, so it commits or rolls back with it.
+		s.pin()
 		err := s.inTxn(ctx, func(tx *client.Txn) error { return s.truncateInTxn(ctx, tx, n.GetTruncateStmt()) })
 		return "TRUNCATE TABLE", nil, nil, err
 	}
@@ -139,12 +142,31 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 }
 
 // outsideBlock runs fn as a statement alone outside any block: what it
-// runs through inTxn commits on its own.
+// runs through inTxn commits on its own. A block that has not run anything
+// yet gives up its catalog pin meanwhile (the next statement pins again);
+// one that has keeps it, and DDL that would wait for every session to
+// move past the catalog version, this one included, is refused
+// (errBusyBlock).
 func (s *Session) outsideBlock(fn func() (string, error)) (string, error) {
 	inBlock, single := s.inBlock, s.singleStmt
 	s.inBlock, s.singleStmt = false, true
-	defer func() { s.inBlock, s.singleStmt = inBlock, single }()
+	s.busyBlock = s.txn != nil
+	if !s.busyBlock {
+		s.unpin()
+	}
+	defer func() { s.inBlock, s.singleStmt, s.busyBlock = inBlock, single, false }()
 	return fn()
+}
+
+// canWaitForSessions fails DDL that must wait for every session of the
+// database to move to its catalog version when this session holds an
+// older one in a block that has run statements.
+func (s *Session) canWaitForSessions() error {
+	if s.busyBlock {
+		return pgerror.New(pgerror.CodeActiveSQLTransaction, "this index change cannot run inside a transaction block that has run other statements").
+			WithHint("Run it first in the block, or outside a block.")
+	}
+	return nil
 }
 
 func isDDL(n *pg.Node) bool {
@@ -289,6 +311,7 @@ func (s *Session) endBlock(ctx context.Context, commit bool) error {
 	tx := s.txn
 	s.inBlock, s.failed, s.txn = false, false, nil
 	s.dropBlockCursors()
+	defer s.unpin()
 	if tx == nil {
 		return nil
 	}

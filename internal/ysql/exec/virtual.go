@@ -119,9 +119,12 @@ var virtualDefs = []vdef{
 					dBool(true), dChar("d"), dOID(0), dBool(false), dOID(0), dOID(oid), dInt(0), dInt(0), dOID(0), dNull(), dNull()})
 			}
 			for _, t := range sortedTables(s, snap) {
-				add(t.OID(), t.Name, ns[t.Schema], "r", visibleCount(t), len(t.Checks), !t.RowID)
+				add(t.OID(), t.Name, ns[t.Schema], "r", visibleCount(t), len(t.Checks), !t.RowID || len(t.Indexes) > 0)
 				if !t.RowID {
 					add(pkeyOID(t), t.PKName, ns[t.Schema], "i", len(t.Key), 0, false)
+				}
+				for _, ix := range t.Indexes {
+					add(ix.OID(), ix.Name, ns[t.Schema], "i", len(ix.Columns)+len(ix.Include), 0, false)
 				}
 			}
 			for _, q := range sortedSequences(s, snap) {
@@ -200,7 +203,7 @@ var virtualDefs = []vdef{
 					dBool(false), types.DArray(keys), dNull(), dNull(), dBool(false), dBool(false), types.DArray(opts),
 					types.DArray(zeros), types.DArray(zeros)})
 			}
-			return out
+			return append(out, indexRows(s, snap)...)
 		}},
 	{schema: "pg_catalog", name: "pg_constraint", oid: 2606,
 		cols: []vcol{{"oid", oidT}, {"conname", nameT}, {"connamespace", oidT}, {"contype", charT}, {"condeferrable", boolT},
@@ -222,6 +225,7 @@ var virtualDefs = []vdef{
 					out = append(out, plan.Row{dOID(checkOID(t, i)), dStr(ck.Name), dOID(ns[t.Schema]), dChar("c"),
 						dBool(false), dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(0), dOID(0), dNull(), dStr(ck.Expr), dStr(deparseStored(t, ck.Expr, tOf(boolT)))})
 				}
+				out = append(out, uniqueConstraintRows(t, ns)...)
 			}
 			return out
 		}},
@@ -252,7 +256,7 @@ var virtualDefs = []vdef{
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			var out []plan.Row
 			for _, t := range sortedTables(s, snap) {
-				out = append(out, plan.Row{dStr(t.Schema), dStr(t.Name), dStr(s.user), dNull(), dBool(!t.RowID),
+				out = append(out, plan.Row{dStr(t.Schema), dStr(t.Name), dStr(s.user), dNull(), dBool(!t.RowID || len(t.Indexes) > 0),
 					dBool(false), dBool(false), dBool(false)})
 			}
 			return out
@@ -351,6 +355,9 @@ var virtualDefs = []vdef{
 				for _, ck := range t.Checks {
 					out = append(out, plan.Row{dStr(s.db), dStr(t.Schema), dStr(ck.Name), dStr(s.db), dStr(t.Schema), dStr(t.Name), dStr("CHECK")})
 				}
+				for _, ix := range uniqueConstraints(t) {
+					out = append(out, plan.Row{dStr(s.db), dStr(t.Schema), dStr(ix.Name), dStr(s.db), dStr(t.Schema), dStr(t.Name), dStr("UNIQUE")})
+				}
 			}
 			return out
 		}},
@@ -366,6 +373,12 @@ var virtualDefs = []vdef{
 				for i, k := range t.Key {
 					out = append(out, plan.Row{dStr(s.db), dStr(t.Schema), dStr(t.PKName), dStr(s.db), dStr(t.Schema), dStr(t.Name),
 						dStr(t.Columns[k.Column].Name), dInt(int64(i + 1))})
+				}
+				for _, ix := range uniqueConstraints(t) {
+					for i, c := range ix.Columns {
+						out = append(out, plan.Row{dStr(s.db), dStr(t.Schema), dStr(ix.Name), dStr(s.db), dStr(t.Schema), dStr(t.Name),
+							dStr(t.Columns[t.ColumnByID(c.ID)].Name), dInt(int64(i + 1))})
+					}
 				}
 			}
 			return out

@@ -233,8 +233,13 @@ func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
 		switch oc.GetAction() {
 		case pg.OnConflictAction_ONCONFLICT_NOTHING:
 			ins.OnConflict.DoNothing = true
+			if oc.GetInfer() == nil {
+				ins.OnConflict.Any = true
+			} else if ins.OnConflict.Index, err = b.checkConflictTarget(t, oc); err != nil {
+				return nil, err
+			}
 		case pg.OnConflictAction_ONCONFLICT_UPDATE:
-			if err := b.checkConflictTarget(t, oc); err != nil {
+			if ins.OnConflict.Index, err = b.checkConflictTarget(t, oc); err != nil {
 				return nil, err
 			}
 			both := &scope{cols: append(append([]scopeCol(nil), sc.cols...), tableScope(t, "excluded").cols...)}
@@ -256,25 +261,29 @@ func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
 	return ins, nil
 }
 
-// checkConflictTarget accepts ON CONFLICT (cols) naming the primary key
-// (the only unique constraint tables have so far) or ON CONSTRAINT pkey.
-func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) error {
+// checkConflictTarget resolves ON CONFLICT (cols) / ON CONSTRAINT name to
+// the primary key ("") or a unique index usable as an arbiter (not
+// partial, and readable).
+func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) (string, error) {
 	inf := oc.GetInfer()
 	if inf == nil {
-		return pgerror.New(pgerror.CodeSyntaxError, "ON CONFLICT DO UPDATE requires inference specification or constraint name").
+		return "", pgerror.New(pgerror.CodeSyntaxError, "ON CONFLICT DO UPDATE requires inference specification or constraint name").
 			WithHint("For example, ON CONFLICT (column_name).")
 	}
-	if inf.GetConname() != "" {
-		if inf.GetConname() != t.PKName {
-			return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q for table %q does not exist", inf.GetConname(), t.Name)
+	if name := inf.GetConname(); name != "" {
+		if name == t.PKName && !t.RowID {
+			return "", nil
 		}
-		return nil
+		if ix, ok := t.Index(name); ok && ix.Unique && ix.Constraint && ix.Readable() {
+			return name, nil
+		}
+		return "", pgerror.New(pgerror.CodeUndefinedObject, "constraint %q for table %q does not exist", name, t.Name)
 	}
 	named := map[int]bool{}
 	for _, e := range inf.GetIndexElems() {
 		i := t.ColumnIndex(e.GetIndexElem().GetName())
 		if i < 0 {
-			return pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", e.GetIndexElem().GetName())
+			return "", pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", e.GetIndexElem().GetName())
 		}
 		named[i] = true
 	}
@@ -282,10 +291,23 @@ func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) 
 	for _, k := range t.Key {
 		match = match && named[k.Column]
 	}
-	if !match {
-		return pgerror.New(pgerror.CodeInvalidColumnReference, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+	if match {
+		return "", nil
 	}
-	return nil
+	for i := range t.Indexes {
+		ix := &t.Indexes[i]
+		if !ix.Unique || !ix.Readable() || ix.Predicate != "" || len(ix.Columns) != len(named) {
+			continue
+		}
+		ok := true
+		for _, c := range ix.Columns {
+			ok = ok && named[t.ColumnByID(c.ID)]
+		}
+		if ok {
+			return ix.Name, nil
+		}
+	}
+	return "", pgerror.New(pgerror.CodeInvalidColumnReference, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
 }
 
 func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[int]Expr, error) {
@@ -414,4 +436,17 @@ func exprLocation(n *pg.Node) int32 {
 		return n.GetAExpr().GetLocation()
 	}
 	return -1
+}
+
+// IndexPredicate binds a partial index's predicate over t's row.
+func (b *Binder) IndexPredicate(t *catalog.Table, pred string) (Expr, error) {
+	st, err := parse.One("SELECT " + pred)
+	if err != nil {
+		return nil, err
+	}
+	e, err := b.expr(st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal(), tableScope(t, t.Name), tBool)
+	if err != nil {
+		return nil, err
+	}
+	return b.coerceTo(e, tBool, "WHERE", -1)
 }

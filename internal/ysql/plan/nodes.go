@@ -48,6 +48,12 @@ type Access struct {
 	// Lo and Hi bound the next range key column (nil: unbounded).
 	Lo, Hi         Expr
 	LoIncl, HiIncl bool
+	// Index, when set, is the secondary index read (KeyRange only): Eq,
+	// Lo and Hi address its key columns, and the base rows are then read
+	// by their primary keys in batches, unless IndexOnly (the index row
+	// holds every column the query needs).
+	Index     *catalog.Index
+	IndexOnly bool
 }
 
 // LockStrength is the row lock a SELECT ... FOR ... takes.
@@ -251,6 +257,10 @@ func (t *Truncate) Columns() []Column { return t.Input.Columns()[:t.N] }
 // OnConflict is INSERT's ON CONFLICT clause.
 type OnConflict struct {
 	DoNothing bool
+	// Index is the arbiter unique index's name ("": the primary key);
+	// Any (DO NOTHING without a target): every unique constraint.
+	Index string
+	Any   bool
 	// Set, for DO UPDATE, maps a column index to its new value over the
 	// existing row followed by the EXCLUDED row; Where filters.
 	Set   map[int]Expr

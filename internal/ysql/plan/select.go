@@ -11,7 +11,13 @@ import (
 )
 
 // Select plans a SELECT (or VALUES, or a set operation).
-func (b *Binder) Select(s *pg.SelectStmt) (Node, error) { return b.selectStmt(s, nil) }
+func (b *Binder) Select(s *pg.SelectStmt) (Node, error) {
+	n, err := b.selectStmt(s, nil)
+	if err == nil {
+		markIndexOnly(n)
+	}
+	return n, err
+}
 
 func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	if s.GetWithClause() != nil {
@@ -311,6 +317,9 @@ func scanUnder(n Node) (*Scan, bool) {
 // columns in order, with every hash column fixed.
 func (b *Binder) sortByKey(sc *Scan, proj *Project, keys []SortKey) bool {
 	t := sc.Table
+	if sc.Access.Index != nil {
+		return false // rows come in the index's order
+	}
 	nh := t.HashKeyCount()
 	if nh > 0 && (sc.Access.Kind != KeyRange && sc.Access.Kind != PointGet || len(sc.Access.Eq) < nh) {
 		return false
@@ -558,8 +567,10 @@ func (b *Binder) chooseAccess(s *Scan) {
 		s.Access = Access{Kind: PointGet, Eq: eq}
 		return
 	case len(eq) < nh:
+		b.chooseIndex(s, cs)
 		return // a hash table needs every hash column to narrow the scan
 	}
+	defer b.chooseIndex(s, cs)
 	acc := Access{Kind: KeyRange, Eq: eq}
 	next := t.Key[len(eq)]
 	for _, c := range cs {

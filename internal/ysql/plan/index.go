@@ -1,0 +1,320 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Secondary index access paths. A readable index whose leading key
+// columns are fixed by the WHERE clause (all hash columns equal, then
+// leading range columns equal and a bound on the next one) replaces a full
+// scan, or a primary-key range that fixes fewer columns; a partial index
+// only when the WHERE clause implies its predicate. As for the primary
+// key, the whole WHERE stays as a filter over the rows read.
+
+// accessScore ranks an access path: fixed columns count twice, a bound on
+// the next one once.
+func accessScore(a Access) int {
+	if a.Kind == FullScan {
+		return 0
+	}
+	n := 2 * len(a.Eq)
+	if a.Lo != nil || a.Hi != nil {
+		n++
+	}
+	return n
+}
+
+// chooseIndex switches s to the best readable index if one narrows the
+// read more than s's primary-key access.
+func (b *Binder) chooseIndex(s *Scan, cs []Expr) {
+	t := s.Table
+	best := accessScore(s.Access)
+	for i := range t.Indexes {
+		ix := &t.Indexes[i]
+		if !ix.Readable() {
+			continue
+		}
+		if ix.Predicate != "" {
+			pred, err := b.IndexPredicate(t, ix.Predicate)
+			if err != nil || !implies(cs, conjuncts(pred, nil)) {
+				continue
+			}
+		}
+		l := t.Layout(ix)
+		var eq []Expr
+		for _, p := range l.Key[:l.KeyCols] {
+			var v Expr
+			for _, c := range cs {
+				if op, val, ok := keyCond(c, p.Col); ok && op == "=" {
+					v = val
+					break
+				}
+			}
+			if v == nil {
+				break
+			}
+			eq = append(eq, v)
+		}
+		nh := 0
+		for _, c := range ix.Columns {
+			if c.Hash {
+				nh++
+			}
+		}
+		if len(eq) < nh {
+			continue
+		}
+		acc := Access{Kind: KeyRange, Eq: eq, Index: ix}
+		if len(eq) < l.KeyCols {
+			next := l.Key[len(eq)].Col
+			for _, c := range cs {
+				op, val, ok := keyCond(c, next)
+				if !ok {
+					continue
+				}
+				switch op {
+				case ">", ">=":
+					if acc.Lo == nil {
+						acc.Lo, acc.LoIncl = val, op == ">="
+					}
+				case "<", "<=":
+					if acc.Hi == nil {
+						acc.Hi, acc.HiIncl = val, op == "<="
+					}
+				}
+			}
+		}
+		if sc := accessScore(acc); sc > best {
+			best, s.Access = sc, acc
+		}
+	}
+}
+
+// implies reports whether the conjuncts of a WHERE clause imply every
+// conjunct of a partial index's predicate: the same condition, or (for
+// "col IS NOT NULL") a strict comparison of the column.
+func implies(where, pred []Expr) bool {
+	have := map[string]bool{}
+	notNull := map[int]bool{}
+	for _, c := range where {
+		if k := exprKey(c); k != "" {
+			have[k] = true
+		}
+		if bo, ok := c.(*BinOp); ok && !bo.NullOK {
+			for _, side := range []Expr{bo.L, bo.R} {
+				if cr, ok := side.(*ColRef); ok {
+					notNull[cr.Idx] = true
+				}
+			}
+		}
+	}
+	for _, p := range pred {
+		if k := exprKey(p); k != "" && have[k] {
+			continue
+		}
+		if n, ok := p.(*IsNull); ok && n.Not {
+			if cr, ok := n.E.(*ColRef); ok && notNull[cr.Idx] {
+				continue
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// exprKey is a canonical text of an expression for comparing conditions
+// ("" for expressions it does not know).
+func exprKey(e Expr) string {
+	sub := func(es ...Expr) (string, bool) {
+		parts := make([]string, len(es))
+		for i, x := range es {
+			if x == nil {
+				parts[i] = "nil"
+				continue
+			}
+			if parts[i] = exprKey(x); parts[i] == "" {
+				return "", false
+			}
+		}
+		return strings.Join(parts, ","), true
+	}
+	wrap := func(name string, es ...Expr) string {
+		if s, ok := sub(es...); ok {
+			return name + "(" + s + ")"
+		}
+		return ""
+	}
+	switch x := e.(type) {
+	case *ColRef:
+		return fmt.Sprintf("col%d", x.Idx)
+	case *Const:
+		if x.D.Null {
+			return "null:" + fmt.Sprint(x.T.OID)
+		}
+		return fmt.Sprintf("const%d:%x", x.T.OID, types.AppendKey(nil, x.D, x.T))
+	case *Cast:
+		return wrap(fmt.Sprintf("cast%d", x.T.OID), x.E)
+	case *BinOp:
+		return wrap("op"+x.Name, x.L, x.R)
+	case *UnOp:
+		return wrap("un"+x.Name, x.E)
+	case *FuncExpr:
+		if x.Volatile {
+			return ""
+		}
+		return wrap("fn"+x.Name, x.Args...)
+	case *And:
+		return wrap("and", x.L, x.R)
+	case *Or:
+		return wrap("or", x.L, x.R)
+	case *Not:
+		return wrap("not", x.E)
+	case *IsNull:
+		return wrap(fmt.Sprintf("isnull%v", x.Not), x.E)
+	case *InList:
+		return wrap("in", append([]Expr{x.E}, x.List...)...)
+	}
+	return ""
+}
+
+// columnsUsed adds the table columns e reads (ColRefs of the scan's row)
+// to cols; false if e may read the row in ways it cannot follow
+// (subqueries, unknown expressions).
+func columnsUsed(e Expr, cols map[int]bool) bool {
+	all := func(es ...Expr) bool {
+		for _, x := range es {
+			if x != nil && !columnsUsed(x, cols) {
+				return false
+			}
+		}
+		return true
+	}
+	switch x := e.(type) {
+	case nil:
+		return true
+	case *ColRef:
+		cols[x.Idx] = true
+		return true
+	case *Const, *Param, *OuterRef:
+		return true
+	case *Cast:
+		return all(x.E)
+	case *BinOp:
+		return all(x.L, x.R)
+	case *UnOp:
+		return all(x.E)
+	case *FuncExpr:
+		return all(x.Args...)
+	case *And:
+		return all(x.L, x.R)
+	case *Or:
+		return all(x.L, x.R)
+	case *Not:
+		return all(x.E)
+	case *IsNull:
+		return all(x.E)
+	case *BoolTest:
+		return all(x.E)
+	case *Case:
+		return all(x.Whens...) && all(x.Thens...) && all(x.Else)
+	case *Coalesce:
+		return all(x.Args...)
+	case *MinMax:
+		return all(x.Args...)
+	case *InList:
+		return all(x.E) && all(x.List...)
+	case *Distinct:
+		return all(x.L, x.R)
+	case *NullIf:
+		return all(x.L, x.R)
+	}
+	return false
+}
+
+// markIndexOnly makes an index scan at the bottom of a single-table query
+// index-only when the index row holds every column the query reads: the
+// scan's filter and the expressions of the nodes over it up to the first
+// projection or aggregation (which change the row).
+func markIndexOnly(n Node) {
+	var chain []Node
+	for {
+		chain = append(chain, n)
+		switch x := n.(type) {
+		case *Project:
+			n = x.Input
+		case *Filter:
+			n = x.Input
+		case *Sort:
+			n = x.Input
+		case *Limit:
+			n = x.Input
+		case *Truncate:
+			n = x.Input
+		case *DistinctNode:
+			n = x.Input
+		case *Agg:
+			n = x.Input
+		case *Scan:
+			markScan(x, chain)
+			return
+		default:
+			return
+		}
+	}
+}
+
+func markScan(s *Scan, chain []Node) {
+	if s.Access.Index == nil || s.Lock != NoLock {
+		return
+	}
+	cols := map[int]bool{}
+	ok := columnsUsed(s.Filter, cols)
+	// Walk up from the scan: nodes until the first Project/Agg (included)
+	// see the scan's row.
+	for i := len(chain) - 2; i >= 0 && ok; i-- {
+		switch x := chain[i].(type) {
+		case *Filter:
+			ok = columnsUsed(x.Cond, cols)
+			continue
+		case *Sort:
+			for _, k := range x.Keys {
+				ok = ok && columnsUsed(k.E, cols)
+			}
+			continue
+		case *Limit:
+			ok = ok && columnsUsed(x.Count, cols) && columnsUsed(x.Offset, cols)
+			continue
+		case *DistinctNode:
+			// compares whole rows: every column.
+			ok = false
+		case *Truncate:
+			continue
+		case *Project:
+			for _, e := range x.Exprs {
+				ok = ok && columnsUsed(e, cols)
+			}
+		case *Agg:
+			for _, g := range x.Groups {
+				ok = ok && columnsUsed(g, cols)
+			}
+			for _, a := range x.Aggs {
+				ok = ok && columnsUsed(a.Arg, cols) && columnsUsed(a.Arg2, cols) && columnsUsed(a.Filter, cols)
+			}
+		}
+		break
+	}
+	if !ok {
+		return
+	}
+	var need []int
+	for c := range cols {
+		need = append(need, c)
+	}
+	s.Access.IndexOnly = s.Table.Layout(s.Access.Index).Covers(need)
+}
+
+var _ = catalog.IndexReady

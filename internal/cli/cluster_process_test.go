@@ -168,7 +168,8 @@ func TestClusterProcess(t *testing.T) {
 	})
 
 	out := r.must("cluster", "create", "--nodes", "3", "--rf", "3", "--base-dir", base,
-		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort), "--wait", "45s")
+		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort), "--wait", "45s",
+		"--ysql-port", "0") // YSQL has its own process test; 5433 may be taken
 	notePIDs()
 	t.Logf("create:\n%s", out)
 	for _, want := range []string{"is ready", "masters:", "cluster destroy --base-dir " + base} {
@@ -276,7 +277,7 @@ func TestClusterProcess(t *testing.T) {
 		// 127.0.0.9, stop it, then point its data dir at ours.
 		other := filepath.Join(t.TempDir(), "other")
 		startArgs := []string{"start", "--data-dir", other, "--listen", "127.0.0.9",
-			"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort), "--rf", "1", "--log-to-stderr=false"}
+			"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort), "--rf", "1", "--log-to-stderr=false", "--ysql-port", "0"}
 		cmd := exec.CommandContext(ctx, bin, startArgs...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

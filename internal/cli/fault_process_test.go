@@ -38,7 +38,7 @@ func TestWorkloadSurvivesSIGKILL(t *testing.T) {
 	killNodesOnCleanup(t, base)
 	r.must("cluster", "create", "--nodes", "4", "--rf", "3", "--base-dir", base,
 		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort),
-		"--follower-unavailable-timeout", deadAfter.String(), "--wait", "60s")
+		"--follower-unavailable-timeout", deadAfter.String(), "--wait", "60s", "--ysql-port", "0")
 
 	// The workload runs as its own process, as a person would run it.
 	wl := startWorkload(t, ctx, "the workload", bin, nil, "workload", "--nodes", masters, "--num-threads-write", "4", "--num-threads-read", "4",

@@ -81,16 +81,20 @@ const heartbeatInterval = time.Second
 // Txn is a distributed transaction. Its methods must not be called
 // concurrently. Every Txn ends with Commit or Rollback.
 type Txn struct {
-	c    *Client
-	id   docdb.TxnID
-	opts TxnOptions
+	c     *Client
+	id    docdb.TxnID
+	opts  TxnOptions
+	begin time.Time
 
 	readTime    hlc.Timestamp // snapshot and serializable: fixed by the first operation
 	globalLimit hlc.Timestamp
 	maxTime     hlc.Timestamp // the latest time the transaction used
 	writeID     uint32
-	record      bool // the status record exists
-	done        bool
+	// intents: the transaction has written (or tried to write) intents;
+	// from then on it has a heartbeat and a status record (see
+	// withRecord), and Commit and Rollback have work to do.
+	intents bool
+	done    bool
 	// participants: tablets with intents, by id.
 	participants map[uint64]*tabletMeta
 	// writes buffers the transaction's own writes for reading them back.
@@ -121,7 +125,8 @@ func (c *Client) Begin(ctx context.Context, opts TxnOptions) (*Txn, error) {
 	if _, err := crand.Read(r[:]); err != nil {
 		return nil, err
 	}
-	return &Txn{c: c, id: txn.NewID(time.Now(), r), opts: opts, participants: map[uint64]*tabletMeta{}}, nil
+	now := time.Now()
+	return &Txn{c: c, id: txn.NewID(now, r), opts: opts, begin: now, participants: map[uint64]*tabletMeta{}}, nil
 }
 
 // ID is the transaction's id.
@@ -162,12 +167,37 @@ func (tx *Txn) noteTime(t hlc.Timestamp) {
 	tx.maxTime = max(tx.maxTime, t)
 }
 
-// ensureRecord creates the status record (before the first intent) and
-// starts heartbeating it.
-func (tx *Txn) ensureRecord(ctx context.Context) error {
-	if tx.record {
-		return tx.heartbeatErr()
+// withRecord runs write (intents or locks) with the status record taken
+// care of. A short transaction (the first write within
+// txn.LazyRecordWindow of Begin) never creates its record separately:
+// Commit writes it COMMITTED in one Raft write, so the create and commit
+// rounds of the classic protocol collapse into one (docs/transactions.md);
+// its heartbeat creates the record PENDING if it lives longer than the
+// window. A later first write creates the record PENDING before its
+// intents (status tablets give up on a missing record soon after the
+// window), and so does the client's first transaction, which creates the
+// status table on first use.
+func (tx *Txn) withRecord(ctx context.Context, op string, write func() error) error {
+	if err := tx.heartbeatErr(); err != nil {
+		return tx.txnErr(op, err)
 	}
+	if !tx.intents {
+		created := false
+		if time.Since(tx.begin) >= txn.LazyRecordWindow || !tx.c.statusTableOpen() {
+			if err := tx.createRecord(ctx); err != nil {
+				return tx.txnErr(op, err)
+			}
+			created = true
+		}
+		tx.intents = true
+		tx.hbStop, tx.hbDone = make(chan struct{}), make(chan struct{})
+		go tx.heartbeat(created)
+	}
+	return write()
+}
+
+// createRecord creates the status record PENDING (or finds it).
+func (tx *Txn) createRecord(ctx context.Context) error {
 	res, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_CREATE, tx.id, 0, nil)
 	if err != nil {
 		return err
@@ -175,15 +205,20 @@ func (tx *Txn) ensureRecord(ctx context.Context) error {
 	if res.State != tspb.TxnState_PENDING {
 		return &Error{Code: CodeTxnAborted, Message: "transaction " + tx.id.String() + " is " + res.State.String()}
 	}
-	tx.record = true
-	tx.hbStop, tx.hbDone = make(chan struct{}), make(chan struct{})
-	go tx.heartbeat()
 	return nil
 }
 
-func (tx *Txn) heartbeat() {
+// heartbeat keeps the status record alive: it creates it first unless
+// created, at txn.LazyRecordWindow after Begin, then heartbeats it. A record
+// found ABORTED (expired, or a deadlock victim) fails the transaction's
+// next operation.
+func (tx *Txn) heartbeat(created bool) {
 	defer close(tx.hbDone)
-	t := time.NewTicker(heartbeatInterval)
+	wait := heartbeatInterval
+	if !created {
+		wait = time.Until(tx.begin.Add(txn.LazyRecordWindow))
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
@@ -192,14 +227,22 @@ func (tx *Txn) heartbeat() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), heartbeatInterval)
-		res, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_HEARTBEAT, tx.id, 0, nil)
+		op := tspb.TxnStatusRequest_HEARTBEAT
+		if !created {
+			op = tspb.TxnStatusRequest_CREATE
+		}
+		res, err := tx.c.TxnStatus(ctx, op, tx.id, 0, nil)
 		cancel()
-		if err == nil && res.State == tspb.TxnState_ABORTED {
+		if err == nil && res.State != tspb.TxnState_PENDING {
 			tx.hbMu.Lock()
 			tx.hbErr = &Error{Code: CodeTxnAborted, Message: "transaction " + tx.id.String() + " was aborted (expired or a deadlock victim)"}
 			tx.hbMu.Unlock()
 			return
 		}
+		if err == nil {
+			created = true
+		}
+		t.Reset(heartbeatInterval)
 	}
 }
 
@@ -249,19 +292,21 @@ func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
 		}
 		prepared = append(prepared, k)
 	}
-	if err := tx.ensureRecord(ctx); err != nil {
-		return tx.txnErr("txn-write", err)
-	}
 	tx.fixReadTime()
 	// Write ids follow the order of ops, so the newest write of a key
-	// wins when the intents are applied.
+	// wins when the intents are applied. Ordered by row key first (stably:
+	// the writes of one row keep their order), so the ops of each tablet
+	// have consecutive write ids and go in one request.
 	base := tx.writeID
 	var wops []docdb.WriteOp
 	for _, k := range prepared {
 		wops = append(wops, k.ops...)
 	}
+	sort.SliceStable(wops, func(i, j int) bool { return bytes.Compare(wops[i].RowKey, wops[j].RowKey) < 0 })
 	tx.writeID += uint32(len(wops))
-	err := tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil)
+	err := tx.withRecord(ctx, "txn-write", func() error {
+		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil)
+	})
 	if err != nil {
 		return err
 	}
@@ -322,7 +367,7 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 			}
 			err := s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
 				req.ClientTime = tx.c.now()
-				resp, err := ts.TxnWrite(ctx, req)
+				resp, err := tx.c.txnWriteAt(ctx, ts, r.addr, req)
 				if err != nil {
 					return nil, err
 				}
@@ -361,14 +406,14 @@ func (tx *Txn) Lock(ctx context.Context, t *Table, keys []Row, mode LockMode, wa
 		rows = append(rows, rk)
 		byKey[string(rk)] = k
 	}
-	if err := tx.ensureRecord(ctx); err != nil {
-		return nil, tx.txnErr("lock", err)
-	}
 	tx.fixReadTime()
 	var sk [][]byte
 	// Locks take the current write id, so a savepoint rollback releases
 	// the locks taken after it.
-	if err := tx.send(ctx, t, nil, rows, mode, wait, tx.writeID, &sk); err != nil {
+	err = tx.withRecord(ctx, "lock", func() error {
+		return tx.send(ctx, t, nil, rows, mode, wait, tx.writeID, &sk)
+	})
+	if err != nil {
 		return nil, err
 	}
 	tx.writeID++
@@ -760,7 +805,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 		return err
 	}
 	tx.done = true
-	if !tx.record {
+	if !tx.intents {
 		return nil // read only: nothing to commit
 	}
 	tx.stopHeartbeat()
@@ -785,9 +830,15 @@ func (tx *Txn) Rollback(ctx context.Context) error {
 		return nil
 	}
 	tx.done = true
-	if !tx.record {
+	if !tx.intents {
 		return nil
 	}
+	return tx.abort(ctx)
+}
+
+// abort writes the record ABORTED (creating it so if it does not exist)
+// and removes the intents.
+func (tx *Txn) abort(ctx context.Context) error {
 	tx.stopHeartbeat()
 	if _, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_ABORT, tx.id, 0, nil); err != nil {
 		return err
@@ -807,7 +858,7 @@ func (tx *Txn) resolveAll(ctx context.Context, req *tspb.TxnResolveRequest) erro
 			errs <- s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
 				rq := &tspb.TxnResolveRequest{TabletId: tab.id, TxnId: req.GetTxnId(), Kind: req.GetKind(),
 					CommitTime: req.GetCommitTime(), FromWriteId: req.GetFromWriteId(), ClientTime: tx.c.now()}
-				resp, err := ts.TxnResolve(ctx, rq)
+				resp, err := tx.c.txnResolveAt(ctx, ts, r.addr, rq)
 				if err != nil {
 					return nil, err
 				}

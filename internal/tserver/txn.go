@@ -247,7 +247,7 @@ func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.
 				}
 			}
 			now := clock.Now()
-			next, write, ans := txn.Transition(op, cur, ok, now, clock.Now(), n.txn.expiry)
+			next, write, ans := txn.Transition(op, id, cur, ok, now, clock.Now(), n.txn.expiry)
 			answer = ans
 			if !write {
 				return nil, nil

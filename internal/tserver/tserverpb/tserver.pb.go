@@ -2825,6 +2825,9 @@ type DataRequest struct {
 	//
 	//	*DataRequest_Read
 	//	*DataRequest_Write
+	//	*DataRequest_TxnWrite
+	//	*DataRequest_TxnResolve
+	//	*DataRequest_TxnStatus
 	Req           isDataRequest_Req `protobuf_oneof:"req"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2906,6 +2909,33 @@ func (x *DataRequest) GetWrite() *WriteRequest {
 	return nil
 }
 
+func (x *DataRequest) GetTxnWrite() *TxnWriteRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_TxnWrite); ok {
+			return x.TxnWrite
+		}
+	}
+	return nil
+}
+
+func (x *DataRequest) GetTxnResolve() *TxnResolveRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_TxnResolve); ok {
+			return x.TxnResolve
+		}
+	}
+	return nil
+}
+
+func (x *DataRequest) GetTxnStatus() *TxnStatusRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_TxnStatus); ok {
+			return x.TxnStatus
+		}
+	}
+	return nil
+}
+
 type isDataRequest_Req interface {
 	isDataRequest_Req()
 }
@@ -2918,9 +2948,27 @@ type DataRequest_Write struct {
 	Write *WriteRequest `protobuf:"bytes,4,opt,name=write,proto3,oneof"`
 }
 
+type DataRequest_TxnWrite struct {
+	TxnWrite *TxnWriteRequest `protobuf:"bytes,6,opt,name=txn_write,json=txnWrite,proto3,oneof"`
+}
+
+type DataRequest_TxnResolve struct {
+	TxnResolve *TxnResolveRequest `protobuf:"bytes,7,opt,name=txn_resolve,json=txnResolve,proto3,oneof"`
+}
+
+type DataRequest_TxnStatus struct {
+	TxnStatus *TxnStatusRequest `protobuf:"bytes,8,opt,name=txn_status,json=txnStatus,proto3,oneof"`
+}
+
 func (*DataRequest_Read) isDataRequest_Req() {}
 
 func (*DataRequest_Write) isDataRequest_Req() {}
+
+func (*DataRequest_TxnWrite) isDataRequest_Req() {}
+
+func (*DataRequest_TxnResolve) isDataRequest_Req() {}
+
+func (*DataRequest_TxnStatus) isDataRequest_Req() {}
 
 // DataResponse answers the DataRequest with the same id.
 type DataResponse struct {
@@ -2930,6 +2978,9 @@ type DataResponse struct {
 	//
 	//	*DataResponse_Read
 	//	*DataResponse_Write
+	//	*DataResponse_TxnWrite
+	//	*DataResponse_TxnResolve
+	//	*DataResponse_TxnStatus
 	Resp          isDataResponse_Resp `protobuf_oneof:"resp"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2997,6 +3048,33 @@ func (x *DataResponse) GetWrite() *WriteResponse {
 	return nil
 }
 
+func (x *DataResponse) GetTxnWrite() *TxnWriteResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_TxnWrite); ok {
+			return x.TxnWrite
+		}
+	}
+	return nil
+}
+
+func (x *DataResponse) GetTxnResolve() *TxnResolveResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_TxnResolve); ok {
+			return x.TxnResolve
+		}
+	}
+	return nil
+}
+
+func (x *DataResponse) GetTxnStatus() *TxnStatusResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_TxnStatus); ok {
+			return x.TxnStatus
+		}
+	}
+	return nil
+}
+
 type isDataResponse_Resp interface {
 	isDataResponse_Resp()
 }
@@ -3009,9 +3087,27 @@ type DataResponse_Write struct {
 	Write *WriteResponse `protobuf:"bytes,3,opt,name=write,proto3,oneof"`
 }
 
+type DataResponse_TxnWrite struct {
+	TxnWrite *TxnWriteResponse `protobuf:"bytes,4,opt,name=txn_write,json=txnWrite,proto3,oneof"`
+}
+
+type DataResponse_TxnResolve struct {
+	TxnResolve *TxnResolveResponse `protobuf:"bytes,5,opt,name=txn_resolve,json=txnResolve,proto3,oneof"`
+}
+
+type DataResponse_TxnStatus struct {
+	TxnStatus *TxnStatusResponse `protobuf:"bytes,6,opt,name=txn_status,json=txnStatus,proto3,oneof"`
+}
+
 func (*DataResponse_Read) isDataResponse_Resp() {}
 
 func (*DataResponse_Write) isDataResponse_Resp() {}
+
+func (*DataResponse_TxnWrite) isDataResponse_Resp() {}
+
+func (*DataResponse_TxnResolve) isDataResponse_Resp() {}
+
+func (*DataResponse_TxnStatus) isDataResponse_Resp() {}
 
 var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
@@ -3263,19 +3359,29 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\aLEARNER\x10\x02\x12\r\n" +
 	"\tCANDIDATE\x10\x03\"N\n" +
 	"\x13ListTabletsResponse\x127\n" +
-	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\xc6\x01\n" +
+	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\x92\x03\n" +
 	"\vDataRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
 	"timeout_us\x18\x02 \x01(\x04R\ttimeoutUs\x12\x16\n" +
 	"\x06cancel\x18\x05 \x01(\bR\x06cancel\x122\n" +
 	"\x04read\x18\x03 \x01(\v2\x1c.shaledb.tserver.ReadRequestH\x00R\x04read\x125\n" +
-	"\x05write\x18\x04 \x01(\v2\x1d.shaledb.tserver.WriteRequestH\x00R\x05writeB\x05\n" +
-	"\x03req\"\x93\x01\n" +
+	"\x05write\x18\x04 \x01(\v2\x1d.shaledb.tserver.WriteRequestH\x00R\x05write\x12?\n" +
+	"\ttxn_write\x18\x06 \x01(\v2 .shaledb.tserver.TxnWriteRequestH\x00R\btxnWrite\x12E\n" +
+	"\vtxn_resolve\x18\a \x01(\v2\".shaledb.tserver.TxnResolveRequestH\x00R\n" +
+	"txnResolve\x12B\n" +
+	"\n" +
+	"txn_status\x18\b \x01(\v2!.shaledb.tserver.TxnStatusRequestH\x00R\ttxnStatusB\x05\n" +
+	"\x03req\"\xe2\x02\n" +
 	"\fDataResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x123\n" +
 	"\x04read\x18\x02 \x01(\v2\x1d.shaledb.tserver.ReadResponseH\x00R\x04read\x126\n" +
-	"\x05write\x18\x03 \x01(\v2\x1e.shaledb.tserver.WriteResponseH\x00R\x05writeB\x06\n" +
+	"\x05write\x18\x03 \x01(\v2\x1e.shaledb.tserver.WriteResponseH\x00R\x05write\x12@\n" +
+	"\ttxn_write\x18\x04 \x01(\v2!.shaledb.tserver.TxnWriteResponseH\x00R\btxnWrite\x12F\n" +
+	"\vtxn_resolve\x18\x05 \x01(\v2#.shaledb.tserver.TxnResolveResponseH\x00R\n" +
+	"txnResolve\x12C\n" +
+	"\n" +
+	"txn_status\x18\x06 \x01(\v2\".shaledb.tserver.TxnStatusResponseH\x00R\ttxnStatusB\x06\n" +
 	"\x04resp*=\n" +
 	"\x0fReadConsistency\x12\n" +
 	"\n" +
@@ -3417,41 +3523,47 @@ var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	41, // 37: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
 	17, // 38: shaledb.tserver.DataRequest.read:type_name -> shaledb.tserver.ReadRequest
 	15, // 39: shaledb.tserver.DataRequest.write:type_name -> shaledb.tserver.WriteRequest
-	19, // 40: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
-	16, // 41: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
-	15, // 42: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
-	17, // 43: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
-	20, // 44: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
-	28, // 45: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
-	43, // 46: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
-	22, // 47: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
-	24, // 48: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
-	26, // 49: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
-	30, // 50: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
-	32, // 51: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
-	34, // 52: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
-	36, // 53: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
-	38, // 54: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
-	40, // 55: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
-	16, // 56: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
-	19, // 57: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
-	21, // 58: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
-	29, // 59: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
-	44, // 60: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
-	23, // 61: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
-	25, // 62: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
-	27, // 63: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
-	31, // 64: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
-	33, // 65: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
-	35, // 66: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
-	37, // 67: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
-	39, // 68: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
-	42, // 69: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
-	56, // [56:70] is the sub-list for method output_type
-	42, // [42:56] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	22, // 40: shaledb.tserver.DataRequest.txn_write:type_name -> shaledb.tserver.TxnWriteRequest
+	24, // 41: shaledb.tserver.DataRequest.txn_resolve:type_name -> shaledb.tserver.TxnResolveRequest
+	26, // 42: shaledb.tserver.DataRequest.txn_status:type_name -> shaledb.tserver.TxnStatusRequest
+	19, // 43: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
+	16, // 44: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
+	23, // 45: shaledb.tserver.DataResponse.txn_write:type_name -> shaledb.tserver.TxnWriteResponse
+	25, // 46: shaledb.tserver.DataResponse.txn_resolve:type_name -> shaledb.tserver.TxnResolveResponse
+	27, // 47: shaledb.tserver.DataResponse.txn_status:type_name -> shaledb.tserver.TxnStatusResponse
+	15, // 48: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
+	17, // 49: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
+	20, // 50: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
+	28, // 51: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
+	43, // 52: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
+	22, // 53: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
+	24, // 54: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
+	26, // 55: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
+	30, // 56: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
+	32, // 57: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
+	34, // 58: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
+	36, // 59: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
+	38, // 60: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
+	40, // 61: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
+	16, // 62: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
+	19, // 63: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
+	21, // 64: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
+	29, // 65: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
+	44, // 66: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
+	23, // 67: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
+	25, // 68: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
+	27, // 69: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
+	31, // 70: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
+	33, // 71: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
+	35, // 72: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
+	37, // 73: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
+	39, // 74: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
+	42, // 75: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
+	62, // [62:76] is the sub-list for method output_type
+	48, // [48:62] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_internal_tserver_tserverpb_tserver_proto_init() }
@@ -3462,10 +3574,16 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 	file_internal_tserver_tserverpb_tserver_proto_msgTypes[34].OneofWrappers = []any{
 		(*DataRequest_Read)(nil),
 		(*DataRequest_Write)(nil),
+		(*DataRequest_TxnWrite)(nil),
+		(*DataRequest_TxnResolve)(nil),
+		(*DataRequest_TxnStatus)(nil),
 	}
 	file_internal_tserver_tserverpb_tserver_proto_msgTypes[35].OneofWrappers = []any{
 		(*DataResponse_Read)(nil),
 		(*DataResponse_Write)(nil),
+		(*DataResponse_TxnWrite)(nil),
+		(*DataResponse_TxnResolve)(nil),
+		(*DataResponse_TxnStatus)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

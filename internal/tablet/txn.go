@@ -966,15 +966,18 @@ func (t *Tablet) ResolveTxn(ctx context.Context, txn docdb.TxnID) (pending bool,
 }
 
 // IntentCount counts the intents stored for this tablet (tests and
-// metrics).
+// metrics). It reads one snapshot: an apply or removal committing midway
+// would otherwise leave an index entry whose intent is gone.
 func (t *Tablet) IntentCount() (int, error) {
-	txns, err := docdb.TxnsWithIntents(t.eng, t.desc.ID)
+	snap := t.eng.NewSnapshot()
+	defer snap.Close()
+	txns, err := docdb.TxnsWithIntents(snap, t.desc.ID)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, id := range txns {
-		ins, err := docdb.IntentsOf(t.eng, t.desc.ID, id)
+		ins, err := docdb.IntentsOf(snap, t.desc.ID, id)
 		if err != nil {
 			return 0, err
 		}

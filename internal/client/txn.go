@@ -101,8 +101,7 @@ type Txn struct {
 	writes     []ownWrite
 	savepoints []savepoint
 
-	hbStop chan struct{}
-	hbDone chan struct{}
+	hbStop context.CancelFunc // stops the heartbeat
 	hbErr  error
 	hbMu   sync.Mutex
 }
@@ -190,8 +189,9 @@ func (tx *Txn) withRecord(ctx context.Context, op string, write func() error) er
 			created = true
 		}
 		tx.intents = true
-		tx.hbStop, tx.hbDone = make(chan struct{}), make(chan struct{})
-		go tx.heartbeat(created)
+		hbCtx, stop := context.WithCancel(context.Background())
+		tx.hbStop = stop
+		go tx.heartbeat(hbCtx, created)
 	}
 	return write()
 }
@@ -208,12 +208,13 @@ func (tx *Txn) createRecord(ctx context.Context) error {
 	return nil
 }
 
-// heartbeat keeps the status record alive: it creates it first unless
-// created, at txn.LazyRecordWindow after Begin, then heartbeats it. A record
-// found ABORTED (expired, or a deadlock victim) fails the transaction's
-// next operation.
-func (tx *Txn) heartbeat(created bool) {
-	defer close(tx.hbDone)
+// heartbeat keeps the status record alive until ctx ends: it creates it
+// first unless created, at txn.LazyRecordWindow after Begin, then
+// heartbeats it. A record found ABORTED (expired, or a deadlock victim)
+// fails the transaction's next operation. A call in flight when the
+// transaction finishes is cancelled, not waited for: whether it lands
+// before or after the commit or abort, the record ends the same.
+func (tx *Txn) heartbeat(hbCtx context.Context, created bool) {
 	wait := heartbeatInterval
 	if !created {
 		wait = time.Until(tx.begin.Add(txn.LazyRecordWindow))
@@ -222,11 +223,11 @@ func (tx *Txn) heartbeat(created bool) {
 	defer t.Stop()
 	for {
 		select {
-		case <-tx.hbStop:
+		case <-hbCtx.Done():
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), heartbeatInterval)
+		ctx, cancel := context.WithTimeout(hbCtx, heartbeatInterval)
 		op := tspb.TxnStatusRequest_HEARTBEAT
 		if !created {
 			op = tspb.TxnStatusRequest_CREATE
@@ -254,8 +255,7 @@ func (tx *Txn) heartbeatErr() error {
 
 func (tx *Txn) stopHeartbeat() {
 	if tx.hbStop != nil {
-		close(tx.hbStop)
-		<-tx.hbDone
+		tx.hbStop()
 		tx.hbStop = nil
 	}
 }

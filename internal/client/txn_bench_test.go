@@ -3,8 +3,10 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/docdb"
@@ -17,6 +19,62 @@ import (
 // Every transaction writes rows no other client touches, so nothing
 // conflicts: this is the protocol's cost.
 func BenchmarkTxn(b *testing.B) {
+	for _, cs := range txnBenchCases(b) {
+		for _, g := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("%s/clients=%d", cs.name, g), func(b *testing.B) {
+				runParallel(b, g, cs.op)
+			})
+		}
+	}
+}
+
+// BenchmarkTxnLatency: the cases of BenchmarkTxn at one client, run in
+// alternating blocks of 20 operations so that all three see the same
+// machine (on a shared machine the load changes between BenchmarkTxn's
+// sub-benchmarks); reports each case's median latency and the
+// transactions' latency as a multiple of the fast-path write's. Run it
+// with a fixed count, e.g. -benchtime 600x.
+func BenchmarkTxnLatency(b *testing.B) {
+	cases := txnBenchCases(b)
+	lat := make([][]time.Duration, len(cases))
+	const block = 20
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := (i / block) % len(cases)
+		start := time.Now()
+		if err := cases[k].op(i); err != nil {
+			b.Fatal(err)
+		}
+		if i%block > 0 { // the first of a block pays for the previous case's background work
+			lat[k] = append(lat[k], time.Since(start))
+		}
+	}
+	median := func(d []time.Duration) time.Duration {
+		if len(d) == 0 {
+			return 0
+		}
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	fast := median(lat[0])
+	for k, cs := range cases {
+		m := median(lat[k])
+		b.ReportMetric(float64(m.Microseconds())/1000, cs.name+"-p50-ms")
+		if k > 0 && fast > 0 {
+			b.ReportMetric(float64(m)/float64(fast), cs.name+"-x")
+		}
+	}
+}
+
+type txnBenchCase struct {
+	name string
+	op   func(i int) error
+}
+
+// txnBenchCases starts the cluster of the transaction benchmarks and
+// returns their cases: a fast-path write, a 2-tablet and a 10-row
+// transaction.
+func txnBenchCases(b *testing.B) []txnBenchCase {
 	c := servertest.NewCluster(b, 3)
 	cl := open(b, c)
 	tb := create(b, cl, hashTable("txnbench", 6))
@@ -36,10 +94,7 @@ func BenchmarkTxn(b *testing.B) {
 	}
 	var seq atomic.Int64
 	ctx := context.Background()
-	cases := []struct {
-		name string
-		op   func(i int) error
-	}{
+	return []txnBenchCase{
 		{"fast-path-1-row", func(i int) error {
 			return tb.Put(ctx, client.Row{"k": docdb.Text(fmt.Sprint("fp", seq.Add(1))), "v": docdb.Int64(int64(i))})
 		}},
@@ -62,13 +117,6 @@ func BenchmarkTxn(b *testing.B) {
 				return tx.Apply(ctx, tb, ops)
 			})
 		}},
-	}
-	for _, cs := range cases {
-		for _, g := range []int{1, 8, 64} {
-			b.Run(fmt.Sprintf("%s/clients=%d", cs.name, g), func(b *testing.B) {
-				runParallel(b, g, cs.op)
-			})
-		}
 	}
 }
 

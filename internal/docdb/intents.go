@@ -594,7 +594,11 @@ func Conflicts(r pebble.Reader, txn TxnID, want []Access) ([]Conflict, error) {
 			return nil, fmt.Errorf("docdb: Conflicts: bad access %s %s", a.Type, a.Key)
 		}
 		span := intentSubKeySpan(a.Key.RowKey, a.Key.Column)
-		for valid := it.SeekGE(span.Start); valid && bytes.Compare(it.Key(), span.End) < 0; valid = it.Next() {
+		// The limit stops the seek at the row's end rather than walking
+		// the deleted intents (of applied transactions) beyond it up to
+		// the next live one, which made this the costliest part of a
+		// transactional write. It is best-effort, hence the key check.
+		for st := it.SeekGEWithLimit(span.Start, span.End); st == pebble.IterValid && bytes.Compare(it.Key(), span.End) < 0; st = it.NextWithLimit(span.End) {
 			key := it.Key()
 			if len(key) != len(span.Start)+intentSuffixLen {
 				return nil, corruptf("bad intent key %x", key)

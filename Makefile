@@ -4,16 +4,22 @@ GO ?= go
 BIN := bin/shale
 STATICCHECK_VERSION := v0.8.2
 # Core packages that also run under the race detector in `make test`.
-RACE_PKGS := ./internal/hlc/... ./internal/storage/... ./internal/docdb/... ./internal/consensus/... ./internal/tablet/... ./internal/tserver/... ./internal/master/... ./internal/server/... ./internal/metrics/... ./internal/webui/...
+RACE_PKGS := ./internal/hlc/... ./internal/storage/... ./internal/docdb/... ./internal/consensus/... ./internal/tablet/... ./internal/tserver/... ./internal/master/... ./internal/server/... ./internal/metrics/... ./internal/webui/... ./internal/ysql/pgwire/...
 
 .PHONY: all build test test-unit test-race test-long lint bench run deps proto clean
 
 all: build
 
-# deps installs what a fresh machine lacks: Go modules now; Debian packages
-# (postgresql-client, python3-psycopg2, python3-cassandra) as the query layers arrive.
+# deps installs what a fresh machine lacks: Go modules, a C compiler for
+# the PostgreSQL parser (cgo), and the PostgreSQL client (psql) that the
+# YSQL tests drive; Debian packages for python3-psycopg2 and
+# python3-cassandra follow as their tests arrive.
+DEB_PKGS := postgresql-client
 deps:
 	@$(GO) mod download
+	@command -v psql >/dev/null && command -v gcc >/dev/null || { \
+		SUDO=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(DEB_PKGS) gcc >/dev/null; }
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/shale

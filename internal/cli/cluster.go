@@ -42,8 +42,8 @@ BASE/nodeK; BASE/cluster.json records the cluster.`,
 	pf.DurationVar(&o.Wait, "wait", 90*time.Second, "how long to wait for nodes to become ready")
 
 	var create struct {
-		nodes, rf, rpcPort, httpPort int
-		followerUnavailable          time.Duration
+		nodes, rf, rpcPort, httpPort, ysqlPort int
+		followerUnavailable                    time.Duration
 	}
 	createCmd := &cobra.Command{
 		Use:   "create --nodes N --rf R [--base-dir D]",
@@ -57,7 +57,12 @@ BASE/nodeK; BASE/cluster.json records the cluster.`,
 			if err != nil {
 				return err
 			}
-			return c.create(cmd.Context(), create.nodes, create.rf, create.rpcPort, create.httpPort, create.followerUnavailable)
+			if create.ysqlPort != 0 {
+				if err := validatePort("--ysql-port", create.ysqlPort); err != nil {
+					return err
+				}
+			}
+			return c.create(cmd.Context(), create.nodes, create.rf, create.rpcPort, create.httpPort, create.ysqlPort, create.followerUnavailable)
 		},
 	}
 	f := createCmd.Flags()
@@ -65,6 +70,7 @@ BASE/nodeK; BASE/cluster.json records the cluster.`,
 	f.IntVar(&create.rf, "rf", 3, "replication factor (1, 3, 5 or 7; at most --nodes)")
 	f.IntVar(&create.rpcPort, "rpc-port", server.DefaultRPCPort, "RPC port of every node")
 	f.IntVar(&create.httpPort, "http-port", server.DefaultHTTPPort, "HTTP port of every node")
+	f.IntVar(&create.ysqlPort, "ysql-port", server.DefaultYSQLPort, "YSQL (PostgreSQL) port of every node; 0 turns YSQL off")
 	f.DurationVar(&create.followerUnavailable, "follower-unavailable-timeout", 0, "passed to every node's start (0: the default, 5m)")
 
 	withNode := func(use, short string, run func(c *localCluster, ctx context.Context, k int) error) *cobra.Command {
@@ -209,7 +215,7 @@ func (c *localCluster) launch(n *clusterNode, join []string) (*launched, error) 
 	defer out.Close()
 	args := []string{"start", "--data-dir", dir, "--listen", n.IP,
 		"--rpc-port", strconv.Itoa(c.st.RPCPort), "--http-port", strconv.Itoa(c.st.HTTPPort),
-		"--rf", strconv.Itoa(c.st.RF), "--log-to-stderr=false"}
+		"--ysql-port", strconv.Itoa(c.st.YSQLPort), "--rf", strconv.Itoa(c.st.RF), "--log-to-stderr=false"}
 	if len(join) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
@@ -274,7 +280,7 @@ func tail(path string, n int) string {
 	return "  " + strings.Join(lines, "\n  ")
 }
 
-func (c *localCluster) create(ctx context.Context, nodes, rf, rpcPort, httpPort int, followerUnavailable time.Duration) error {
+func (c *localCluster) create(ctx context.Context, nodes, rf, rpcPort, httpPort, ysqlPort int, followerUnavailable time.Duration) error {
 	if _, err := os.Stat(filepath.Join(c.base, clusterStateFile)); err == nil {
 		return fmt.Errorf("a cluster exists in %s already (`%s cluster status --base-dir %s`; `%s cluster destroy --base-dir %s` removes it)",
 			c.base, self(), c.base, self(), c.base)
@@ -282,7 +288,7 @@ func (c *localCluster) create(ctx context.Context, nodes, rf, rpcPort, httpPort 
 	if err := os.MkdirAll(c.base, 0o755); err != nil {
 		return err
 	}
-	c.st = &clusterState{RF: rf, RPCPort: rpcPort, HTTPPort: httpPort, FollowerUnavailableTimeout: followerUnavailable.String()}
+	c.st = &clusterState{RF: rf, RPCPort: rpcPort, HTTPPort: httpPort, YSQLPort: ysqlPort, FollowerUnavailableTimeout: followerUnavailable.String()}
 	if followerUnavailable == 0 {
 		c.st.FollowerUnavailableTimeout = ""
 	}
@@ -387,6 +393,10 @@ func (c *localCluster) printConnect(masters []masterRow) {
 	_ = t.write(c.out)
 	ma := strings.Join(maddrs, ",")
 	fmt.Fprintf(c.out, "\nmasters:  %s\n", ma)
+	if c.st.YSQLPort != 0 {
+		n := c.st.Nodes[0]
+		fmt.Fprintf(c.out, "ysql:     psql -h %s -p %d -U yugabyte   (every node serves YSQL on port %d)\n", n.IP, c.st.YSQLPort, c.st.YSQLPort)
+	}
 	fmt.Fprintf(c.out, "inspect:  %s admin --master-addrs %s list-tservers\n", self(), ma)
 	fmt.Fprintf(c.out, "status:   %s cluster status --base-dir %s\n", self(), c.base)
 	fmt.Fprintf(c.out, "stop:     %s cluster destroy --base-dir %s   (stops the nodes and deletes their data)\n", self(), c.base)

@@ -17,6 +17,8 @@ type clusterState struct {
 	RF       int `json:"rf"`
 	RPCPort  int `json:"rpc_port"`
 	HTTPPort int `json:"http_port"`
+	// YSQLPort is every node's PostgreSQL port (0: YSQL off).
+	YSQLPort int `json:"ysql_port,omitempty"`
 	// FollowerUnavailableTimeout is passed to every node ("" for the
 	// default).
 	FollowerUnavailableTimeout string        `json:"follower_unavailable_timeout,omitempty"`
@@ -36,6 +38,10 @@ func nodeDir(base string, k int) string { return filepath.Join(base, fmt.Sprintf
 
 func (st *clusterState) rpcAddr(n clusterNode) string {
 	return net.JoinHostPort(n.IP, strconv.Itoa(st.RPCPort))
+}
+
+func (st *clusterState) ysqlAddr(n clusterNode) string {
+	return net.JoinHostPort(n.IP, strconv.Itoa(st.YSQLPort))
 }
 
 func (st *clusterState) httpAddr(n clusterNode) string {

@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,55 +35,25 @@ func TestWorkloadSurvivesSIGKILL(t *testing.T) {
 	}
 	base := filepath.Join(t.TempDir(), "fault")
 	masters := "127.0.0.1:" + strconv.Itoa(rpcPort)
-	t.Cleanup(func() {
-		if st, err := loadClusterState(base); err == nil {
-			for _, n := range st.Nodes {
-				if n.PID > 0 && processAlive(n.PID, "") {
-					_ = syscall.Kill(n.PID, syscall.SIGKILL)
-				}
-			}
-		}
-	})
+	killNodesOnCleanup(t, base)
 	r.must("cluster", "create", "--nodes", "4", "--rf", "3", "--base-dir", base,
 		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort),
 		"--follower-unavailable-timeout", deadAfter.String(), "--wait", "60s")
 
 	// The workload runs as its own process, as a person would run it.
-	wl := exec.CommandContext(ctx, bin, "workload", "--nodes", masters, "--num-threads-write", "4", "--num-threads-read", "4",
+	wl := startWorkload(t, ctx, "the workload", bin, nil, "workload", "--nodes", masters, "--num-threads-write", "4", "--num-threads-read", "4",
 		"--num-unique-keys", "5000", "--value-size", "64", "--num-tablets", "12", "--duration", duration.String(),
 		"--report-every", "1s", "--verify", "--json-summary")
-	stdout, err := wl.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wl.Stderr = wl.Stdout
-	if err := wl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var lines []string
-	progress := make(chan struct{}, 100)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			mu.Lock()
-			lines = append(lines, sc.Text())
-			mu.Unlock()
-			if strings.Contains(sc.Text(), "| Uptime: ") {
-				progress <- struct{}{}
+	// Three progress lines: the workload is under way.
+	wl.waitFor(ctx, "progress", func(lines []string) bool {
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, "| Uptime: ") {
+				n++
 			}
 		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	for i := 0; i < 3; i++ { // three progress lines: the workload is under way
-		select {
-		case <-progress:
-		case <-ctx.Done():
-			t.Fatal("no progress from the workload")
-		}
-	}
+		return n >= 3
+	})
 
 	st, err := loadClusterState(base)
 	if err != nil {
@@ -128,11 +94,8 @@ func TestWorkloadSurvivesSIGKILL(t *testing.T) {
 		time.Sleep(250 * time.Millisecond) // polling the cluster's state
 	}
 
-	<-readDone
-	werr := wl.Wait()
-	mu.Lock()
-	out := append([]string(nil), lines...)
-	mu.Unlock()
+	werr := wl.wait()
+	out := wl.output()
 	t.Logf("workload output:\n%s", strings.Join(out, "\n"))
 	if werr != nil {
 		t.Fatalf("workload: %v", werr)

@@ -30,6 +30,8 @@ type startOptions struct {
 	Placement string
 	RPCPort   int
 	HTTPPort  int
+	// YSQLPort is the PostgreSQL protocol port (0: no YSQL).
+	YSQLPort int
 	// FollowerUnavailableTimeout: how long a tserver may be dead before the
 	// master re-creates its replicas elsewhere.
 	FollowerUnavailableTimeout time.Duration
@@ -48,8 +50,16 @@ const pidFile = "shale.pid"
 func defaultStartOptions() startOptions {
 	return startOptions{
 		Listen: "127.0.0.1", RF: 3, RPCPort: server.DefaultRPCPort, HTTPPort: server.DefaultHTTPPort,
+		YSQLPort:                   server.DefaultYSQLPort,
 		FollowerUnavailableTimeout: 5 * time.Minute, LogToStderr: true,
 	}
+}
+
+func ysqlAddr(o startOptions) string {
+	if o.YSQLPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort(o.Listen, strconv.Itoa(o.YSQLPort))
 }
 
 // validate checks the flags and normalises --join to ip:port.
@@ -170,6 +180,7 @@ SIGTERM or SIGINT stop the node cleanly.`,
 	f.StringVar(&o.Placement, "placement", "", "the node's placement, cloud.region.zone")
 	f.IntVar(&o.RPCPort, "rpc-port", o.RPCPort, "RPC port")
 	f.IntVar(&o.HTTPPort, "http-port", o.HTTPPort, "web UI, metrics and pprof port")
+	f.IntVar(&o.YSQLPort, "ysql-port", o.YSQLPort, "YSQL (PostgreSQL protocol) port; 0 turns YSQL off")
 	f.DurationVar(&o.FollowerUnavailableTimeout, "follower-unavailable-timeout", o.FollowerUnavailableTimeout,
 		"how long a tserver may be dead before its replicas are re-created elsewhere")
 	f.DurationVar(&o.TServerDeadAfter, "tserver-dead-after", 0, "heartbeat silence after which a tserver is DEAD (0: the master's default)")
@@ -227,6 +238,7 @@ func runStart(ctx context.Context, o startOptions, stderr io.Writer) error {
 		DataDir:                    dir,
 		RPCAddr:                    net.JoinHostPort(o.Listen, strconv.Itoa(o.RPCPort)),
 		HTTPAddr:                   httpAddr,
+		YSQLAddr:                   ysqlAddr(o),
 		Join:                       o.Join,
 		ReplicationFactor:          o.RF,
 		Placement:                  placement,

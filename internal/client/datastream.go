@@ -13,7 +13,7 @@ import (
 	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
-// The data path (Read and Write, and the transaction calls TxnWrite,
+// The data path (Read, Write and Scan, and the transaction calls TxnWrite,
 // TxnResolve and TxnStatus) travels over one long-lived Data stream
 // per tserver, multiplexed by request id, rather than one unary call per
 // operation: a unary call costs an HTTP/2 stream, request headers, response
@@ -288,6 +288,24 @@ func (c *Client) writeAt(ctx context.Context, ts tspb.TabletServerClient, addr s
 		return nil, status.Error(codes.Internal, "client: data stream answered a write with another kind")
 	}
 	return w.Write, nil
+}
+
+// scanAt is the Scan of one replica, over the data stream when it can.
+func (c *Client) scanAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.ScanRequest) (*tspb.ScanResponse, error) {
+	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Scan{Scan: req}})
+	if errors.Is(err, errNoDataStream) {
+		return ts.Scan(ctx, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.GetResp().(*tspb.DataResponse_Scan)
+	if !ok {
+		// A node that predates scans on the stream answers with an
+		// error of another kind: use the unary call.
+		return ts.Scan(ctx, req)
+	}
+	return r.Scan, nil
 }
 
 // A node that does not know a request kind of the stream answers it with

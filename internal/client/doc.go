@@ -14,8 +14,11 @@
 // backoff inside its deadline (Config.Timeout unless the context's is
 // sooner) and then fails with an *Error whose Code says whether a write
 // may have been applied (IsAmbiguous). Writes are idempotent at this
-// layer, so they are retried after ambiguous answers too. A hybrid clock
-// travels with every request and response.
+// layer, so they are retried after ambiguous answers too; an insert
+// (OpInsert) that then finds its row reports CodeAmbiguous, since the
+// earlier attempt may have written it (a transaction's retried insert does
+// not collide with its own earlier attempt). A hybrid clock travels with
+// every request and response.
 //
 // Usage:
 //

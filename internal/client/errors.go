@@ -40,10 +40,14 @@ const (
 	// window after the transaction had fixed its read time; retry the
 	// transaction (40001).
 	CodeReadRestart
+	// CodeDuplicateKey: an OpInsert met a row that exists (23505); its
+	// Err is a *DuplicateKeyError naming the op (DuplicateIndex). Nothing
+	// of that op's tablet batch was written.
+	CodeDuplicateKey
 )
 
 var codeNames = [...]string{"INTERNAL", "INVALID_ARGUMENT", "TABLE_NOT_FOUND", "TIMEOUT", "AMBIGUOUS",
-	"TXN_CONFLICT", "DEADLOCK", "LOCK_NOT_AVAILABLE", "TXN_ABORTED", "READ_RESTART"}
+	"TXN_CONFLICT", "DEADLOCK", "LOCK_NOT_AVAILABLE", "TXN_ABORTED", "READ_RESTART", "DUPLICATE_KEY"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -117,6 +121,8 @@ func SQLState(err error) string {
 		return "40P01"
 	case CodeLockNotAvailable:
 		return "55P03"
+	case CodeDuplicateKey:
+		return "23505"
 	}
 	return ""
 }

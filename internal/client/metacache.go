@@ -292,3 +292,10 @@ func (mc *metaCache) forgetName(ns, name string) {
 		mc.forgetLocked(id)
 	}
 }
+
+// forget drops a table from the cache by id (its schema changed).
+func (mc *metaCache) forget(id uint32) {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	mc.forgetLocked(id)
+}

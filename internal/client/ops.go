@@ -25,9 +25,15 @@ const (
 	OpUpdate
 	// OpDelete deletes the row named by the key columns.
 	OpDelete
+	// OpInsert writes the row as OpPut does, but only if it does not
+	// exist (SQL INSERT): the tablet checks it under the row's lock, and a
+	// row that exists (committed, or written earlier by the same
+	// transaction or batch) fails the op's tablet batch with
+	// CodeDuplicateKey, naming the op (DuplicateIndex).
+	OpInsert
 )
 
-var opNames = [...]string{"", "put", "update", "delete"}
+var opNames = [...]string{"", "put", "update", "delete", "insert"}
 
 // Op is one write of Apply. A NULL value deletes that column.
 type Op struct {
@@ -90,19 +96,22 @@ func (t *Table) prepare(op Op) (keyedOps, error) {
 	}
 	k := keyedOps{key: key}
 	switch op.Kind {
-	case OpPut, OpUpdate:
+	case OpPut, OpUpdate, OpInsert:
 		vals, nulls, err := t.columnValues(op.Row)
 		if err != nil {
 			return keyedOps{}, err
 		}
 		kind := docdb.OpPutRow
+		if op.Kind == OpInsert {
+			kind = docdb.OpInsertRow
+		}
 		if op.Kind == OpUpdate {
 			kind = docdb.OpPutColumns
 			if len(vals) == 0 && len(nulls) == 0 {
 				return keyedOps{}, invalidf("update sets no column")
 			}
 		}
-		if kind == docdb.OpPutRow || len(vals) > 0 {
+		if kind != docdb.OpPutColumns || len(vals) > 0 {
 			k.ops = append(k.ops, docdb.WriteOp{Kind: kind, RowKey: key, Columns: vals, TTL: op.TTL})
 		}
 		if len(nulls) > 0 {
@@ -147,18 +156,22 @@ func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps) error 
 	}
 	return t.routeByTablet(ctx, s, keys, func(tab *tabletMeta, idx []int) error {
 		var wb docdb.WriteBatch
+		var owner []int // the caller's op of each op of wb
 		for _, i := range idx {
 			wb.Ops = append(wb.Ops, pending[i].ops...)
+			for range pending[i].ops {
+				owner = append(owner, i)
+			}
 		}
 		batch := wb.Marshal()
-		return s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
+		return s.plainDuplicate(owner, s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
 			resp, err := t.c.writeAt(ctx, ts, r.addr, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now()})
 			if err != nil {
 				return nil, err
 			}
 			t.c.observe(resp.GetServerTime())
 			return resp.GetError(), nil
-		})
+		}))
 	})
 }
 

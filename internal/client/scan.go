@@ -29,6 +29,24 @@ type ScanOptions struct {
 	// (default 1000).
 	PageSize int
 	ReadOptions
+
+	// Filter, if set, keeps only the rows for which it is TRUE; the
+	// tablets evaluate it next to the data, and Limit counts the rows it
+	// keeps.
+	Filter *Filter
+	// Aggregates are what Table.Aggregate and Txn.Aggregate compute; a
+	// row scan refuses them.
+	Aggregates []Aggregate
+	// MaxScanRows bounds the rows a tablet examines per request when a
+	// filter or aggregates are pushed down (0: the server's default,
+	// 10,000): a request that finds few qualifying rows still ends, with
+	// fewer rows than PageSize, and the scan goes on.
+	MaxScanRows int
+	// Parallelism is how many tablets ScanAll, Txn.Scan and the aggregates
+	// read at once (0: max(8, 4*GOMAXPROCS); 1: one after another). A scan
+	// with a Limit, and the Scanner's own iteration, read one tablet after
+	// another.
+	Parallelism int
 }
 
 // Scanner iterates over the rows of a Scan:
@@ -40,17 +58,22 @@ type ScanOptions struct {
 //	err := sc.Err()
 //
 // Every page after the first reads at the first page's hybrid time, so the
-// scan sees one snapshot of the table. Each page has the client's
-// operation deadline.
+// scan sees one snapshot of the table (except in a SERIALIZABLE
+// transaction, where every page reads the latest data and read-locks the
+// span it covered). Each request to a tablet has the client's operation
+// deadline; with a Filter a request may return no rows (see MaxScanRows),
+// and Next goes on to the next one.
 type Scanner struct {
 	t    *Table
 	ctx  context.Context
 	opts ScanOptions
 	proj *tspb.Projection
+	pd   *pushdown // filter and aggregates, nil if none
 
 	lo, hi    []byte // what remains: [lo, hi), hi nil unbounded
 	readTime  uint64
 	txn       *tspb.TxnReadOptions // inside a transaction
+	onLock    func(*tabletMeta)    // told of each tablet before a page locks a span of it
 	remaining int                  // rows still allowed; -1: no limit
 	done      bool
 
@@ -61,6 +84,15 @@ type Scanner struct {
 
 // Scan starts a scan; see Scanner.
 func (t *Table) Scan(ctx context.Context, opts ScanOptions) *Scanner {
+	sc := t.newScanner(ctx, opts)
+	if len(opts.Aggregates) > 0 && sc.err == nil {
+		sc.err = (&sender{c: t.c}).finish(ctx, "scan", t, invalidf("aggregates in a row scan (use Aggregate)"))
+		sc.done = true
+	}
+	return sc
+}
+
+func (t *Table) newScanner(ctx context.Context, opts ScanOptions) *Scanner {
 	sc := &Scanner{t: t, ctx: ctx, opts: opts, remaining: -1}
 	if opts.Limit > 0 {
 		sc.remaining = opts.Limit
@@ -71,6 +103,9 @@ func (t *Table) Scan(ctx context.Context, opts ScanOptions) *Scanner {
 	sc.err = sc.bounds()
 	if sc.err == nil {
 		sc.proj, sc.err = t.projection(opts.Columns)
+	}
+	if sc.err == nil {
+		sc.pd, sc.err = t.compilePushdown(&sc.opts)
 	}
 	if sc.err != nil {
 		sc.err = (&sender{c: t.c}).finish(ctx, "scan", t, sc.err)
@@ -128,18 +163,53 @@ func (sc *Scanner) Row() Row { return sc.row }
 // Err is the error that ended the scan, if any.
 func (sc *Scanner) Err() error { return sc.err }
 
-// ScanAll runs a scan and returns every row.
+// ScanAll runs a scan and returns every row, in key order. Without a
+// Limit it reads the tablets in parallel (see ScanOptions.Parallelism) at
+// one read time.
 func (t *Table) ScanAll(ctx context.Context, opts ScanOptions) ([]Row, error) {
-	sc := t.Scan(ctx, opts)
-	var out []Row
-	for sc.Next() {
-		out = append(out, sc.Row())
-	}
-	return out, sc.Err()
+	return t.Scan(ctx, opts).all()
 }
 
 // page fetches the next non-empty page of rows, or finds the end.
 func (sc *Scanner) page() ([]Row, error) {
+	for !sc.done {
+		rows, err := sc.fetchRows()
+		if err != nil || len(rows) > 0 {
+			return rows, err
+		}
+	}
+	return nil, nil
+}
+
+// fetchRows makes the next request of a row scan and returns its rows
+// (maybe none: a filter may have dropped them all).
+func (sc *Scanner) fetchRows() ([]Row, error) {
+	resp, err := sc.fetch()
+	if err != nil || resp == nil {
+		return nil, err
+	}
+	rows := make([]Row, 0, len(resp.GetRows()))
+	for _, r := range resp.GetRows() {
+		row, err := sc.t.decodeRow(r)
+		if err != nil {
+			return nil, (&sender{c: sc.t.c}).finish(sc.ctx, "scan", sc.t, err)
+		}
+		rows = append(rows, row)
+	}
+	if sc.remaining >= 0 {
+		sc.remaining -= len(rows)
+		if sc.remaining <= 0 {
+			sc.done = true
+		}
+	}
+	return rows, nil
+}
+
+// fetch sends the next request of the scan to the tablet holding what
+// remains and moves past what the answer covered; nil when nothing
+// remains. The first answer fixes the scan's read time. Each request has
+// the client's operation deadline.
+func (sc *Scanner) fetch() (*tspb.ScanResponse, error) {
 	t := sc.t
 	s := &sender{c: t.c}
 	ctx, cancel := t.c.opContext(sc.ctx)
@@ -163,16 +233,32 @@ func (sc *Scanner) page() ([]Row, error) {
 			sc.done = true
 			break
 		}
-		limit := sc.opts.PageSize
-		if sc.remaining >= 0 {
-			limit = min(limit, sc.remaining)
+		var limit int
+		if sc.pd == nil || sc.pd.aggs == nil {
+			limit = sc.opts.PageSize
+			if sc.remaining >= 0 {
+				limit = min(limit, sc.remaining)
+			}
+		}
+		readTime := sc.readTime
+		if sc.locking() {
+			// Every page reads the latest data under its lock.
+			readTime = 0
+			if sc.onLock != nil {
+				sc.onLock(tab)
+			}
 		}
 		var resp *tspb.ScanResponse
 		scan := func(consistency tspb.ReadConsistency) call {
-			return func(ctx context.Context, ts tspb.TabletServerClient, _ *replica) (*tspb.TabletError, error) {
-				r, err := ts.Scan(ctx, &tspb.ScanRequest{TabletId: tab.id, Span: &tspb.Span{Start: sc.lo, End: sc.hi},
-					Projection: sc.proj, Limit: uint32(limit), Reverse: sc.opts.Reverse, ReadTime: sc.readTime,
-					Consistency: consistency, MaxStalenessMs: sc.opts.staleness(), ClientTime: t.c.now(), Txn: sc.txnOptions()})
+			return func(ctx context.Context, ts tspb.TabletServerClient, rep *replica) (*tspb.TabletError, error) {
+				req := &tspb.ScanRequest{TabletId: tab.id, Span: &tspb.Span{Start: sc.lo, End: sc.hi},
+					Projection: sc.proj, Limit: uint32(limit), Reverse: sc.opts.Reverse, ReadTime: readTime,
+					Consistency: consistency, MaxStalenessMs: sc.opts.staleness(), ClientTime: t.c.now(), Txn: sc.txnOptions()}
+				if pd := sc.pd; pd != nil {
+					req.Filter, req.Aggregates, req.KeyColumnIds = pd.wire, pd.aggs, pd.keyIDs
+					req.MaxScanRows = uint32(max(sc.opts.MaxScanRows, 0))
+				}
+				r, err := t.c.scanAt(ctx, ts, rep.addr, req)
 				if err != nil {
 					return nil, err
 				}
@@ -195,30 +281,17 @@ func (sc *Scanner) page() ([]Row, error) {
 		if err != nil {
 			return nil, s.finish(ctx, "scan", t, err)
 		}
-		if sc.readTime == 0 {
-			sc.readTime = resp.GetReadTime()
-		}
-		rows := make([]Row, 0, len(resp.GetRows()))
-		for _, r := range resp.GetRows() {
-			row, err := t.decodeRow(r)
-			if err != nil {
-				return nil, s.finish(ctx, "scan", t, err)
-			}
-			rows = append(rows, row)
+		if sc.readTime == 0 || sc.locking() {
+			sc.readTime = max(sc.readTime, resp.GetReadTime())
 		}
 		sc.advance(tab, resp.GetResumeSpan())
-		if sc.remaining >= 0 {
-			sc.remaining -= len(rows)
-			if sc.remaining <= 0 {
-				sc.done = true
-			}
-		}
-		if len(rows) > 0 {
-			return rows, nil
-		}
+		return resp, nil
 	}
 	return nil, nil
 }
+
+// locking reports whether every page read-locks the span it covers.
+func (sc *Scanner) locking() bool { return sc.txn.GetLockRange() }
 
 // txnOptions are the transaction options of the next page: once the
 // first page fixed the read time, the server may no longer move it.
@@ -226,8 +299,9 @@ func (sc *Scanner) txnOptions() *tspb.TxnReadOptions {
 	if sc.txn == nil {
 		return nil
 	}
-	o := &tspb.TxnReadOptions{TxnId: sc.txn.GetTxnId(), GlobalLimit: sc.txn.GetGlobalLimit(), AllowRestart: sc.txn.GetAllowRestart()}
-	if sc.readTime != 0 && o.AllowRestart {
+	o := &tspb.TxnReadOptions{TxnId: sc.txn.GetTxnId(), GlobalLimit: sc.txn.GetGlobalLimit(), AllowRestart: sc.txn.GetAllowRestart(),
+		LockRange: sc.txn.GetLockRange(), WriteId: sc.txn.GetWriteId(), WaitPolicy: sc.txn.GetWaitPolicy()}
+	if sc.readTime != 0 && o.AllowRestart && !o.LockRange {
 		o.AllowRestart = false
 		if o.GlobalLimit == 0 {
 			o.GlobalLimit = uint64(hlc.Timestamp(sc.readTime).Add(sc.t.c.clock.MaxOffset()))

@@ -167,6 +167,8 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 			return &Error{Code: CodeTxnAborted, Err: &tabletError{te}}
 		case tspb.TabletError_READ_RESTART:
 			return &Error{Code: CodeReadRestart, Err: &tabletError{te}}
+		case tspb.TabletError_DUPLICATE_KEY:
+			return duplicateKeyError(te)
 		default:
 			return &Error{Code: CodeInternal, Err: &tabletError{te}}
 		}

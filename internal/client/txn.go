@@ -27,8 +27,8 @@ const (
 	Snapshot Isolation = iota
 	// Serializable: reads take share locks (strict two-phase locking), so
 	// write skew cannot happen; reads see the latest committed data once
-	// locked. Scans lock the rows they return but not the gaps between
-	// them (phantoms are not prevented yet).
+	// locked. Scans lock the key span they covered (range locks), so no
+	// row can appear in it either (no phantoms).
 	Serializable
 	// ReadCommitted: every read sees the latest committed data; writes
 	// never fail for a newer version (last writer wins, as PostgreSQL's
@@ -293,25 +293,20 @@ func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
 		prepared = append(prepared, k)
 	}
 	tx.fixReadTime()
-	// Write ids follow the order of ops, so the newest write of a key
-	// wins when the intents are applied. Ordered by row key first (stably:
-	// the writes of one row keep their order), so the ops of each tablet
-	// have consecutive write ids and go in one request.
+	// Write ids follow the order of each row's ops (byTablet only groups
+	// them by tablet), so the newest write of a key wins when the intents
+	// are applied.
 	base := tx.writeID
-	var wops []docdb.WriteOp
-	for _, k := range prepared {
-		wops = append(wops, k.ops...)
-	}
-	sort.SliceStable(wops, func(i, j int) bool { return bytes.Compare(wops[i].RowKey, wops[j].RowKey) < 0 })
+	wops, owner := byTablet(ctx, t, prepared)
 	tx.writeID += uint32(len(wops))
 	err := tx.withRecord(ctx, "txn-write", func() error {
 		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil)
 	})
 	if err != nil {
-		return err
+		return tx.applyFailed(ctx, err, owner, base)
 	}
 	for i, op := range ops {
-		tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: op})
+		tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: ownOp(op)})
 	}
 	return nil
 }
@@ -381,7 +376,7 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 				return resp.GetError(), nil
 			})
 			if err != nil {
-				return err
+				return remapDuplicate(err, run)
 			}
 		}
 		return nil
@@ -521,7 +516,12 @@ func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Ro
 }
 
 // Scan reads the rows of a scan inside the transaction (own writes
-// included). Under serializable isolation it locks the rows it returns.
+// included). Under serializable isolation every tablet read-locks the key
+// span the scan covered there (up to the last row returned when a limit cut
+// it short) as it reads the latest data: until the transaction ends, no
+// other transaction can change a row it read or insert one into the span
+// (no phantoms). Conflicting writes of pending transactions are waited for
+// as TxnOptions.Wait says.
 func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
@@ -529,37 +529,66 @@ func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 	if opts.FollowerReads {
 		return nil, &Error{Code: CodeInvalidArgument, Op: "scan", Table: t.name, Message: "follower reads inside a transaction"}
 	}
-	rows, err := tx.scan(ctx, t, opts)
-	if err != nil || tx.opts.Isolation != Serializable || len(rows) == 0 {
-		return rows, err
+	if tx.opts.Isolation != Serializable {
+		return tx.scan(ctx, t, opts, false)
 	}
-	keys := make([]Row, len(rows))
-	for i, r := range rows {
-		keys[i] = keyOf(t, r)
-	}
-	if _, err := tx.Lock(ctx, t, keys, ForShare, tx.opts.Wait); err != nil {
-		return nil, err
-	}
-	// Read again under the locks: the rows cannot change any more.
-	return tx.scan(ctx, t, opts)
+	// Range locks are intents: the status record is taken care of as for
+	// any write. They take the current write id, so a savepoint rollback
+	// releases them.
+	defer func() { tx.writeID++ }()
+	var rows []Row
+	err := tx.withRecord(ctx, "scan", func() error {
+		var err error
+		rows, err = tx.scan(ctx, t, opts, true)
+		return err
+	})
+	return rows, err
 }
 
-func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, error) {
+// scan runs a scan in the transaction; with lock, every page read-locks
+// the span it covered (serializable).
+func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) ([]Row, error) {
 	cols := opts.Columns
 	if len(cols) > 0 && tx.hasOwnTable(t.id) {
 		opts.Columns = nil
 	}
 	limit := opts.Limit
-	if tx.hasOwnTable(t.id) {
-		opts.Limit = 0 // own deletes may remove rows: cut after the overlay
+	filter := opts.Filter
+	clientFilter := tx.hasOwnTable(t.id) || lock
+	if tx.hasOwnTable(t.id) || clientFilter && filter != nil {
+		// Own deletes may remove rows, a client-side filter may drop
+		// them: cut after.
+		opts.Limit = 0
+	}
+	if clientFilter {
+		// Own writes may make rows qualify or not, and a locking scan
+		// locks what it read whole: filter in the client.
+		opts.Filter = nil
 	}
 	sc := t.Scan(ctx, opts)
 	o, rt := tx.readOptions()
 	sc.txn, sc.readTime = o, rt
-	var rows []Row
-	var keys [][]byte
-	for sc.Next() {
-		r := sc.Row()
+	var all []Row
+	if lock {
+		// Locking pages go one after another: each locks the span it
+		// covered before the next starts where it ended.
+		o.LockRange, o.WriteId, o.WaitPolicy = true, tx.writeID, tx.opts.Wait
+		sc.onLock = func(tab *tabletMeta) { tx.participants[tab.id] = tab }
+		for sc.Next() {
+			all = append(all, sc.Row())
+		}
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if all, err = sc.all(); err != nil {
+			return nil, err
+		}
+	}
+	rows := make([]Row, 0, len(all))
+	keys := make([][]byte, 0, len(all))
+	for _, r := range all {
 		rk, err := t.RowKey(keyOf(t, r))
 		if err != nil {
 			return nil, err
@@ -567,12 +596,18 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 		rows = append(rows, r)
 		keys = append(keys, rk)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
 	tx.fixFromRead(sc.readTime)
 	if tx.hasOwnTable(t.id) {
 		rows = tx.overlayScan(t, sc, rows, keys)
+	}
+	if clientFilter {
+		if filter != nil {
+			pd, err := t.compilePushdown(&ScanOptions{Filter: filter})
+			if err != nil {
+				return nil, (&sender{c: tx.c}).finish(ctx, "scan", t, err)
+			}
+			rows = t.filterRows(rows, pd.pred)
+		}
 	}
 	if limit > 0 && len(rows) > limit {
 		rows = rows[:limit]

@@ -13,6 +13,7 @@ import (
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/server/servertest"
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
 func txnSetup(t *testing.T, name string, tablets uint32) (*servertest.Cluster, *client.Client, *client.Table) {
@@ -545,4 +546,229 @@ func TestTxnPlainWriteWaitsForLocks(t *testing.T) {
 	if r, _, err := tb.Get(ctx, key); err != nil || val(r) != 100 {
 		t.Fatalf("got %v %v, want 100", r, err)
 	}
+}
+
+// waitingFor reports whether waiter's status record says it waits for
+// blocker (a waiter re-reports its wait while it lasts).
+func waitingFor(t *testing.T, cl *client.Client, waiter, blocker *client.Txn) bool {
+	t.Helper()
+	res, err := cl.TxnStatus(ctxT(t), tspb.TxnStatusRequest_GET, waiter.ID(), 0, nil)
+	if err != nil {
+		return false
+	}
+	for _, b := range res.WaitingFor {
+		if b == blocker.ID() {
+			return true
+		}
+	}
+	return false
+}
+
+func phantomRow(a int64, b string) client.Row {
+	return client.Row{"a": docdb.Int64(a), "b": docdb.Text(b), "v": docdb.Int64(1)}
+}
+
+func scanRange(ctx context.Context, tx *client.Txn, tb *client.Table, lo, hi int64, limit int) ([]client.Row, error) {
+	// Two rows a page: a scan's pages lock adjacent spans.
+	return tx.Scan(ctx, tb, client.ScanOptions{Start: client.Row{"a": docdb.Int64(lo)}, End: client.Row{"a": docdb.Int64(hi)}, Limit: limit, PageSize: 2})
+}
+
+// TestTxnPhantomRangeSkew: two transactions each count the rows of a key
+// range (both ranges span two tablets) and insert a row into the other's
+// range. Snapshot isolation lets both commit, a result no serial order
+// gives (each insert is a phantom the other's count missed); serializable
+// range locks make the inserts wait for each other, and deadlock detection
+// aborts one.
+func TestTxnPhantomRangeSkew(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	cl := open(t, c)
+	tb := create(t, cl, rangeTable("phantom_skew"))
+	ctx := ctxT(t)
+	for _, a := range []int64{450, 480, 520, 1450, 1480, 1520} {
+		if err := tb.Put(ctx, phantomRow(a, "seed")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ranges := [2][2]int64{{400, 600}, {1400, 1600}}
+	skew := func(iso client.Isolation, round int64) (committed int) {
+		txs := []*client.Txn{begin(t, cl, iso), begin(t, cl, iso)}
+		for i, tx := range txs {
+			rows, err := scanRange(ctx, tx, tb, ranges[i][0], ranges[i][1], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) < 3 {
+				t.Fatalf("%s: transaction %d counted %d rows", iso, i, len(rows))
+			}
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, tx := range txs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				other := ranges[1-i]
+				err := tx.Put(ctx, tb, phantomRow(other[0]+10+round, fmt.Sprint("from-", i)))
+				if err == nil {
+					err = tx.Commit(ctx)
+				} else {
+					_ = tx.Rollback(ctx)
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err == nil {
+				committed++
+			} else if !client.IsRetryable(err) {
+				t.Fatalf("%s: unexpected error %v", iso, err)
+			}
+		}
+		return committed
+	}
+	if n := skew(client.Snapshot, 0); n != 2 {
+		t.Fatalf("snapshot: %d committed, want the anomaly (2)", n)
+	}
+	if n := skew(client.Serializable, 1); n != 1 {
+		t.Fatalf("serializable: %d committed, want 1", n)
+	}
+	waitNoIntents(t, c)
+}
+
+// TestTxnPhantomInsertWaits: a serializable scan (LIMIT 3, two rows a page)
+// read-locks the span it covered up to the last row returned: an insert
+// into it, even into the gap between its pages, waits until the scanner
+// commits; an insert past the last row returned does not; a savepoint
+// rollback or a rollback releases the lock, and a reverse scan locks from
+// its end down. Under snapshot isolation the insert does not wait.
+func TestTxnPhantomInsertWaits(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	cl := open(t, c)
+	tb := create(t, cl, rangeTable("phantom_wait"))
+	ctx := ctxT(t)
+	for a := int64(410); a < 600; a += 10 {
+		if err := tb.Put(ctx, phantomRow(a, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t1 := begin(t, cl, client.Serializable)
+	rows, err := scanRange(ctx, t1, tb, 400, 600, 3)
+	if err != nil || len(rows) != 3 || rows[2]["a"].Int != 430 {
+		t.Fatalf("scan: %v %v", rows, err)
+	}
+	// Past the last row returned: no wait.
+	t3 := begin(t, cl, client.Serializable)
+	if err := t3.Put(ctx, tb, phantomRow(435, "after")); err != nil {
+		t.Fatal(err)
+	}
+	if err := t3.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// (420, "a") sorts after (420, "x") (b descends) and before 430: in the
+	// gap between the scan's first page and its second.
+	t2 := begin(t, cl, client.Serializable)
+	t2Done := make(chan error, 1)
+	go func() {
+		err := t2.Put(ctx, tb, phantomRow(420, "a"))
+		if err == nil {
+			err = t2.Commit(ctx)
+		}
+		t2Done <- err
+	}()
+	plainDone := make(chan error, 1)
+	go func() { plainDone <- tb.Put(ctx, phantomRow(405, "plain")) }()
+	consensustest.WaitFor(t, 20*time.Second, "t2 waits for t1", func() bool { return waitingFor(t, cl, t2, t1) })
+	// t1 still sees exactly what it saw: nothing got in.
+	again, err := scanRange(ctx, t1, tb, 400, 600, 3)
+	if err != nil || fmt.Sprint(again) != fmt.Sprint(rows) {
+		t.Fatalf("second scan: %v %v, first %v", again, err, rows)
+	}
+	select {
+	case err := <-t2Done:
+		t.Fatalf("the insert into the locked span finished (%v) before t1 ended", err)
+	case err := <-plainDone:
+		t.Fatalf("the plain insert into the locked span finished (%v) before t1 ended", err)
+	default:
+	}
+	if err := t1.Put(ctx, tb, phantomRow(2000, "count")); err != nil {
+		t.Fatal(err)
+	}
+	if err := t1.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-t2Done; err != nil {
+		t.Fatalf("t2 after t1 committed: %v", err)
+	}
+	if err := <-plainDone; err != nil {
+		t.Fatalf("the plain insert after t1 committed: %v", err)
+	}
+	all, err := tb.ScanAll(ctx, client.ScanOptions{Start: client.Row{"a": docdb.Int64(400)}, End: client.Row{"a": docdb.Int64(440)}})
+	if err != nil || len(all) != 6 {
+		t.Fatalf("rows below 440: %v %v", all, err)
+	}
+
+	// A savepoint rollback releases the range lock taken after it.
+	t4 := begin(t, cl, client.Serializable)
+	if err := t4.Savepoint("sp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scanRange(ctx, t4, tb, 400, 600, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := t4.RollbackToSavepoint(ctx, "sp"); err != nil {
+		t.Fatal(err)
+	}
+	t5 := begin(t, cl, client.Serializable)
+	if err := t5.Put(ctx, tb, phantomRow(455, "after-rollback")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range []*client.Txn{t5, t4} {
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A reverse scan locks from its end down to the last row returned; a
+	// rollback releases the lock.
+	t8 := begin(t, cl, client.Serializable)
+	rev, err := t8.Scan(ctx, tb, client.ScanOptions{Start: client.Row{"a": docdb.Int64(400)}, End: client.Row{"a": docdb.Int64(600)}, Limit: 3, PageSize: 2, Reverse: true})
+	if err != nil || len(rev) != 3 || rev[2]["a"].Int != 570 {
+		t.Fatalf("reverse scan: %v %v", rev, err)
+	}
+	t9 := begin(t, cl, client.Serializable)
+	if err := t9.Put(ctx, tb, phantomRow(565, "below")); err != nil {
+		t.Fatal(err)
+	}
+	t9Done := make(chan error, 1)
+	go func() {
+		err := t9.Put(ctx, tb, phantomRow(585, "inside"))
+		if err == nil {
+			err = t9.Commit(ctx)
+		}
+		t9Done <- err
+	}()
+	consensustest.WaitFor(t, 20*time.Second, "t9 waits for t8", func() bool { return waitingFor(t, cl, t9, t8) })
+	if err := t8.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-t9Done; err != nil {
+		t.Fatalf("t9 after t8 rolled back: %v", err)
+	}
+
+	// Snapshot isolation takes no range locks: the insert goes ahead.
+	t6 := begin(t, cl, client.Snapshot)
+	if _, err := scanRange(ctx, t6, tb, 400, 600, 0); err != nil {
+		t.Fatal(err)
+	}
+	t7 := begin(t, cl, client.Snapshot)
+	if err := t7.Put(ctx, tb, phantomRow(465, "snapshot")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range []*client.Txn{t7, t6} {
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitNoIntents(t, c)
 }

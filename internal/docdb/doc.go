@@ -95,6 +95,18 @@
 // RemoveIntents (abort) and RemoveIntentsAfter (savepoint rollback) are Raft
 // commands of the tablet like any write. GC never looks at intents.
 //
+// Range locks (rangelocks.go) keep phantoms out of SERIALIZABLE scans: a
+// strong read on every key of a span of row keys, in their own key space by
+// tablet and transaction,
+//
+//	range lock    RangeLockPrefix | tablet id (8 BE) | txn id | write id (4 BE) | hybrid time (8 BE) | span start  ->  strong_read | span end
+//
+// A write into the span conflicts with it (RangeLockConflicts), taking one
+// conflicts with write intents inside (RangeConflicts). ApplyIntents,
+// RemoveIntents and RemoveIntentsAfter release them with the intents; a
+// split divides them between the children (SplitRangeLocks); a snapshot
+// carries RangeLockSpan(tablet id) next to the tablet's other spans.
+//
 // # Usage
 //
 //	key := docdb.DocKey{TableID: 7, RangeParts: []docdb.KeyPart{{Value: docdb.Int64(42)}}}.Encode()

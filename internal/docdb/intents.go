@@ -31,6 +31,9 @@ import (
 // Reverse index (TxnIndexPrefix key space), one empty-valued key per intent:
 //
 //	TxnIndexPrefix | tablet id (8 BE) | txn id (16) | intent key without its IntentPrefix
+//
+// Range read locks of serializable scans have their own key space
+// (rangelocks.go); the by-transaction operations here handle them too.
 
 // TxnID identifies a distributed transaction: a UUID. The zero TxnID is no
 // transaction (a reader outside any transaction passes it to ReadIntents).
@@ -122,6 +125,10 @@ type Conflict struct {
 	Key    IntentKey
 	Type   IntentType // the type the other transaction holds
 	Wanted IntentType // the access that conflicts with it
+	// Range is the span of the other transaction's range lock when the
+	// conflict is with one (RangeLockConflicts); Key is then the wanted
+	// key inside it.
+	Range storage.Span
 }
 
 // Intent is one decoded intent.
@@ -403,7 +410,7 @@ func forEachWriteIntent(op *WriteOp, fn intentFunc) error {
 	row := IntentKey{RowKey: op.RowKey}
 	var err error
 	switch op.Kind {
-	case OpPutRow:
+	case OpPutRow, OpInsertRow:
 		err = fn(row, StrongWrite, intentValue{ttl: ttl, value: Null()})
 	case OpDeleteRow:
 		return fn(row, StrongWrite, intentValue{tombstone: true})
@@ -743,7 +750,8 @@ func TxnsWithIntents(r pebble.Reader, tablet uint64) ([]TxnID, error) {
 // every strong write intent becomes the MVCC version ApplyWriteBatch would
 // have written for its op at commitHT (version (commitHT, write id), expiry
 // commitHT+TTL), so existing reads see it; every intent of txn in tablet and
-// its index key are deleted. It returns the number of versions written.
+// its index key are deleted, and so are its range locks there. It returns
+// the number of versions written.
 //
 // Applying one transaction as several statements gives exactly the versions
 // of one ApplyWriteBatch of all its ops in write-id order. r must see the
@@ -788,7 +796,8 @@ func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, co
 				return err
 			}
 		}
-		return nil
+		_, err := removeRangeLocks(r, w, tablet, txn, func(uint32) bool { return true })
+		return err
 	})
 	if err != nil {
 		return 0, err
@@ -803,16 +812,16 @@ func deleteIntent(w pebble.Writer, tablet uint64, txn TxnID, intentKey []byte) e
 	return w.Delete(txnIndexKey(nil, tablet, txn, intentKey), pebble.NoSync)
 }
 
-// RemoveIntents deletes every intent of txn in tablet and its index keys:
-// the cleanup of an aborted transaction. It returns the number of intents
-// removed.
+// RemoveIntents deletes every intent of txn in tablet and its index keys,
+// and its range locks there: the cleanup of an aborted transaction. It
+// returns the number of intents and range locks removed.
 func RemoveIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID) (int, error) {
 	return removeIntents(r, w, tablet, txn, func(uint32) bool { return true })
 }
 
-// RemoveIntentsAfter deletes the intents of txn in tablet whose write id is
-// greater than writeID: a rollback to the savepoint taken when writeID was
-// the last write id handed out.
+// RemoveIntentsAfter deletes the intents and range locks of txn in tablet
+// whose write id is greater than writeID: a rollback to the savepoint taken
+// when writeID was the last write id handed out.
 func RemoveIntentsAfter(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, writeID uint32) (int, error) {
 	return removeIntents(r, w, tablet, txn, func(wid uint32) bool { return wid > writeID })
 }
@@ -837,7 +846,9 @@ func removeIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, r
 			}
 			n++
 		}
-		return nil
+		m, err := removeRangeLocks(r, w, tablet, txn, remove)
+		n += m
+		return err
 	})
 	if err != nil {
 		return 0, err

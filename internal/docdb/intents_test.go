@@ -27,15 +27,17 @@ import (
 //
 //	write_intents txn= ts= [wid=] [tablet=]          (one op per input line)
 //	lock txn= ts= keys=<spec>,... [wid=] [weak] [tablet=]
-//	conflicts txn=                                   (input: op lines, or "read keys=... [weak]")
+//	conflicts txn= [tablet=]                         (input: op lines, "read keys=... [weak]" or "lock_update keys=...")
 //	apply txn= commit= [tablet=]
 //	remove txn= [after=<wid>] [tablet=]
 //	intents_of txn= [tablet=]
 //	txns [tablet=]
 //	read_intents txn= [k=] [start=] [end=] [t=]      (txn=none: outside a transaction)
-//	split tablet= at=<row> left= right= [t=]
-//	count                                            (keys in the intent, index and data spaces)
+//	split tablet= at=<row> left= right= [t=]         (the index and the range locks)
+//	count                                            (keys in the intent, index and data spaces; range locks if any)
 //	dump_intents                                     (every intent and index key, decoded)
+//
+// plus the range lock commands (rangelocks_test.go).
 func TestIntentHistories(t *testing.T) {
 	datadriven.Walk(t, "testdata/intent_histories", func(t *testing.T, path string) {
 		eng := openTestEngine(t)
@@ -208,6 +210,9 @@ func runIntentCmd(eng *storage.Engine, cmd string, args []datadriven.CmdArg, inp
 	if err != nil {
 		return "", err
 	}
+	if out, ok, err := runRangeLockCmd(eng, cmd, a, txn, ts, tablet, uint32(wid)); ok {
+		return out, err
+	}
 	switch cmd {
 	case "write_intents":
 		ops, err := parseOpLines(input)
@@ -237,6 +242,17 @@ func runIntentCmd(eng *storage.Engine, cmd string, args []datadriven.CmdArg, inp
 				want = append(want, ReadAccesses(keys, !la.has("weak"))...)
 				continue
 			}
+			if rest, ok := strings.CutPrefix(line, "lock_update keys="); ok {
+				// FOR UPDATE: a strong read and a weak write on each row.
+				keys, err := parseKeySpecs(rest)
+				if err != nil {
+					return "", err
+				}
+				for _, k := range keys {
+					want = append(want, Access{Key: k, Type: StrongRead}, Access{Key: k, Type: WeakWrite})
+				}
+				continue
+			}
 			ops, err := parseOpLines(line)
 			if err != nil {
 				return "", err
@@ -247,14 +263,11 @@ func runIntentCmd(eng *storage.Engine, cmd string, args []datadriven.CmdArg, inp
 		if err != nil {
 			return "", err
 		}
-		if len(cs) == 0 {
-			return "conflicts: none\n", nil
+		locks, err := RangeLocks(eng, tablet)
+		if err != nil {
+			return "", err
 		}
-		var sb strings.Builder
-		for _, c := range cs {
-			fmt.Fprintf(&sb, "conflict: %s holds %s on %s (wanted %s)\n", fmtTxn(c.Txn), c.Type, fmtIntentKey(c.Key), c.Wanted)
-		}
-		return sb.String(), nil
+		return fmtConflicts(append(cs, RangeLockConflicts(locks, txn, want)...)), nil
 	case "apply":
 		commit, err := parseTS(a["commit"])
 		if err != nil {
@@ -322,7 +335,11 @@ func runIntentCmd(eng *storage.Engine, cmd string, args []datadriven.CmdArg, inp
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("split: %d index entries moved\n", n), nil
+		m, err := SplitRangeLocks(eng, eng, tablet, rowKeyIn(table, a["at"]), left, right)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("split: %d index entries moved, %d range locks\n", n, m), nil
 	case "count":
 		var parts []string
 		for _, sp := range []struct {
@@ -334,6 +351,11 @@ func runIntentCmd(eng *storage.Engine, cmd string, args []datadriven.CmdArg, inp
 				return "", err
 			}
 			parts = append(parts, fmt.Sprintf("%s=%d", sp.name, n))
+		}
+		if n, err := countKeys(eng, storage.RangeLockSpan()); err != nil {
+			return "", err
+		} else if n > 0 {
+			parts = append(parts, fmt.Sprintf("locks=%d", n))
 		}
 		return "count: " + strings.Join(parts, " ") + "\n", nil
 	case "dump_intents":

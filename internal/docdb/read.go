@@ -67,6 +67,20 @@ type ScanOptions struct {
 	Span    storage.Span
 	Limit   int // max rows, 0 = no limit
 	Reverse bool
+
+	// Pushdown (pushdown.go). Filter: only rows for which it is TRUE are
+	// returned (or aggregated), and Limit counts those. Aggregator: rows
+	// that qualify are added to it instead of being returned. KeyColumns
+	// name the key components for both (see RowView). Columns the filter
+	// or the aggregates need are read even outside the projection; returned
+	// rows hold the projected ones only (their WriteTime covers all read).
+	Filter     *Pred
+	Aggregator *Aggregator
+	KeyColumns []uint32
+	// MaxRows bounds the rows (row keys, visible or not) the scan
+	// examines; past it the scan stops with a resume key even if fewer
+	// than Limit rows qualified. 0: no bound.
+	MaxRows int
 }
 
 // Scan returns the rows of the span in key order (reverse if asked) and a
@@ -90,7 +104,14 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 			err = cerr
 		}
 	}()
-	rr := newRowReader(it, opts.ReadTime, opts.Columns)
+	pushdown := opts.Filter != nil || opts.Aggregator != nil
+	cols, trim := opts.Columns, false
+	if pushdown {
+		cols, trim = pushdownColumns(&opts)
+	}
+	rr := newRowReader(it, opts.ReadTime, cols)
+	view := RowView{KeyColumns: opts.KeyColumns}
+	examined := 0
 	var rowKey []byte
 	var valid bool
 	if opts.Reverse {
@@ -113,12 +134,22 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 			valid = it.SeekGE(rowEnd(rowKey))
 			continue
 		}
-		if opts.Limit > 0 && len(rows) >= opts.Limit {
+		if (opts.Limit > 0 && len(rows) >= opts.Limit) || (opts.MaxRows > 0 && examined >= opts.MaxRows) {
 			return rows, slices.Clone(rowKey), nil
 		}
+		examined++
+		rr.atRowStart = !opts.Reverse
 		row, ok, err := rr.readRow(rowKey)
 		if err != nil {
 			return nil, nil, err
+		}
+		if ok && pushdown {
+			if ok, err = pushdownRow(&opts, &view, &row); err != nil {
+				return nil, nil, err
+			}
+			if ok && trim {
+				row.Columns = trimColumns(row.Columns, opts.Columns)
+			}
 		}
 		if ok {
 			rows = append(rows, row)
@@ -126,13 +157,56 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 		if opts.Reverse {
 			valid = it.SeekLT(rowKey)
 		} else {
-			valid = it.SeekGE(rowEnd(rowKey))
+			valid = nextRow(it, rowKey)
 		}
 	}
 	if err := it.Error(); err != nil {
 		return nil, nil, err
 	}
 	return rows, nil, nil
+}
+
+// nextRow moves a forward iterator that is inside the row rowKey (or just
+// past it, or exhausted) to the first key after the row, as
+// SeekGE(rowEnd(rowKey)) does: the first key without the row's prefix
+// that follows the row's keys is the smallest one at or above its end
+// (row keys are prefix-free). A few Nexts are cheaper than a seek, which
+// positions every level of the LSM; a row with many versions still costs
+// one seek.
+func nextRow(it *pebble.Iterator, rowKey []byte) bool {
+	valid := it.Valid()
+	for i := 0; valid && i < nextTries; i++ {
+		if !bytes.HasPrefix(it.Key(), rowKey) {
+			return true
+		}
+		valid = it.Next()
+	}
+	if !valid {
+		return false
+	}
+	if !bytes.HasPrefix(it.Key(), rowKey) {
+		return true
+	}
+	return it.SeekGE(rowEnd(rowKey))
+}
+
+// pushdownRow applies the filter and the aggregator of a scan to a row; it
+// reports whether the scan returns the row.
+func pushdownRow(opts *ScanOptions, view *RowView, row *Row) (bool, error) {
+	view.Reset(row)
+	if opts.Filter != nil && opts.Filter.Eval(view.Get) != TruthTrue {
+		return false, view.Err()
+	}
+	if err := view.Err(); err != nil {
+		return false, err
+	}
+	if opts.Aggregator == nil {
+		return true, nil
+	}
+	if err := opts.Aggregator.Add(view.Get); err != nil {
+		return false, err
+	}
+	return false, view.Err()
 }
 
 // ResumeSpan returns the span that continues a scan of span which returned
@@ -159,9 +233,13 @@ type rowReader struct {
 	readTime hlc.Timestamp
 	readVer  version
 	cols     []uint32 // sorted, unique projection; nil = all columns
-	seekBuf  []byte
-	colBuf   []byte
-	buf      [96]byte // backing of seekBuf for typical keys
+	// atRowStart: the iterator is on the first engine key of the row
+	// readRow is about to read (a forward scan got there), so a seek that
+	// would land on it can be skipped.
+	atRowStart bool
+	seekBuf    []byte
+	colBuf     []byte
+	buf        [96]byte // backing of seekBuf for typical keys
 }
 
 func newRowReader(it *pebble.Iterator, readTime hlc.Timestamp, cols []uint32) *rowReader {
@@ -201,7 +279,16 @@ func (rr *rowReader) readRowLevel(rowKey []byte) (rowLevel, error) {
 	var rl rowLevel
 	rr.seekBuf = rowVersionKey(rr.seekBuf[:0], rowKey, rr.readVer)
 	first := true
-	for valid := rr.it.SeekGE(rr.seekBuf); valid; valid = rr.it.Next() {
+	var valid bool
+	if rr.atRowStart && rr.it.Valid() && bytes.Compare(rr.it.Key(), rr.seekBuf) >= 0 {
+		// The iterator is on the row's first key, and it is not newer
+		// than the read time: where the seek would land.
+		valid = true
+	} else {
+		valid = rr.it.SeekGE(rr.seekBuf)
+	}
+	rr.atRowStart = false
+	for ; valid; valid = rr.it.Next() {
 		key := rr.it.Key()
 		if len(key) != len(rowKey)+versionSuffixLen || !bytes.HasPrefix(key, rowKey) {
 			break // a column, or past the row

@@ -22,11 +22,18 @@ const (
 	OpDeleteRow
 	// OpDeleteColumns writes a tombstone for each given column id.
 	OpDeleteColumns
+	// OpInsertRow is OpPutRow on a row that must not exist (SQL INSERT):
+	// the tablet leader checks it under the row's latch (CheckInserts) and
+	// fails the whole batch with a *DuplicateKeyError if the row exists;
+	// otherwise it writes exactly what OpPutRow writes. Only the leader's
+	// check differs, so the tablet replicates it as OpPutRow (InsertsAsPuts)
+	// and everything that writes versions or intents treats it as one.
+	OpInsertRow
 
-	maxOpKind = OpDeleteColumns
+	maxOpKind = OpInsertRow
 )
 
-var opKindNames = [...]string{"invalid", "put_row", "put_cols", "delete_row", "delete_cols"}
+var opKindNames = [...]string{"invalid", "put_row", "put_cols", "delete_row", "delete_cols", "insert_row"}
 
 func (k OpKind) String() string {
 	if k <= maxOpKind {
@@ -122,9 +129,9 @@ func ApplyWriteBatch(w pebble.Writer, ht hlc.Timestamp, b *WriteBatch) error {
 			expiry = expiryOf(ht, op.TTL)
 		}
 		switch op.Kind {
-		case OpPutRow, OpDeleteRow:
+		case OpPutRow, OpInsertRow, OpDeleteRow:
 			key = rowVersionKey(key[:0], op.RowKey, v)
-			val = appendStoredValue(val[:0], op.Kind == OpDeleteRow, hasExpiry && op.Kind == OpPutRow, expiry, Null())
+			val = appendStoredValue(val[:0], op.Kind == OpDeleteRow, hasExpiry && op.Kind != OpDeleteRow, expiry, Null())
 			if err := target.Set(key, val, pebble.NoSync); err != nil {
 				return err
 			}

@@ -77,6 +77,8 @@ type catalog struct {
 	tables   map[uint32]*pb.TableInfo
 	byName   map[string]uint32 // namespace "." name
 	tablets  map[uint64]*pb.TabletLocation
+	// sqlObjects are the SQL layer's databases, schemas and sequences.
+	sqlObjects map[string][]byte
 }
 
 // tserverState is a registered tserver and its last heartbeat.
@@ -173,6 +175,12 @@ func (c *catalog) loadRow(r docdb.Row, nowMs int64) error {
 			return err
 		}
 		c.tablets[t.GetTablet().GetTabletId()] = t
+	case kindSQLObjects:
+		o := &pb.CatalogObjects{}
+		if err := proto.Unmarshal(data, o); err != nil {
+			return err
+		}
+		c.sqlObjects = o.GetObjects()
 	default:
 		return fmt.Errorf("master: unknown sys catalog entry kind %d", k.RangeParts[0].Value.Int)
 	}

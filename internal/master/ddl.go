@@ -239,6 +239,7 @@ func (m *Master) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*
 		cfg := proto.Clone(c.config).(*pb.ClusterConfig)
 		tableID := cfg.GetNextTableId()
 		cfg.NextTableId++
+		cfg.CatalogVersion++
 		descs, err := tabletSpans(tableID, part, n)
 		if err != nil {
 			return err
@@ -248,7 +249,7 @@ func (m *Master) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*
 			schema.Version = 1
 		}
 		info = &pb.TableInfo{TableId: tableID, Namespace: req.GetNamespace(), Name: req.GetName(), Schema: schema,
-			Partitioning: part, ReplicationFactor: int32(rf)}
+			Partitioning: part, ReplicationFactor: int32(rf), SqlMetadata: req.GetSqlMetadata()}
 		placement := placeReplicas(c, live, rf, n)
 		for i, d := range descs {
 			d.TabletId = cfg.GetNextTabletId()
@@ -269,6 +270,7 @@ func (m *Master) CreateTable(ctx context.Context, req *pb.CreateTableRequest) (*
 			c.config = proto.Clone(c.config).(*pb.ClusterConfig)
 			c.config.NextTableId = info.GetTableId() + 1
 			c.config.NextTabletId = created[len(created)-1].GetTablet().GetTabletId() + 1
+			c.config.CatalogVersion++
 			c.tables[info.GetTableId()] = info
 			c.byName[tableKey(info.GetNamespace(), info.GetName())] = info.GetTableId()
 			for _, t := range created {
@@ -404,10 +406,13 @@ func (m *Master) DropTable(ctx context.Context, req *pb.DropTableRequest) error 
 			b.del(kindTablet, t.GetTablet().GetTabletId())
 		}
 		b.del(kindTable, uint64(id))
+		bumpCatalogVersion(c, &b)
 		return nil
 	})
 	if err == nil && info != nil {
 		err = m.commit(ctx, &b, func(c *catalog) {
+			c.config = proto.Clone(c.config).(*pb.ClusterConfig)
+			c.config.CatalogVersion++
 			delete(c.tables, info.GetTableId())
 			delete(c.byName, tableKey(info.GetNamespace(), info.GetName()))
 			for _, t := range tablets {

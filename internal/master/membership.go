@@ -116,6 +116,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		}
 		ts.lastHeartbeat, ts.heard = nowMs, true
 		ts.dataBytes = req.GetDataBytes()
+		resp.CatalogVersion = c.config.GetCatalogVersion()
 		// Reports are incremental: the first one a leader gets from a node
 		// must be full (it asks), later ones carry what changed.
 		if !req.GetFullReport() && !ts.fullReport {

@@ -43,6 +43,8 @@ func (m *Master) wireErr(err error) *pb.MasterError {
 		e.LeaderAddr = m.leaderAddr()
 	case errors.Is(err, ErrNotFound):
 		e.Code = pb.MasterError_NOT_FOUND
+	case errors.Is(err, ErrConflict):
+		e.Code = pb.MasterError_CONFLICT
 	case errors.Is(err, ErrAlreadyExists):
 		e.Code = pb.MasterError_ALREADY_EXISTS
 	case errors.Is(err, ErrInvalidArgument):
@@ -114,6 +116,7 @@ func (s *service) GetTable(ctx context.Context, req *pb.GetTableRequest) (*pb.Ge
 				return errorf(ErrNotFound, "table id %d", id)
 			}
 			resp.Table = t
+			resp.CatalogVersion = c.config.GetCatalogVersion()
 			for _, loc := range c.tabletsOf(id) {
 				if len(loc.GetSplitInto()) == 0 {
 					resp.Tablets = append(resp.Tablets, c.withAddrs(loc))
@@ -145,6 +148,7 @@ func (s *service) ListTables(ctx context.Context, req *pb.ListTablesRequest) (*p
 			for _, t := range c.tables {
 				resp.Tables = append(resp.Tables, t)
 			}
+			resp.CatalogVersion = c.config.GetCatalogVersion()
 			sort.Slice(resp.Tables, func(i, j int) bool {
 				a, b := resp.Tables[i], resp.Tables[j]
 				return a.GetNamespace() < b.GetNamespace() || (a.GetNamespace() == b.GetNamespace() && a.GetName() < b.GetName())

@@ -135,6 +135,35 @@ func TestNodeMetricsMove(t *testing.T) {
 	atLeast("shale_rpc_server_handled_total", map[string]string{"method": "ListTablets", "code": "OK"}, 3)
 	atLeast("go_goroutines", nil, 1)
 
+	// The intents gauge follows a transaction's intents on the tablet.
+	intents := func() float64 {
+		t.Helper()
+		v, ok := value(t, reg, "shale_txn_intents", nil)
+		if !ok {
+			t.Fatal("shale_txn_intents: no such series")
+		}
+		return v
+	}
+	if v := intents(); v != 0 {
+		t.Fatalf("shale_txn_intents = %v before any transaction", v)
+	}
+	txn := docdb.TxnID{1, 2, 3}
+	intent := docdb.WriteOp{Kind: docdb.OpPutRow,
+		RowKey:  docdb.DocKey{TableID: table, RangeParts: []docdb.KeyPart{{Value: docdb.Int64(1000)}}}.Encode(),
+		Columns: []docdb.ColumnValue{{ID: 1, Value: docdb.Text("provisional")}}}
+	if _, err := tb.WriteTxn(ctx, &tablet.TxnWrite{Txn: txn, Ops: []docdb.WriteOp{intent}}); err != nil {
+		t.Fatal(err)
+	}
+	if v := intents(); v < 1 {
+		t.Fatalf("shale_txn_intents = %v with a pending transaction's intent", v)
+	}
+	if err := tb.RemoveTxn(ctx, txn, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v := intents(); v != 0 {
+		t.Fatalf("shale_txn_intents = %v after the transaction's removal", v)
+	}
+
 	// The handler serves the text format.
 	rec := httptest.NewRecorder()
 	reg.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -154,5 +183,8 @@ func TestNodeMetricsMove(t *testing.T) {
 	}
 	if _, ok := value(t, reg, "shale_pebble_disk_usage_bytes", nil); ok {
 		t.Fatal("Pebble metrics of a closed engine")
+	}
+	if _, ok := value(t, reg, "shale_txn_intents", nil); ok {
+		t.Fatal("an intent count of a closed engine")
 	}
 }

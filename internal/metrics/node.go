@@ -20,6 +20,11 @@ type NodeSource struct {
 	// Tablets returns the number of tablet replicas hosted and of those
 	// that are raft leaders.
 	Tablets func() (hosted, leaders int)
+	// Intents returns the number of transaction intents stored in the
+	// tablet replicas hosted (left by pending transactions, or by
+	// finished ones not yet resolved here); false once the engine is
+	// closed.
+	Intents func() (int, bool)
 }
 
 // ForNode reads the metrics of a tablet server.
@@ -36,6 +41,16 @@ func ForNode(n *tserver.Node) NodeSource {
 				}
 			}
 			return hosted, leaders
+		},
+		Intents: func() (total int, ok bool) {
+			ok = n.Engine().WhileOpen(func() {
+				for _, tb := range n.Tablets() {
+					if c, err := tb.IntentCount(); err == nil {
+						total += c
+					}
+				}
+			})
+			return total, ok
 		},
 	}
 }
@@ -143,6 +158,15 @@ func tabletsCollector(snap func() (hosted, leaders int)) prometheus.Collector {
 		fields: []field[S]{
 			gauge("", "tablets_hosted", "Tablet replicas hosted on this node.", func(s S) float64 { return float64(s.hosted) }),
 			gauge("", "tablet_leaders", "Tablet replicas on this node that are raft leaders.", func(s S) float64 { return float64(s.leaders) }),
+		},
+	}
+}
+
+func intentsCollector(snap func() (int, bool)) prometheus.Collector {
+	return &snapCollector[int]{
+		snap: snap,
+		fields: []field[int]{
+			gauge("txn", "intents", "Transaction intents stored in the tablet replicas on this node.", func(n int) float64 { return float64(n) }),
 		},
 	}
 }

@@ -58,6 +58,9 @@ func (r *Registry) AddNode(src NodeSource) error {
 	if src.Tablets != nil {
 		cs = append(cs, tabletsCollector(src.Tablets))
 	}
+	if src.Intents != nil {
+		cs = append(cs, intentsCollector(src.Intents))
+	}
 	for _, c := range cs {
 		if err := r.reg.Register(c); err != nil {
 			return err

@@ -29,6 +29,9 @@ type heartbeater struct {
 	// onBecomeMaster is called when the master asks this node to take the
 	// master role (it replaces a dead master).
 	onBecomeMaster func()
+	// onCatalogVersion gets the master's catalog version from every
+	// answered heartbeat (SQL layers drop metadata older than it).
+	onCatalogVersion func(uint64)
 	// onDropMaster is called when the master says this node was replaced
 	// as a master.
 	onDropMaster func()
@@ -172,6 +175,9 @@ func (h *heartbeater) send(ctx context.Context, req *masterpb.HeartbeatRequest) 
 				if id != h.node.ID() {
 					h.node.AddPeer(id, a)
 				}
+			}
+			if h.onCatalogVersion != nil {
+				h.onCatalogVersion(resp.GetCatalogVersion())
 			}
 			if resp.GetBecomeMaster() && h.onBecomeMaster != nil {
 				h.onBecomeMaster()

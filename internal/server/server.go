@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -60,7 +61,10 @@ type Config struct {
 	HeartbeatInterval          time.Duration
 	// TxnExpiry: see tserver.Config (zero: the default).
 	TxnExpiry time.Duration
-	Logger    *slog.Logger
+	// YSQLAddr is the ip[:port] YSQL (PostgreSQL protocol) listens on;
+	// empty: no YSQL on this node.
+	YSQLAddr string
+	Logger   *slog.Logger
 }
 
 // Server is a running node.
@@ -72,6 +76,7 @@ type Server struct {
 	pool *rpc.Pool
 	hb   *heartbeater
 	reg  *metrics.Registry
+	ysql atomic.Pointer[ysqlState]
 
 	mu struct {
 		sync.Mutex
@@ -211,10 +216,11 @@ func Start(cfg Config) (*Server, error) {
 	s.hb = &heartbeater{
 		node: s.node, nodeID: s.node.ID(), pool: s.pool, clusterID: id.ClusterID, rpcAddr: rpcAddr, httpAddr: cfg.HTTPAddr,
 		placement: cfg.Placement, interval: cfg.HeartbeatInterval,
-		onMasters:      s.learnMasters,
-		onBecomeMaster: s.becomeMaster,
-		onDropMaster:   s.dropMaster,
-		onWrongCluster: func(msg string) { s.fail(fmt.Errorf("%w: %s", ErrWrongCluster, msg)) },
+		onMasters:        s.learnMasters,
+		onBecomeMaster:   s.becomeMaster,
+		onCatalogVersion: s.noteCatalogVersion,
+		onDropMaster:     s.dropMaster,
+		onWrongCluster:   func(msg string) { s.fail(fmt.Errorf("%w: %s", ErrWrongCluster, msg)) },
 	}
 	s.hb.setMasters(id.Masters)
 	s.ref.SetLeaderHint(s.hb.leaderAddr)
@@ -244,6 +250,7 @@ func (s *Server) openTxnClient(rpcAddr string) {
 		cancel()
 		if err == nil {
 			s.node.SetClient(c)
+			s.startYSQL(c)
 			go func() {
 				<-s.ctx.Done()
 				c.Close()

@@ -78,6 +78,18 @@ func (e *Engine) Metrics() *pebble.Metrics {
 	return e.DB.Metrics()
 }
 
+// WhileOpen runs fn with the engine held open (Close waits for it) and
+// reports true, or reports false without running fn once it is closed.
+func (e *Engine) WhileOpen(fn func()) bool {
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
+	if e.closed {
+		return false
+	}
+	fn()
+	return true
+}
+
 // Close closes the engine and releases its cache.
 func (e *Engine) Close() error {
 	e.closeMu.Lock()

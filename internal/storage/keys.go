@@ -13,7 +13,11 @@ const (
 	// (Raft group) and transaction, the intent keys it wrote (see
 	// docdb.TxnIndexSpan). Replicated like the intents it indexes.
 	TxnIndexPrefix byte = 0x03
-	DataPrefix     byte = 0x10
+	// RangeLockPrefix holds the range read locks of serializable scans:
+	// per tablet and transaction, the row-key spans it read-locked (see
+	// docdb.RangeLockSpan). Replicated like intents.
+	RangeLockPrefix byte = 0x04
+	DataPrefix      byte = 0x10
 )
 
 // Kinds of node-local keys under a group.
@@ -88,6 +92,11 @@ func IntentSpan() Span { return Span{Start: []byte{IntentPrefix}, End: []byte{In
 
 // TxnIndexSpan covers the whole transaction reverse-index key space.
 func TxnIndexSpan() Span { return Span{Start: []byte{TxnIndexPrefix}, End: []byte{TxnIndexPrefix + 1}} }
+
+// RangeLockSpan covers the whole range-lock key space.
+func RangeLockSpan() Span {
+	return Span{Start: []byte{RangeLockPrefix}, End: []byte{RangeLockPrefix + 1}}
+}
 
 // DataSpan covers the whole regular data key space.
 func DataSpan() Span { return Span{Start: []byte{DataPrefix}, End: []byte{DataPrefix + 1}} }

@@ -134,10 +134,10 @@ func (t *Tablet) FollowerScan(ctx context.Context, opts ScanOptions, sp SafePoin
 	if err := t.noIntentsFor(span); err != nil {
 		return nil, nil, 0, err
 	}
-	rows, resume, err := docdb.Scan(t.eng, docdb.ScanOptions{
-		ReadOptions: docdb.ReadOptions{ReadTime: rt, Columns: opts.Columns},
-		Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
-	})
+	if err := opts.checkScan(); err != nil {
+		return nil, nil, 0, err
+	}
+	rows, resume, err := docdb.Scan(t.eng, opts.docdb(span, rt, nil))
 	return rows, resume, rt, err
 }
 

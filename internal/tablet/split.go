@@ -191,14 +191,18 @@ func (sm *stateMachine) applySplit(b *pebble.Batch, e consensus.Entry) any {
 		}
 	}
 	// The intents stay where they are (their keys are the data keys);
-	// the per-tablet transaction index moves to the child owning each key.
-	// It is read from the engine, so entries written earlier in this same
-	// apply batch are not seen: when transactions write intents through
-	// Raft (issue 4), the apply batch must become an indexed one, or the
-	// split must follow them in a later cycle.
-	if _, err := docdb.SplitTxnIndex(t.eng, b, t.desc.ID, key, left, right); err != nil {
+	// the per-tablet transaction index moves to the child owning each key,
+	// and each child gets the part of every range lock in its span. Both
+	// are read from the (indexed) apply batch: an earlier entry of this
+	// cycle may have written or removed some (ApplyTxn and RemoveTxn do
+	// not wait for the split's latch).
+	if _, err := docdb.SplitTxnIndex(b, b, t.desc.ID, key, left, right); err != nil {
 		return err
 	}
+	if _, err := docdb.SplitRangeLocks(b, b, t.desc.ID, key, left, right); err != nil {
+		return err
+	}
+	t.ranges.set(nil) // the children have them now
 	parent := t.desc
 	parent.SplitInto = [2]uint64{left, right}
 	parent.SplitKey = key

@@ -71,6 +71,7 @@ type Tablet struct {
 	// Transactions (txn.go).
 	resolver Resolver
 	txns     txnTracker
+	ranges   rangeLockSet // range read locks (rangelock.go)
 	// leaseTerm is the term whose lease leaderReady last saw; leaseReady
 	// is when that leader may serve (after the clock offset wait).
 	leaseMu    sync.Mutex
@@ -116,14 +117,18 @@ func Open(cfg Config) (*Tablet, error) {
 	if err := b.Commit(storage.Sync); err != nil {
 		return nil, err
 	}
+	// Load the transactions and range locks on disk before the group
+	// exists: once it does, the scheduler may replay committed entries
+	// that update them, and a later load could miss what a replayed entry
+	// has not committed yet.
+	if err := t.loadTxns(); err != nil {
+		return nil, err
+	}
 	g, err := cfg.Runtime.CreateGroup(consensus.GroupConfig{ID: cfg.Descriptor.ID, StateMachine: (*stateMachine)(t)})
 	if err != nil {
 		return nil, err
 	}
 	t.group = g
-	if err := t.loadTxns(); err != nil {
-		return nil, err
-	}
 	return t, nil
 }
 
@@ -205,7 +210,12 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 			return 0, err
 		}
 		if len(conflicts) == 0 {
-			return t.writeLatched(ctx, wb, release)
+			ops, err := t.insertsChecked(ctx, wb.Ops, docdb.TxnID{}, 0)
+			if err != nil {
+				release()
+				return 0, err
+			}
+			return t.writeLatched(ctx, &docdb.WriteBatch{Ops: ops}, release)
 		}
 		release()
 		pending, err := t.resolveConflicts(ctx, conflicts)
@@ -246,6 +256,14 @@ type ScanOptions struct {
 	Reverse bool
 	// ReadTime: 0 reads at the current time; see GetAt.
 	ReadTime hlc.Timestamp
+	// Pushdown (see docdb.ScanOptions and pushdown.go): Filter, the key
+	// columns it and Aggregates refer to, and the bound on rows examined.
+	Filter     *docdb.Pred
+	KeyColumns []uint32
+	MaxRows    int
+	// Aggregates are for AggregateTxn and FollowerAggregate; Scan refuses
+	// them.
+	Aggregates []docdb.AggSpec
 }
 
 // Scan reads rows in a span at the current time from the leaseholder.
@@ -356,7 +374,7 @@ func (sm *stateMachine) SnapshotSpans() []storage.Span {
 	if sm.split.Load() != nil {
 		return nil // the children own the data now
 	}
-	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span), docdb.TxnIndexSpan(sm.desc.ID)}
+	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span), docdb.TxnIndexSpan(sm.desc.ID), docdb.RangeLockSpan(sm.desc.ID)}
 }
 
 // Restored picks up a split that arrived by snapshot: the children are

@@ -25,6 +25,9 @@ type harness struct {
 	descs   []tablet.Descriptor // every tablet; descs[0] is the one tests talk to
 	mu      sync.Mutex
 	tablets map[uint64]*tablet.Tablet // node -> its replica of descs[0]
+	// opened: every replica opened, split children included, by node and
+	// tablet id.
+	opened map[[2]uint64]*tablet.Tablet
 }
 
 func fastConfig() consensus.Config {
@@ -42,6 +45,9 @@ type harnessOptions struct {
 	runtime consensus.Config
 	// descs are the tablets every voter opens; default: desc alone.
 	descs []tablet.Descriptor
+	// resolver, if set, lets the tablets (split children included, which
+	// every node opens) take transactional writes.
+	resolver tablet.Resolver
 }
 
 func newHarness(t testing.TB, nodes int, voters []uint64) *harness {
@@ -52,7 +58,7 @@ func newHarness(t testing.TB, nodes int, voters []uint64) *harness {
 // reopens) a replica of every tablet, bootstrapped with voters; the other
 // nodes are spares that get replicas with addLearnerBySnapshot.
 func newHarnessWith(t testing.TB, nodes int, voters []uint64, opts harnessOptions) *harness {
-	h := &harness{tablets: make(map[uint64]*tablet.Tablet), descs: opts.descs}
+	h := &harness{tablets: make(map[uint64]*tablet.Tablet), opened: make(map[[2]uint64]*tablet.Tablet), descs: opts.descs}
 	if len(h.descs) == 0 {
 		h.descs = []tablet.Descriptor{desc}
 	}
@@ -74,16 +80,31 @@ func newHarnessWith(t testing.TB, nodes int, voters []uint64, opts harnessOption
 					return // a spare node; gets a replica with addLearnerBySnapshot
 				}
 			}
+			var onSplit func(tablet.Descriptor, [2]tablet.Descriptor)
+			onSplit = func(_ tablet.Descriptor, children [2]tablet.Descriptor) {
+				for _, c := range children {
+					tb, err := tablet.Open(tablet.Config{Descriptor: c, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock, Resolver: opts.resolver, OnSplit: onSplit})
+					if err != nil {
+						t.Errorf("node %d: open split child %d: %v", n.ID, c.ID, err)
+						continue
+					}
+					h.mu.Lock()
+					h.opened[[2]uint64{n.ID, c.ID}] = tb
+					h.mu.Unlock()
+				}
+			}
 			for i, d := range h.descs {
-				tb, err := tablet.Open(tablet.Config{Descriptor: d, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock, Bootstrap: boot})
+				tb, err := tablet.Open(tablet.Config{Descriptor: d, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock, Bootstrap: boot,
+					Resolver: opts.resolver, OnSplit: onSplit})
 				if err != nil {
 					t.Fatalf("node %d: open tablet %d: %v", n.ID, d.ID, err)
 				}
+				h.mu.Lock()
 				if i == 0 {
-					h.mu.Lock()
 					h.tablets[n.ID] = tb
-					h.mu.Unlock()
 				}
+				h.opened[[2]uint64{n.ID, d.ID}] = tb
+				h.mu.Unlock()
 			}
 		},
 	})

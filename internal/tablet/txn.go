@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,18 @@ const (
 	cmdApplyTxn  byte = 4
 	cmdRemoveTxn byte = 5
 )
+
+// testHooks let tests stop the tablet at chosen points (nil outside tests).
+type testHooks struct {
+	// txnApplied runs on the apply goroutine of a replica applying a
+	// cmdApplyTxn, before the apply batch is committed to the engine.
+	txnApplied func(t *Tablet, txn docdb.TxnID)
+	// scanLockedRead runs in ScanLocked between its read and its conflict
+	// check.
+	scanLockedRead func(t *Tablet)
+}
+
+var hooks atomic.Pointer[testHooks]
 
 // TxnState is the state of a transaction's status record.
 type TxnState int8
@@ -169,7 +182,9 @@ type txnTracker struct {
 	// done: closed when the transaction's intents here are applied or
 	// removed (waiters of a wait queue).
 	done map[docdb.TxnID]chan struct{}
-	// resolved during the current apply cycle; PostApply wakes waiters.
+	// resolved during the current apply cycle: they stay live until
+	// PostApply, once the batch that applied or removed their intents is
+	// in the engine, then leave live and wake their waiters.
 	resolved []docdb.TxnID
 }
 
@@ -180,20 +195,27 @@ func (tr *txnTracker) init() {
 
 func (tr *txnTracker) any() bool { return tr.count.Load() > 0 }
 
-// add records txn as having intents here; remove forgets it and queues
-// its waiters for waking (PostApply). Both under mu.
+// addLocked records txn as having intents here (under mu). Intents
+// written after a removal was queued in the same cycle (a late write of an
+// aborted transaction) keep it live.
 func (tr *txnTracker) addLocked(txn docdb.TxnID, now time.Time) {
+	if len(tr.resolved) > 0 {
+		tr.resolved = slices.DeleteFunc(tr.resolved, func(id docdb.TxnID) bool { return id == txn })
+	}
 	if _, ok := tr.live[txn]; !ok {
 		tr.live[txn] = now
 		tr.count.Store(int64(len(tr.live)))
 	}
 }
 
+// remove queues txn to be forgotten when the apply cycle that resolved its
+// intents here is committed (wake, from PostApply). Until then the apply
+// batch, intents deleted and versions written, is not in the engine yet: a
+// read that skipped the intent lookup in that window would see neither the
+// intents nor the versions of a committed transaction.
 func (tr *txnTracker) remove(txn docdb.TxnID) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	delete(tr.live, txn)
-	tr.count.Store(int64(len(tr.live)))
 	tr.resolved = append(tr.resolved, txn)
 }
 
@@ -214,25 +236,37 @@ func (tr *txnTracker) waitFor(txn docdb.TxnID) <-chan struct{} {
 	return ch
 }
 
+// wake forgets the transactions resolved by the apply cycle just committed
+// and wakes their waiters.
 func (tr *txnTracker) wake() {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	for _, txn := range tr.resolved {
+		delete(tr.live, txn)
 		if ch := tr.done[txn]; ch != nil {
 			close(ch)
 			delete(tr.done, txn)
 		}
 	}
+	tr.count.Store(int64(len(tr.live)))
 	tr.resolved = tr.resolved[:0]
 }
 
-// loadTxns rebuilds the set of transactions with intents here (after open
-// or a snapshot).
+// loadTxns rebuilds the set of transactions with intents or range locks
+// here, and the range locks' mirror (after open or a snapshot).
 func (t *Tablet) loadTxns() error {
 	txns, err := docdb.TxnsWithIntents(t.eng, t.desc.ID)
 	if err != nil {
 		return err
 	}
+	ranges, err := docdb.RangeLocks(t.eng, t.desc.ID)
+	if err != nil {
+		return err
+	}
+	for _, l := range ranges {
+		txns = append(txns, l.Txn)
+	}
+	t.ranges.set(ranges)
 	t.txns.mu.Lock()
 	defer t.txns.mu.Unlock()
 	now := time.Now()
@@ -246,7 +280,9 @@ func (t *Tablet) loadTxns() error {
 
 // ---- Raft commands ----
 
-func encodeIntents(ht hlc.Timestamp, w *TxnWrite, locks []docdb.Access) []byte {
+// encodeIntents encodes a cmdIntents entry: w's ops, row locks and range
+// locks (spans, serializable scans), all of w.Txn.
+func encodeIntents(ht hlc.Timestamp, w *TxnWrite, locks []docdb.Access, spans []storage.Span) []byte {
 	b := make([]byte, 0, 64+64*len(w.Ops))
 	b = append(b, cmdIntents)
 	b = binary.BigEndian.AppendUint64(b, uint64(ht))
@@ -262,15 +298,30 @@ func encodeIntents(ht hlc.Timestamp, w *TxnWrite, locks []docdb.Access) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(l.Key.RowKey)))
 		b = append(b, l.Key.RowKey...)
 	}
+	if len(spans) == 0 {
+		return b // as entries written before range locks existed
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(spans)))
+	for _, s := range spans {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(s.Start)))
+		b = append(b, s.Start...)
+		if s.End == nil {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 1)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(s.End)))
+		b = append(b, s.End...)
+	}
 	return b
 }
 
 var errMalformedCmd = errors.New("malformed transaction command")
 
-func decodeIntents(b []byte) (ht hlc.Timestamp, txn docdb.TxnID, wid uint32, ops []docdb.WriteOp, locks []docdb.Access, err error) {
+func decodeIntents(b []byte) (ht hlc.Timestamp, txn docdb.TxnID, wid uint32, ops []docdb.WriteOp, locks []docdb.Access, spans []storage.Span, err error) {
 	b = b[1:]
 	if len(b) < 8+16+4+4 {
-		return 0, txn, 0, nil, nil, errMalformedCmd
+		return 0, txn, 0, nil, nil, nil, errMalformedCmd
 	}
 	ht = hlc.Timestamp(binary.BigEndian.Uint64(b))
 	copy(txn[:], b[8:24])
@@ -278,30 +329,76 @@ func decodeIntents(b []byte) (ht hlc.Timestamp, txn docdb.TxnID, wid uint32, ops
 	n := int(binary.BigEndian.Uint32(b[28:]))
 	b = b[32:]
 	if len(b) < n+4 {
-		return 0, txn, 0, nil, nil, errMalformedCmd
+		return 0, txn, 0, nil, nil, nil, errMalformedCmd
 	}
 	var wb docdb.WriteBatch
 	if err := wb.Unmarshal(b[:n]); err != nil {
-		return 0, txn, 0, nil, nil, err
+		return 0, txn, 0, nil, nil, nil, err
 	}
 	b = b[n:]
 	nl := int(binary.BigEndian.Uint32(b))
 	b = b[4:]
 	for range nl {
 		if len(b) < 9 {
-			return 0, txn, 0, nil, nil, errMalformedCmd
+			return 0, txn, 0, nil, nil, nil, errMalformedCmd
 		}
 		a := docdb.Access{Type: docdb.IntentType(b[0]), Key: docdb.IntentKey{Column: binary.BigEndian.Uint32(b[1:])}}
 		kl := int(binary.BigEndian.Uint32(b[5:]))
 		b = b[9:]
 		if len(b) < kl {
-			return 0, txn, 0, nil, nil, errMalformedCmd
+			return 0, txn, 0, nil, nil, nil, errMalformedCmd
 		}
 		a.Key.RowKey = b[:kl]
 		b = b[kl:]
 		locks = append(locks, a)
 	}
-	return ht, txn, wid, wb.Ops, locks, nil
+	if len(b) == 0 {
+		return ht, txn, wid, wb.Ops, locks, nil, nil
+	}
+	if spans, err = decodeSpans(b); err != nil {
+		return 0, txn, 0, nil, nil, nil, err
+	}
+	return ht, txn, wid, wb.Ops, locks, spans, nil
+}
+
+func decodeSpans(b []byte) ([]storage.Span, error) {
+	if len(b) < 4 {
+		return nil, errMalformedCmd
+	}
+	n := int(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	var spans []storage.Span
+	for range n {
+		var s storage.Span
+		if len(b) < 4 {
+			return nil, errMalformedCmd
+		}
+		l := int(binary.BigEndian.Uint32(b))
+		if len(b) < 4+l+1 {
+			return nil, errMalformedCmd
+		}
+		s.Start = b[4 : 4+l]
+		hasEnd := b[4+l]
+		b = b[4+l+1:]
+		if hasEnd == 1 {
+			if len(b) < 4 {
+				return nil, errMalformedCmd
+			}
+			l = int(binary.BigEndian.Uint32(b))
+			if len(b) < 4+l {
+				return nil, errMalformedCmd
+			}
+			s.End = b[4 : 4+l]
+			b = b[4+l:]
+		} else if hasEnd != 0 {
+			return nil, errMalformedCmd
+		}
+		spans = append(spans, s)
+	}
+	if len(b) != 0 {
+		return nil, errMalformedCmd
+	}
+	return spans, nil
 }
 
 func encodeApplyTxn(txn docdb.TxnID, commit hlc.Timestamp) []byte {
@@ -330,7 +427,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 	data := e.Data
 	switch data[0] {
 	case cmdIntents:
-		ht, txn, wid, ops, locks, err := decodeIntents(data)
+		ht, txn, wid, ops, locks, spans, err := decodeIntents(data)
 		if err != nil {
 			return fmt.Errorf("tablet %d: index %d: %w", t.desc.ID, e.Index, err)
 		}
@@ -342,6 +439,14 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		if len(locks) > 0 {
 			if err := docdb.WriteLockIntents(b, t.desc.ID, txn, ht, locks, wid+uint32(len(ops))); err != nil {
+				return err
+			}
+		}
+		if len(spans) > 0 {
+			if err := docdb.WriteRangeLocks(b, t.desc.ID, txn, ht, spans, wid+uint32(len(ops))); err != nil {
+				return err
+			}
+			if err := t.syncRangeLocks(b, txn); err != nil {
 				return err
 			}
 		}
@@ -361,8 +466,14 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		if _, err := docdb.ApplyIntents(b, b, t.desc.ID, txn, commit); err != nil {
 			return err
 		}
+		if t.ranges.has(txn) {
+			t.ranges.replaceTxn(txn, nil) // ApplyIntents released them
+		}
 		t.noteApplied(commit)
 		t.txns.remove(txn)
+		if h := hooks.Load(); h != nil && h.txnApplied != nil {
+			h.txnApplied(t, txn)
+		}
 		return commit
 	case cmdRemoveTxn:
 		if len(data) != 1+16+1+4 {
@@ -383,6 +494,11 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		if err != nil {
 			return err
+		}
+		if t.ranges.has(txn) {
+			if err := t.syncRangeLocks(b, txn); err != nil {
+				return err
+			}
 		}
 		return hlc.Timestamp(0)
 	}
@@ -460,6 +576,7 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 			release()
 			return TxnWriteResult{}, err
 		}
+		conflicts = append(conflicts, t.ranges.conflicts(w.Txn, want)...)
 		if len(conflicts) == 0 {
 			if w.CheckNewer {
 				for _, k := range keys {
@@ -474,11 +591,15 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 					}
 				}
 			}
+			if w, err = t.txnInserts(ctx, w); err != nil {
+				release()
+				return TxnWriteResult{}, err
+			}
 			if len(w.Ops) == 0 && len(locks) == 0 {
 				release()
 				return TxnWriteResult{Skipped: skipped}, nil
 			}
-			ht, err := t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks) }, release)
+			ht, err := t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks, nil) }, release)
 			return TxnWriteResult{HT: ht, Skipped: skipped}, err
 		}
 		release()
@@ -706,36 +827,46 @@ type TxnRead struct {
 	AllowRestart bool
 }
 
-// resolveReadIntents makes the committed-but-unapplied transactions with
-// intents on span visible to a read at limit: it applies them here (then
-// the caller reads again), and pushes pending ones above readTime. It
-// returns whether it applied anything. Call it under the read's latches.
-func (t *Tablet) resolveReadIntents(ctx context.Context, span storage.Span, reader docdb.TxnID, readTime, limit hlc.Timestamp) (applied []docdb.TxnID, commit []hlc.Timestamp, err error) {
+// readIntentTxns lists the transactions other than reader with write
+// intents on span (nothing to look at when the tablet has none).
+func (t *Tablet) readIntentTxns(span storage.Span, reader docdb.TxnID) ([]docdb.TxnID, error) {
 	if !t.txns.any() {
-		return nil, nil, nil
+		return nil, nil
 	}
 	rows, err := docdb.ReadIntents(t.eng, span, reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	seen := map[docdb.TxnID]bool{}
+	var out []docdb.TxnID
 	for _, r := range rows {
 		for _, in := range r.Others {
-			if seen[in.Txn] {
-				continue
+			if !seen[in.Txn] {
+				seen[in.Txn] = true
+				out = append(out, in.Txn)
 			}
-			seen[in.Txn] = true
-			if t.resolver == nil {
-				return nil, nil, ErrNoResolver
-			}
-			st, err := t.resolver.Status(ctx, in.Txn, limit)
-			if err != nil {
-				return nil, nil, err
-			}
-			if st.State == TxnCommitted && st.CommitHT <= limit {
-				applied = append(applied, in.Txn)
-				commit = append(commit, st.CommitHT)
-			}
+		}
+	}
+	return out, nil
+}
+
+// resolveReadIntents asks the status of the transactions whose intents a
+// read found. It returns the committed ones the read must see or restart
+// for, those committed at or below commitLimit, which the caller applies
+// here before reading again. A pending one is pushed to commit (if ever)
+// above push, the read's local limit. Call it under the read's latches.
+func (t *Tablet) resolveReadIntents(ctx context.Context, txns []docdb.TxnID, push, commitLimit hlc.Timestamp) (applied []docdb.TxnID, commit []hlc.Timestamp, err error) {
+	for _, txn := range txns {
+		if t.resolver == nil {
+			return nil, nil, ErrNoResolver
+		}
+		st, err := t.resolver.Status(ctx, txn, push)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st.State == TxnCommitted && st.CommitHT <= commitLimit {
+			applied = append(applied, txn)
+			commit = append(commit, st.CommitHT)
 		}
 	}
 	return applied, commit, nil
@@ -811,18 +942,11 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 	span := clip(opts.Span, t.desc.Span)
 	var rows []docdb.Row
 	var resume []byte
-	scan := func(at hlc.Timestamp) ([]docdb.Row, []byte, error) {
-		return docdb.Scan(t.eng, docdb.ScanOptions{
-			ReadOptions: docdb.ReadOptions{ReadTime: at, Columns: opts.Columns},
-			Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
-		})
+	if err := opts.checkScan(); err != nil {
+		return nil, nil, 0, err
 	}
-	sig := func(rs []docdb.Row) string {
-		s := ""
-		for _, r := range rs {
-			s += rowSignature(r, true)
-		}
-		return s
+	scan := func(at hlc.Timestamp) ([]docdb.Row, []byte, error) {
+		return docdb.Scan(t.eng, opts.docdb(span, at, nil))
 	}
 	rt, err := t.readTxn(ctx, span, o, func() func() {
 		release, err := t.latches.acquireSpan(ctx, span)
@@ -843,13 +967,20 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 		for _, r := range rs {
 			newest = max(newest, r.WriteTime)
 		}
-		return newest, sig(rs) != sig(rows), nil
+		return newest, !sameRows(rs, rows), nil
 	})
 	return rows, resume, rt, err
 }
 
 // readTxn runs a read: latch, resolve intents, read at the read time, and
 // check the uncertainty window, restarting as allowed.
+//
+// The intents are looked at before the read time is picked. Applying a
+// transaction here moves the clock past its commit time before its versions
+// reach the engine (cmdApplyTxn), so one applied before the look is below a
+// read time picked after it, or within the local limit of a fixed one; one
+// applied after it left its intents in the look and is resolved through its
+// status record.
 func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latch func() func(),
 	read func(at hlc.Timestamp) error,
 	readLimit func(limit hlc.Timestamp) (newest hlc.Timestamp, differs bool, err error)) (hlc.Timestamp, error) {
@@ -862,19 +993,34 @@ func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latc
 			release()
 			return 0, err
 		}
+		txns, err := t.readIntentTxns(span, o.Txn)
+		if err != nil {
+			release()
+			return 0, err
+		}
 		rt, err := t.readTime(o.ReadTime)
 		if err != nil {
 			release()
 			return 0, err
 		}
-		// The uncertainty window ends at the global limit, or at our clock
-		// now if earlier: a value written after this moment was written
-		// after the read began.
+		// The uncertainty window of the versions here ends at the global
+		// limit, or at our clock now if earlier: a version written here
+		// after this moment was written after the read began.
 		limit := rt
 		if o.GlobalLimit > rt {
 			limit = min(o.GlobalLimit, t.clock.Now())
 		}
-		apply, commits, err := t.resolveReadIntents(ctx, span, o.Txn, rt, limit)
+		// Not so a committed transaction's intents: its commit time comes
+		// from its status tablet's clock, which may be ahead of ours
+		// although the commit was acknowledged before this read began. It
+		// is uncertain up to the global limit; when we pick the read time,
+		// up to the maximum clock offset above it (then the read moves past
+		// it: applying it moved our clock past its commit time).
+		commitLimit := max(limit, o.GlobalLimit)
+		if o.ReadTime == 0 {
+			commitLimit = max(commitLimit, rt.Add(t.clock.MaxOffset()))
+		}
+		apply, commits, err := t.resolveReadIntents(ctx, txns, limit, commitLimit)
 		if err != nil {
 			release()
 			return 0, err
@@ -965,9 +1111,10 @@ func (t *Tablet) ResolveTxn(ctx context.Context, txn docdb.TxnID) (pending bool,
 	return true, nil
 }
 
-// IntentCount counts the intents stored for this tablet (tests and
-// metrics). It reads one snapshot: an apply or removal committing midway
-// would otherwise leave an index entry whose intent is gone.
+// IntentCount counts the intents and range locks stored for this tablet
+// (tests and metrics). It reads one snapshot: an apply or removal
+// committing midway would otherwise leave an index entry whose intent is
+// gone.
 func (t *Tablet) IntentCount() (int, error) {
 	snap := t.eng.NewSnapshot()
 	defer snap.Close()
@@ -975,7 +1122,11 @@ func (t *Tablet) IntentCount() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	ranges, err := docdb.RangeLocks(snap, t.desc.ID)
+	if err != nil {
+		return 0, err
+	}
+	n := len(ranges)
 	for _, id := range txns {
 		ins, err := docdb.IntentsOf(snap, t.desc.ID, id)
 		if err != nil {
@@ -1016,12 +1167,17 @@ func (t *Tablet) UpdateRow(ctx context.Context, rowKey []byte, fn func(row docdb
 	return err
 }
 
-// plainWriteConflicts returns the intents of transactions that a write
-// outside any transaction of ops conflicts with. Cheap when the tablet has
-// no transactions.
+// plainWriteConflicts returns the intents and range locks of transactions
+// that a write outside any transaction of ops conflicts with. Cheap when
+// the tablet has no transactions.
 func (t *Tablet) plainWriteConflicts(ops []docdb.WriteOp) ([]docdb.Conflict, error) {
 	if !t.txns.any() {
 		return nil, nil
 	}
-	return docdb.Conflicts(t.eng, docdb.TxnID{}, docdb.WriteAccesses(ops))
+	want := docdb.WriteAccesses(ops)
+	conflicts, err := docdb.Conflicts(t.eng, docdb.TxnID{}, want)
+	if err != nil {
+		return nil, err
+	}
+	return append(conflicts, t.ranges.conflicts(docdb.TxnID{}, want)...), nil
 }

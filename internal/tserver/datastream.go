@@ -9,7 +9,7 @@ import (
 )
 
 // Data serves the multiplexed data stream: every request is handled as
-// the unary call (Read, Write, TxnWrite, TxnResolve, TxnStatus) of the
+// the unary call (Read, Write, Scan, TxnWrite, TxnResolve, TxnStatus) of the
 // same payload would be, concurrently, and
 // answered under its id when done; a cancel message cancels the context
 // of the call it names, as the cancellation of a unary call would. A pool of workers that lives as long as
@@ -100,6 +100,9 @@ func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataRe
 	case *pb.DataRequest_Write:
 		resp, _ := s.Write(ctx, r.Write)
 		out.Resp = &pb.DataResponse_Write{Write: resp}
+	case *pb.DataRequest_Scan:
+		resp, _ := s.Scan(ctx, r.Scan)
+		out.Resp = &pb.DataResponse_Scan{Scan: resp}
 	case *pb.DataRequest_TxnWrite:
 		resp, _ := s.TxnWrite(ctx, r.TxnWrite)
 		out.Resp = &pb.DataResponse_TxnWrite{TxnWrite: resp}

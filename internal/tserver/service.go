@@ -58,7 +58,7 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		e.Code = pb.TabletError_NOT_LEADER
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		e.Code = pb.TabletError_TIMEOUT
-	case errors.Is(err, errInvalid):
+	case errors.Is(err, errInvalid), errors.Is(err, docdb.ErrInvalidPushdown):
 		e.Code = pb.TabletError_INVALID_ARGUMENT
 	case errors.Is(err, tablet.ErrTxnConflict):
 		e.Code = pb.TabletError_TXN_CONFLICT
@@ -72,6 +72,12 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		e.Code = pb.TabletError_READ_RESTART
 	case errors.Is(err, tablet.ErrNoResolver):
 		e.Code = pb.TabletError_BUSY
+	case errors.Is(err, docdb.ErrDuplicateKey):
+		e.Code = pb.TabletError_DUPLICATE_KEY
+		var d *docdb.DuplicateKeyError
+		if errors.As(err, &d) {
+			e.OpIndex, e.RowKey = uint32(d.Index), d.RowKey
+		}
 	default:
 		e.Code = pb.TabletError_INTERNAL
 	}
@@ -218,33 +224,54 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 			Span: span, Columns: projection(req.GetProjection()), Limit: int(req.GetLimit()),
 			Reverse: req.GetReverse(), ReadTime: hlc.Timestamp(req.GetReadTime()),
 		}
+		if err := pushdownOf(req, &opts); err != nil {
+			return err
+		}
+		aggregate := len(opts.Aggregates) > 0
 		var rows []docdb.Row
+		var aggs []docdb.Value
 		var resume []byte
+		if req.GetTxn().GetLockRange() {
+			if aggregate || req.GetFilter() != nil {
+				return fmt.Errorf("%w: a locking scan returns whole rows (filter and aggregate in the client)", errInvalid)
+			}
+			return n.scanLocked(ctx, tb, req, opts, resp)
+		}
+		var rt hlc.Timestamp
 		if req.GetConsistency() == pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS && !tb.Group().HasLease() {
 			sp, err := n.safePoint(ctx, tb, followerStaleness(req.GetMaxStalenessMs()))
 			if err != nil {
 				return err
 			}
-			var rt hlc.Timestamp
-			rows, resume, rt, err = tb.FollowerScan(ctx, opts, sp)
+			if aggregate {
+				aggs, resume, rt, err = tb.FollowerAggregate(ctx, opts, sp)
+			} else {
+				rows, resume, rt, err = tb.FollowerScan(ctx, opts, sp)
+			}
 			if err != nil {
 				return err
 			}
-			resp.ReadTime = uint64(rt)
 		} else {
 			o, err := txnReadOf(req.GetTxn(), req.GetReadTime())
 			if err != nil {
 				return err
 			}
-			var rt hlc.Timestamp
-			if rows, resume, rt, err = tb.ScanTxn(ctx, opts, o); err != nil {
+			if aggregate {
+				aggs, resume, rt, err = tb.AggregateTxn(ctx, opts, o)
+			} else {
+				rows, resume, rt, err = tb.ScanTxn(ctx, opts, o)
+			}
+			if err != nil {
 				return err
 			}
-			resp.ReadTime = uint64(rt)
 		}
+		resp.ReadTime = uint64(rt)
 		resp.Rows = make([]*pb.Row, len(rows))
 		for i, r := range rows {
 			resp.Rows[i] = rowToWire(r)
+		}
+		for _, v := range aggs {
+			resp.Aggregates = append(resp.Aggregates, docdb.AppendValue(nil, v))
 		}
 		if resume != nil {
 			rs := docdb.ResumeSpan(span, resume, req.GetReverse())
@@ -256,6 +283,39 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 	resp.RestartTime = restartTime(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
+}
+
+// scanLocked serves the scan of a SERIALIZABLE transaction: it reads the
+// latest data and read-locks the span it covered (tablet.ScanLocked); the
+// resume span starts where the locked span ends.
+func (n *Node) scanLocked(ctx context.Context, tb *tablet.Tablet, req *pb.ScanRequest, opts tablet.ScanOptions, resp *pb.ScanResponse) error {
+	o := req.GetTxn()
+	id, err := txnID(o.GetTxnId())
+	if err != nil {
+		return err
+	}
+	if req.GetConsistency() != pb.ReadConsistency_LEADER || o.GetWaitPolicy() > pb.WaitPolicy_FAIL_ON_CONFLICT {
+		return fmt.Errorf("%w: a locking scan reads the leader's latest data", errInvalid)
+	}
+	rows, covered, more, rt, err := tb.ScanLocked(ctx, opts, tablet.ScanLock{Txn: id, WriteID: o.GetWriteId(), Wait: tablet.WaitPolicy(o.GetWaitPolicy())})
+	if err != nil {
+		return err
+	}
+	resp.ReadTime = uint64(rt)
+	resp.Rows = make([]*pb.Row, len(rows))
+	for i, r := range rows {
+		resp.Rows[i] = rowToWire(r)
+	}
+	if more {
+		rs := opts.Span
+		if req.GetReverse() {
+			rs.End = covered.Start
+		} else {
+			rs.Start = covered.End
+		}
+		resp.ResumeSpan = &pb.Span{Start: rs.Start, End: rs.End}
+	}
+	return nil
 }
 
 // DescriptorFromWire converts a wire tablet descriptor.

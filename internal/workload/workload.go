@@ -11,6 +11,14 @@
 // older than the last version acknowledged before the read started. With
 // --verify, every key is read back at the end the same way: an
 // acknowledged write that is missing is an error.
+//
+// Bank: N accounts in a hash-sharded table, each holding a balance and the
+// id of the transaction that last wrote it. Transfer threads move random
+// amounts between random accounts in distributed transactions (read two
+// balances, write both; retried on serialization failures); checker
+// threads read every balance in one snapshot and count a snapshot whose
+// total differs from the bank's as a mismatch. With a history writer,
+// every attempt and every snapshot is recorded for package txncheck.
 package workload
 
 import (
@@ -22,6 +30,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +42,7 @@ import (
 
 // Config configures a run.
 type Config struct {
-	Workload      string // "KeyValue"
+	Workload      string // "KeyValue" or "Bank"
 	Nodes         []string
 	WriteThreads  int
 	ReadThreads   int
@@ -45,8 +54,23 @@ type Config struct {
 	NumTablets    int // 0: the master's default
 	RF            int // 0: the cluster's
 	FollowerReads bool
-	// Verify reads every written key back at the end.
+	// Verify reads every written key back at the end (Bank: checks the
+	// final total).
 	Verify bool
+	// Bank: Accounts is the number of accounts of a new bank (0: 100; an
+	// existing bank keeps its own, and a different non-zero value is an
+	// error). Isolation is snapshot, serializable, read_committed or mixed
+	// (transfer thread w at level w mod 3; default mixed).
+	Accounts  int
+	Isolation string
+	// History, if set, receives the Bank's history (package txncheck's
+	// format): give it an unbuffered file, so that a process killed at any
+	// point leaves whole lines.
+	History io.Writer
+	// AfterCommit, if set, is called by a Bank transfer right after its
+	// commit succeeded, before anything records it. Tests only: they kill
+	// the process there, a coordinator dying in the middle of commit.
+	AfterCommit func(txn string)
 	// ReportEvery is the period of progress lines (default 5 s).
 	ReportEvery time.Duration
 	// Out receives progress lines; JSON gets the summary line if set.
@@ -81,6 +105,9 @@ type Summary struct {
 	// MaxUnavailableMs is the longest stretch without a successful write
 	// (or, without writers, read): the unavailability window of a fault.
 	MaxUnavailableMs int64 `json:"max_unavailable_ms"`
+	// Bank is set for the Bank workload, whose Write are the committed
+	// transfers and Read the snapshot checks.
+	Bank *BankSummary `json:"bank,omitempty"`
 }
 
 // ErrCheckFailed is returned when reads saw wrong data or writes were lost.
@@ -108,22 +135,61 @@ type run struct {
 	// written counts keys with at least one acknowledged write, for
 	// readers to pick from (keys are first written in index order).
 	written atomic.Int64
-	// lastSuccess (unix ns) and maxGap track unavailability.
-	lastSuccess atomic.Int64
+	gaps    gapTracker
+}
+
+// gapTracker tracks the longest stretch without a successful operation.
+type gapTracker struct {
+	lastSuccess atomic.Int64 // unix ns
 	maxGap      atomic.Int64
 }
+
+func (g *gapTracker) start(now time.Time) { g.lastSuccess.Store(now.UnixNano()) }
+
+func (g *gapTracker) succeeded(now time.Time) {
+	g.note(now)
+	g.lastSuccess.Store(now.UnixNano())
+}
+
+// note counts the stretch up to now (a fault right at the end counts too).
+func (g *gapTracker) note(now time.Time) {
+	gap := now.UnixNano() - g.lastSuccess.Load()
+	for {
+		m := g.maxGap.Load()
+		if gap <= m || g.maxGap.CompareAndSwap(m, gap) {
+			return
+		}
+	}
+}
+
+func (g *gapTracker) maxMs() int64 { return time.Duration(g.maxGap.Load()).Milliseconds() }
 
 func (c *Config) fill() error {
 	if c.Workload == "" {
 		c.Workload = "KeyValue"
 	}
-	if c.Workload != "KeyValue" {
-		return fmt.Errorf("workload: unknown workload %q (have: KeyValue)", c.Workload)
+	if c.Workload != "KeyValue" && c.Workload != "Bank" {
+		return fmt.Errorf("workload: unknown workload %q (have: KeyValue, Bank)", c.Workload)
 	}
 	if len(c.Nodes) == 0 {
 		return errors.New("workload: --nodes is required")
 	}
-	if c.WriteThreads < 0 || c.ReadThreads < 0 || c.WriteThreads+c.ReadThreads == 0 {
+	if c.WriteThreads < 0 || c.ReadThreads < 0 {
+		return errors.New("workload: negative thread count")
+	}
+	if c.ReportEvery <= 0 {
+		c.ReportEvery = 5 * time.Second
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Namespace == "" {
+		c.Namespace = "workload"
+	}
+	if c.Workload == "Bank" {
+		return c.fillBank()
+	}
+	if c.WriteThreads+c.ReadThreads == 0 {
 		return errors.New("workload: need at least one reader or writer thread")
 	}
 	if c.UniqueKeys <= 0 {
@@ -135,17 +201,8 @@ func (c *Config) fill() error {
 	if c.ValueSize > 1<<20 {
 		return errors.New("workload: --value-size at most 1 MiB")
 	}
-	if c.Namespace == "" {
-		c.Namespace = "workload"
-	}
 	if c.Table == "" {
 		c.Table = "kv"
-	}
-	if c.ReportEvery <= 0 {
-		c.ReportEvery = 5 * time.Second
-	}
-	if c.Out == nil {
-		c.Out = io.Discard
 	}
 	return nil
 }
@@ -156,12 +213,15 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := cfg.fill(); err != nil {
 		return Summary{}, err
 	}
+	if cfg.Workload == "Bank" {
+		return runBank(ctx, cfg)
+	}
 	cl, err := client.Open(ctx, client.Config{Masters: cfg.Nodes})
 	if err != nil {
 		return Summary{}, err
 	}
 	defer cl.Close()
-	req := &masterpb.CreateTableRequest{
+	table, err := createTable(ctx, cl, &masterpb.CreateTableRequest{
 		Namespace: cfg.Namespace, Name: cfg.Table, IfNotExists: true,
 		ReplicationFactor: int32(cfg.RF),
 		Schema: &masterpb.Schema{Columns: []*masterpb.ColumnSchema{
@@ -169,27 +229,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			{Id: 2, Name: "v", Type: "bytes", Nullable: true},
 		}},
 		Partitioning: &masterpb.Partitioning{Kind: masterpb.Partitioning_HASH, NumTablets: uint32(cfg.NumTablets)},
-	}
-	// A table of thousands of tablets takes longer than one operation's
-	// deadline; the master finishes it anyway, and IfNotExists makes the
-	// retry safe.
-	var definitive *client.MasterError // the master's answer: retrying cannot help
-	for deadline := time.Now().Add(5 * time.Minute); ; {
-		_, err = cl.CreateTable(ctx, req)
-		if err == nil || errors.As(err, &definitive) || ctx.Err() != nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		return Summary{}, fmt.Errorf("workload: create table: %w", err)
-	}
-	table, err := cl.OpenTable(ctx, cfg.Namespace, cfg.Table)
+	})
 	if err != nil {
 		return Summary{}, err
 	}
 	r := &run{cfg: cfg, table: table, keys: make([]keyState, cfg.UniqueKeys)}
 	start := time.Now()
-	r.lastSuccess.Store(start.UnixNano())
+	r.gaps.start(start)
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -203,12 +249,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	r.report(start, done)
+	report(cfg.Out, cfg.ReportEvery, start, done, []reportItem{{"Read", &r.read.hist}, {"Write", &r.write.hist}}, nil)
 	elapsed := time.Since(start)
-	r.noteGap(time.Now()) // a fault right at the end counts too
+	r.gaps.note(time.Now())
 
 	s := Summary{Workload: cfg.Workload, DurationMs: elapsed.Milliseconds(), Mismatches: r.mismatches.Load(),
-		Read: r.read.summary(elapsed), Write: r.write.summary(elapsed), MaxUnavailableMs: time.Duration(r.maxGap.Load()).Milliseconds()}
+		Read: r.read.summary(elapsed), Write: r.write.summary(elapsed), MaxUnavailableMs: r.gaps.maxMs()}
 	if cfg.Verify {
 		s.Verified, s.Lost = r.verify(ctx)
 	}
@@ -220,6 +266,25 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return s, fmt.Errorf("%w: %d mismatched reads, %d lost writes", ErrCheckFailed, s.Mismatches, s.Lost)
 	}
 	return s, nil
+}
+
+// createTable creates a table if missing and opens it. A table of
+// thousands of tablets takes longer than one operation's deadline; the
+// master finishes it anyway, and IfNotExists makes the retry safe.
+func createTable(ctx context.Context, cl *client.Client, req *masterpb.CreateTableRequest) (*client.Table, error) {
+	req.IfNotExists = true
+	var err error
+	var definitive *client.MasterError // the master's answer: retrying cannot help
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		_, err = cl.CreateTable(ctx, req)
+		if err == nil || errors.As(err, &definitive) || ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workload: create table: %w", err)
+	}
+	return cl.OpenTable(ctx, req.Namespace, req.Name)
 }
 
 func keyName(i int) string { return fmt.Sprintf("key:%d", i) }
@@ -250,21 +315,6 @@ func decode(i int, b []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(b[4:]), nil
 }
 
-func (r *run) succeeded(now time.Time) {
-	r.noteGap(now)
-	r.lastSuccess.Store(now.UnixNano())
-}
-
-func (r *run) noteGap(now time.Time) {
-	gap := now.UnixNano() - r.lastSuccess.Load()
-	for {
-		m := r.maxGap.Load()
-		if gap <= m || r.maxGap.CompareAndSwap(m, gap) {
-			return
-		}
-	}
-}
-
 func (r *run) writer(ctx context.Context, w int) {
 	n := r.cfg.WriteThreads
 	for round := uint64(1); ctx.Err() == nil; round++ {
@@ -282,7 +332,7 @@ func (r *run) writer(ctx context.Context, w int) {
 			now := time.Now()
 			r.write.hist.observe(now.Sub(t0))
 			if r.cfg.WriteThreads > 0 {
-				r.succeeded(now)
+				r.gaps.succeeded(now)
 			}
 			ks.acked.Store(round)
 			if round == 1 {
@@ -321,7 +371,7 @@ func (r *run) reader(ctx context.Context, rnd *rand.Rand) {
 		now := time.Now()
 		r.read.hist.observe(now.Sub(t0))
 		if r.cfg.WriteThreads == 0 {
-			r.succeeded(now)
+			r.gaps.succeeded(now)
 		}
 		if r.cfg.WriteThreads == 0 {
 			continue // reading someone else's data: only read it
@@ -386,12 +436,19 @@ func (r *run) verify(ctx context.Context) (checked, lost uint64) {
 	return checked, lost
 }
 
-// report prints a progress line every ReportEvery until done.
-func (r *run) report(start time.Time, done <-chan struct{}) {
-	t := time.NewTicker(r.cfg.ReportEvery)
+type reportItem struct {
+	name string
+	h    *histogram
+}
+
+// report prints a progress line every period until done: for each item
+// "Name: x ops/sec (y ms/op), n total ops", then extra (if any), then the
+// uptime, separated by " | ".
+func report(out io.Writer, period time.Duration, start time.Time, done <-chan struct{}, items []reportItem, extra func() string) {
+	t := time.NewTicker(period)
 	defer t.Stop()
-	var lastR, lastW uint64
-	var lastRSum, lastWSum uint64
+	lastN := make([]uint64, len(items))
+	lastSum := make([]uint64, len(items))
 	last := start
 	for {
 		select {
@@ -399,13 +456,19 @@ func (r *run) report(start time.Time, done <-chan struct{}) {
 			return
 		case now := <-t.C:
 			secs := now.Sub(last).Seconds()
-			rn, wn := r.read.hist.count.Load(), r.write.hist.count.Load()
-			rs, ws := r.read.hist.sum.Load(), r.write.hist.sum.Load()
-			fmt.Fprintf(r.cfg.Out, "Read: %.2f ops/sec (%.2f ms/op), %d total ops | Write: %.2f ops/sec (%.2f ms/op), %d total ops | Uptime: %d ms\n",
-				float64(rn-lastR)/secs, msPer(rs-lastRSum, rn-lastR), rn,
-				float64(wn-lastW)/secs, msPer(ws-lastWSum, wn-lastW), wn,
-				now.Sub(start).Milliseconds())
-			lastR, lastW, lastRSum, lastWSum, last = rn, wn, rs, ws, now
+			var b strings.Builder
+			for i, it := range items {
+				n, sum := it.h.count.Load(), it.h.sum.Load()
+				fmt.Fprintf(&b, "%s: %.2f ops/sec (%.2f ms/op), %d total ops | ", it.name, float64(n-lastN[i])/secs, msPer(sum-lastSum[i], n-lastN[i]), n)
+				lastN[i], lastSum[i] = n, sum
+			}
+			if extra != nil {
+				b.WriteString(extra())
+				b.WriteString(" | ")
+			}
+			fmt.Fprintf(&b, "Uptime: %d ms\n", now.Sub(start).Milliseconds())
+			io.WriteString(out, b.String())
+			last = now
 		}
 	}
 }

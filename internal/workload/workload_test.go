@@ -76,6 +76,10 @@ func TestConfigErrors(t *testing.T) {
 		{Nodes: []string{"x"}, UniqueKeys: 1},
 		{Nodes: []string{"x"}, WriteThreads: 1},
 		{Nodes: []string{"x"}, WriteThreads: 1, UniqueKeys: 1, ValueSize: 2 << 20},
+		{Workload: "Bank", Nodes: []string{"x"}},
+		{Workload: "Bank", Nodes: []string{"x"}, WriteThreads: 1, Accounts: 1},
+		{Workload: "Bank", Nodes: []string{"x"}, WriteThreads: 1, Isolation: "chaos"},
+		{Workload: "Bank", Nodes: []string{"x"}, WriteThreads: -1, Verify: true},
 	} {
 		if _, err := workload.Run(context.Background(), cfg); err == nil {
 			t.Errorf("%+v: accepted", cfg)

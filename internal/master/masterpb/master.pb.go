@@ -43,6 +43,8 @@ const (
 	MasterError_NOT_ENOUGH_TSERVERS MasterError_Code = 6
 	MasterError_UNAVAILABLE         MasterError_Code = 7
 	MasterError_INTERNAL            MasterError_Code = 8
+	// A conditional catalog change found another version than expected.
+	MasterError_CONFLICT MasterError_Code = 9
 )
 
 // Enum value maps for MasterError_Code.
@@ -57,6 +59,7 @@ var (
 		6: "NOT_ENOUGH_TSERVERS",
 		7: "UNAVAILABLE",
 		8: "INTERNAL",
+		9: "CONFLICT",
 	}
 	MasterError_Code_value = map[string]int32{
 		"OK":                  0,
@@ -68,6 +71,7 @@ var (
 		"NOT_ENOUGH_TSERVERS": 6,
 		"UNAVAILABLE":         7,
 		"INTERNAL":            8,
+		"CONFLICT":            9,
 	}
 )
 
@@ -282,7 +286,7 @@ func (x TServerInfo_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TServerInfo_State.Descriptor instead.
 func (TServerInfo_State) EnumDescriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{24, 0}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{31, 0}
 }
 
 type MasterError struct {
@@ -743,6 +747,9 @@ type HeartbeatResponse struct {
 	// need_full_report: this master leader has no report of the node yet
 	// (it just took over); the next heartbeat must carry every replica.
 	NeedFullReport bool `protobuf:"varint,6,opt,name=need_full_report,json=needFullReport,proto3" json:"need_full_report,omitempty"`
+	// catalog_version is bumped by every DDL; SQL layers on the node drop
+	// cached metadata older than it.
+	CatalogVersion uint64 `protobuf:"varint,7,opt,name=catalog_version,json=catalogVersion,proto3" json:"catalog_version,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -817,6 +824,13 @@ func (x *HeartbeatResponse) GetNeedFullReport() bool {
 		return x.NeedFullReport
 	}
 	return false
+}
+
+func (x *HeartbeatResponse) GetCatalogVersion() uint64 {
+	if x != nil {
+		return x.CatalogVersion
+	}
+	return 0
 }
 
 // ColumnSchema describes one column. Types are DocDB value type names
@@ -1038,8 +1052,11 @@ type TableInfo struct {
 	Partitioning      *Partitioning          `protobuf:"bytes,5,opt,name=partitioning,proto3" json:"partitioning,omitempty"`
 	ReplicationFactor int32                  `protobuf:"varint,6,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
 	State             TableInfo_State        `protobuf:"varint,7,opt,name=state,proto3,enum=shaledb.master.TableInfo_State" json:"state,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// sql_metadata is the SQL layer's description of the table (SQL types,
+	// defaults, constraints, indexes), opaque to the master.
+	SqlMetadata   []byte `protobuf:"bytes,8,opt,name=sql_metadata,json=sqlMetadata,proto3" json:"sql_metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TableInfo) Reset() {
@@ -1119,6 +1136,13 @@ func (x *TableInfo) GetState() TableInfo_State {
 		return x.State
 	}
 	return TableInfo_RUNNING
+}
+
+func (x *TableInfo) GetSqlMetadata() []byte {
+	if x != nil {
+		return x.SqlMetadata
+	}
+	return nil
 }
 
 type Replica struct {
@@ -1267,6 +1291,7 @@ type CreateTableRequest struct {
 	Partitioning      *Partitioning          `protobuf:"bytes,4,opt,name=partitioning,proto3" json:"partitioning,omitempty"`
 	ReplicationFactor int32                  `protobuf:"varint,5,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"` // 0: the cluster's
 	IfNotExists       bool                   `protobuf:"varint,6,opt,name=if_not_exists,json=ifNotExists,proto3" json:"if_not_exists,omitempty"`
+	SqlMetadata       []byte                 `protobuf:"bytes,7,opt,name=sql_metadata,json=sqlMetadata,proto3" json:"sql_metadata,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -1341,6 +1366,13 @@ func (x *CreateTableRequest) GetIfNotExists() bool {
 		return x.IfNotExists
 	}
 	return false
+}
+
+func (x *CreateTableRequest) GetSqlMetadata() []byte {
+	if x != nil {
+		return x.SqlMetadata
+	}
+	return nil
 }
 
 type CreateTableResponse struct {
@@ -1565,9 +1597,10 @@ type GetTableResponse struct {
 	Error *MasterError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
 	Table *TableInfo             `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
 	// tablets in key order.
-	Tablets       []*TabletLocation `protobuf:"bytes,3,rep,name=tablets,proto3" json:"tablets,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tablets        []*TabletLocation `protobuf:"bytes,3,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	CatalogVersion uint64            `protobuf:"varint,4,opt,name=catalog_version,json=catalogVersion,proto3" json:"catalog_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetTableResponse) Reset() {
@@ -1621,6 +1654,13 @@ func (x *GetTableResponse) GetTablets() []*TabletLocation {
 	return nil
 }
 
+func (x *GetTableResponse) GetCatalogVersion() uint64 {
+	if x != nil {
+		return x.CatalogVersion
+	}
+	return 0
+}
+
 type ListTablesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1658,11 +1698,12 @@ func (*ListTablesRequest) Descriptor() ([]byte, []int) {
 }
 
 type ListTablesResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *MasterError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	Tables        []*TableInfo           `protobuf:"bytes,2,rep,name=tables,proto3" json:"tables,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Error          *MasterError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Tables         []*TableInfo           `protobuf:"bytes,2,rep,name=tables,proto3" json:"tables,omitempty"`
+	CatalogVersion uint64                 `protobuf:"varint,3,opt,name=catalog_version,json=catalogVersion,proto3" json:"catalog_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListTablesResponse) Reset() {
@@ -1709,6 +1750,444 @@ func (x *ListTablesResponse) GetTables() []*TableInfo {
 	return nil
 }
 
+func (x *ListTablesResponse) GetCatalogVersion() uint64 {
+	if x != nil {
+		return x.CatalogVersion
+	}
+	return 0
+}
+
+// AlterTableRequest changes a table's schema (columns by id: new ids add
+// columns, missing ids drop them), SQL metadata and/or name. It fails with
+// CONFLICT when the table's schema version is not the expected one, so
+// concurrent DDL on one table cannot interleave.
+type AlterTableRequest struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	TableId               uint32                 `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	ExpectedSchemaVersion uint32                 `protobuf:"varint,2,opt,name=expected_schema_version,json=expectedSchemaVersion,proto3" json:"expected_schema_version,omitempty"`
+	Schema                *Schema                `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"` // unset: keep
+	SqlMetadata           []byte                 `protobuf:"bytes,4,opt,name=sql_metadata,json=sqlMetadata,proto3" json:"sql_metadata,omitempty"`
+	SetSqlMetadata        bool                   `protobuf:"varint,5,opt,name=set_sql_metadata,json=setSqlMetadata,proto3" json:"set_sql_metadata,omitempty"`
+	NewName               string                 `protobuf:"bytes,6,opt,name=new_name,json=newName,proto3" json:"new_name,omitempty"` // empty: keep
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *AlterTableRequest) Reset() {
+	*x = AlterTableRequest{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTableRequest) ProtoMessage() {}
+
+func (x *AlterTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTableRequest.ProtoReflect.Descriptor instead.
+func (*AlterTableRequest) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *AlterTableRequest) GetTableId() uint32 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *AlterTableRequest) GetExpectedSchemaVersion() uint32 {
+	if x != nil {
+		return x.ExpectedSchemaVersion
+	}
+	return 0
+}
+
+func (x *AlterTableRequest) GetSchema() *Schema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *AlterTableRequest) GetSqlMetadata() []byte {
+	if x != nil {
+		return x.SqlMetadata
+	}
+	return nil
+}
+
+func (x *AlterTableRequest) GetSetSqlMetadata() bool {
+	if x != nil {
+		return x.SetSqlMetadata
+	}
+	return false
+}
+
+func (x *AlterTableRequest) GetNewName() string {
+	if x != nil {
+		return x.NewName
+	}
+	return ""
+}
+
+type AlterTableResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Error          *MasterError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Table          *TableInfo             `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	CatalogVersion uint64                 `protobuf:"varint,3,opt,name=catalog_version,json=catalogVersion,proto3" json:"catalog_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AlterTableResponse) Reset() {
+	*x = AlterTableResponse{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTableResponse) ProtoMessage() {}
+
+func (x *AlterTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTableResponse.ProtoReflect.Descriptor instead.
+func (*AlterTableResponse) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *AlterTableResponse) GetError() *MasterError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *AlterTableResponse) GetTable() *TableInfo {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
+func (x *AlterTableResponse) GetCatalogVersion() uint64 {
+	if x != nil {
+		return x.CatalogVersion
+	}
+	return 0
+}
+
+type GetCatalogObjectsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// known_version: when the catalog version still equals it, objects are
+	// left out of the answer.
+	KnownVersion  uint64 `protobuf:"varint,1,opt,name=known_version,json=knownVersion,proto3" json:"known_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCatalogObjectsRequest) Reset() {
+	*x = GetCatalogObjectsRequest{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCatalogObjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCatalogObjectsRequest) ProtoMessage() {}
+
+func (x *GetCatalogObjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCatalogObjectsRequest.ProtoReflect.Descriptor instead.
+func (*GetCatalogObjectsRequest) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetCatalogObjectsRequest) GetKnownVersion() uint64 {
+	if x != nil {
+		return x.KnownVersion
+	}
+	return 0
+}
+
+type GetCatalogObjectsResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Error          *MasterError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	CatalogVersion uint64                 `protobuf:"varint,2,opt,name=catalog_version,json=catalogVersion,proto3" json:"catalog_version,omitempty"`
+	Objects        map[string][]byte      `protobuf:"bytes,3,rep,name=objects,proto3" json:"objects,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Unchanged      bool                   `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetCatalogObjectsResponse) Reset() {
+	*x = GetCatalogObjectsResponse{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCatalogObjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCatalogObjectsResponse) ProtoMessage() {}
+
+func (x *GetCatalogObjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCatalogObjectsResponse.ProtoReflect.Descriptor instead.
+func (*GetCatalogObjectsResponse) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetCatalogObjectsResponse) GetError() *MasterError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *GetCatalogObjectsResponse) GetCatalogVersion() uint64 {
+	if x != nil {
+		return x.CatalogVersion
+	}
+	return 0
+}
+
+func (x *GetCatalogObjectsResponse) GetObjects() map[string][]byte {
+	if x != nil {
+		return x.Objects
+	}
+	return nil
+}
+
+func (x *GetCatalogObjectsResponse) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
+}
+
+// UpdateCatalogObjectsRequest puts and deletes objects in one catalog
+// write. With expected_version set, it fails with CONFLICT unless the
+// catalog version is still that.
+type UpdateCatalogObjectsRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ExpectedVersion uint64                 `protobuf:"varint,1,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
+	Put             map[string][]byte      `protobuf:"bytes,2,rep,name=put,proto3" json:"put,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Delete          []string               `protobuf:"bytes,3,rep,name=delete,proto3" json:"delete,omitempty"`
+	// create_only: fail with ALREADY_EXISTS when a put key exists.
+	CreateOnly    bool `protobuf:"varint,4,opt,name=create_only,json=createOnly,proto3" json:"create_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCatalogObjectsRequest) Reset() {
+	*x = UpdateCatalogObjectsRequest{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCatalogObjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCatalogObjectsRequest) ProtoMessage() {}
+
+func (x *UpdateCatalogObjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCatalogObjectsRequest.ProtoReflect.Descriptor instead.
+func (*UpdateCatalogObjectsRequest) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *UpdateCatalogObjectsRequest) GetExpectedVersion() uint64 {
+	if x != nil {
+		return x.ExpectedVersion
+	}
+	return 0
+}
+
+func (x *UpdateCatalogObjectsRequest) GetPut() map[string][]byte {
+	if x != nil {
+		return x.Put
+	}
+	return nil
+}
+
+func (x *UpdateCatalogObjectsRequest) GetDelete() []string {
+	if x != nil {
+		return x.Delete
+	}
+	return nil
+}
+
+func (x *UpdateCatalogObjectsRequest) GetCreateOnly() bool {
+	if x != nil {
+		return x.CreateOnly
+	}
+	return false
+}
+
+type UpdateCatalogObjectsResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Error          *MasterError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	CatalogVersion uint64                 `protobuf:"varint,2,opt,name=catalog_version,json=catalogVersion,proto3" json:"catalog_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpdateCatalogObjectsResponse) Reset() {
+	*x = UpdateCatalogObjectsResponse{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCatalogObjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCatalogObjectsResponse) ProtoMessage() {}
+
+func (x *UpdateCatalogObjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCatalogObjectsResponse.ProtoReflect.Descriptor instead.
+func (*UpdateCatalogObjectsResponse) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *UpdateCatalogObjectsResponse) GetError() *MasterError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *UpdateCatalogObjectsResponse) GetCatalogVersion() uint64 {
+	if x != nil {
+		return x.CatalogVersion
+	}
+	return 0
+}
+
+// CatalogObjects is the sys catalog entry holding every SQL object.
+type CatalogObjects struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Objects       map[string][]byte      `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogObjects) Reset() {
+	*x = CatalogObjects{}
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogObjects) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogObjects) ProtoMessage() {}
+
+func (x *CatalogObjects) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogObjects.ProtoReflect.Descriptor instead.
+func (*CatalogObjects) Descriptor() ([]byte, []int) {
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *CatalogObjects) GetObjects() map[string][]byte {
+	if x != nil {
+		return x.Objects
+	}
+	return nil
+}
+
 type MasterInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NodeId        uint64                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -1721,7 +2200,7 @@ type MasterInfo struct {
 
 func (x *MasterInfo) Reset() {
 	*x = MasterInfo{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[21]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1733,7 +2212,7 @@ func (x *MasterInfo) String() string {
 func (*MasterInfo) ProtoMessage() {}
 
 func (x *MasterInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[21]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1746,7 +2225,7 @@ func (x *MasterInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterInfo.ProtoReflect.Descriptor instead.
 func (*MasterInfo) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{21}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MasterInfo) GetNodeId() uint64 {
@@ -1785,7 +2264,7 @@ type ListMastersRequest struct {
 
 func (x *ListMastersRequest) Reset() {
 	*x = ListMastersRequest{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[22]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +2276,7 @@ func (x *ListMastersRequest) String() string {
 func (*ListMastersRequest) ProtoMessage() {}
 
 func (x *ListMastersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[22]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +2289,7 @@ func (x *ListMastersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMastersRequest.ProtoReflect.Descriptor instead.
 func (*ListMastersRequest) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{22}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{29}
 }
 
 type ListMastersResponse struct {
@@ -1823,7 +2302,7 @@ type ListMastersResponse struct {
 
 func (x *ListMastersResponse) Reset() {
 	*x = ListMastersResponse{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[23]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +2314,7 @@ func (x *ListMastersResponse) String() string {
 func (*ListMastersResponse) ProtoMessage() {}
 
 func (x *ListMastersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[23]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +2327,7 @@ func (x *ListMastersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMastersResponse.ProtoReflect.Descriptor instead.
 func (*ListMastersResponse) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{23}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListMastersResponse) GetError() *MasterError {
@@ -1883,7 +2362,7 @@ type TServerInfo struct {
 
 func (x *TServerInfo) Reset() {
 	*x = TServerInfo{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[24]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +2374,7 @@ func (x *TServerInfo) String() string {
 func (*TServerInfo) ProtoMessage() {}
 
 func (x *TServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[24]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +2387,7 @@ func (x *TServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TServerInfo.ProtoReflect.Descriptor instead.
 func (*TServerInfo) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{24}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TServerInfo) GetNodeId() uint64 {
@@ -1989,7 +2468,7 @@ type ListTServersRequest struct {
 
 func (x *ListTServersRequest) Reset() {
 	*x = ListTServersRequest{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[25]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2480,7 @@ func (x *ListTServersRequest) String() string {
 func (*ListTServersRequest) ProtoMessage() {}
 
 func (x *ListTServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[25]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2493,7 @@ func (x *ListTServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTServersRequest.ProtoReflect.Descriptor instead.
 func (*ListTServersRequest) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{25}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{32}
 }
 
 type ListTServersResponse struct {
@@ -2027,7 +2506,7 @@ type ListTServersResponse struct {
 
 func (x *ListTServersResponse) Reset() {
 	*x = ListTServersResponse{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[26]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2518,7 @@ func (x *ListTServersResponse) String() string {
 func (*ListTServersResponse) ProtoMessage() {}
 
 func (x *ListTServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[26]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2531,7 @@ func (x *ListTServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTServersResponse.ProtoReflect.Descriptor instead.
 func (*ListTServersResponse) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{26}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListTServersResponse) GetError() *MasterError {
@@ -2079,7 +2558,7 @@ type LeaderStepdownRequest struct {
 
 func (x *LeaderStepdownRequest) Reset() {
 	*x = LeaderStepdownRequest{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[27]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2570,7 @@ func (x *LeaderStepdownRequest) String() string {
 func (*LeaderStepdownRequest) ProtoMessage() {}
 
 func (x *LeaderStepdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[27]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2583,7 @@ func (x *LeaderStepdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderStepdownRequest.ProtoReflect.Descriptor instead.
 func (*LeaderStepdownRequest) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{27}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *LeaderStepdownRequest) GetTabletId() uint64 {
@@ -2130,7 +2609,7 @@ type LeaderStepdownResponse struct {
 
 func (x *LeaderStepdownResponse) Reset() {
 	*x = LeaderStepdownResponse{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[28]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2621,7 @@ func (x *LeaderStepdownResponse) String() string {
 func (*LeaderStepdownResponse) ProtoMessage() {}
 
 func (x *LeaderStepdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[28]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2634,7 @@ func (x *LeaderStepdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderStepdownResponse.ProtoReflect.Descriptor instead.
 func (*LeaderStepdownResponse) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{28}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LeaderStepdownResponse) GetError() *MasterError {
@@ -2174,7 +2653,7 @@ type SplitTabletRequest struct {
 
 func (x *SplitTabletRequest) Reset() {
 	*x = SplitTabletRequest{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[29]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2665,7 @@ func (x *SplitTabletRequest) String() string {
 func (*SplitTabletRequest) ProtoMessage() {}
 
 func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[29]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2678,7 @@ func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletRequest.ProtoReflect.Descriptor instead.
 func (*SplitTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{29}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SplitTabletRequest) GetTabletId() uint64 {
@@ -2220,7 +2699,7 @@ type SplitTabletResponse struct {
 
 func (x *SplitTabletResponse) Reset() {
 	*x = SplitTabletResponse{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[30]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2711,7 @@ func (x *SplitTabletResponse) String() string {
 func (*SplitTabletResponse) ProtoMessage() {}
 
 func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[30]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2724,7 @@ func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletResponse.ProtoReflect.Descriptor instead.
 func (*SplitTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{30}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SplitTabletResponse) GetError() *MasterError {
@@ -2279,7 +2758,7 @@ type BlacklistRequest struct {
 
 func (x *BlacklistRequest) Reset() {
 	*x = BlacklistRequest{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[31]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2291,7 +2770,7 @@ func (x *BlacklistRequest) String() string {
 func (*BlacklistRequest) ProtoMessage() {}
 
 func (x *BlacklistRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[31]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2783,7 @@ func (x *BlacklistRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlacklistRequest.ProtoReflect.Descriptor instead.
 func (*BlacklistRequest) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{31}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *BlacklistRequest) GetNodeId() uint64 {
@@ -2330,7 +2809,7 @@ type BlacklistResponse struct {
 
 func (x *BlacklistResponse) Reset() {
 	*x = BlacklistResponse{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[32]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2821,7 @@ func (x *BlacklistResponse) String() string {
 func (*BlacklistResponse) ProtoMessage() {}
 
 func (x *BlacklistResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[32]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2834,7 @@ func (x *BlacklistResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlacklistResponse.ProtoReflect.Descriptor instead.
 func (*BlacklistResponse) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{32}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BlacklistResponse) GetError() *MasterError {
@@ -2382,7 +2861,7 @@ type MoveReplicaRequest struct {
 
 func (x *MoveReplicaRequest) Reset() {
 	*x = MoveReplicaRequest{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2873,7 @@ func (x *MoveReplicaRequest) String() string {
 func (*MoveReplicaRequest) ProtoMessage() {}
 
 func (x *MoveReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[33]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2886,7 @@ func (x *MoveReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicaRequest.ProtoReflect.Descriptor instead.
 func (*MoveReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{33}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MoveReplicaRequest) GetTabletId() uint64 {
@@ -2453,7 +2932,7 @@ type MoveReplicaResponse struct {
 
 func (x *MoveReplicaResponse) Reset() {
 	*x = MoveReplicaResponse{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2944,7 @@ func (x *MoveReplicaResponse) String() string {
 func (*MoveReplicaResponse) ProtoMessage() {}
 
 func (x *MoveReplicaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[34]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2957,7 @@ func (x *MoveReplicaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveReplicaResponse.ProtoReflect.Descriptor instead.
 func (*MoveReplicaResponse) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{34}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *MoveReplicaResponse) GetError() *MasterError {
@@ -2535,15 +3014,16 @@ type ClusterConfig struct {
 	Blacklist         []uint64               `protobuf:"varint,6,rep,packed,name=blacklist,proto3" json:"blacklist,omitempty"`
 	// masters are the node ids in the sys catalog's configuration, or being
 	// added to it.
-	Masters       []uint64 `protobuf:"varint,7,rep,packed,name=masters,proto3" json:"masters,omitempty"`
-	CreatedUnixMs int64    `protobuf:"varint,8,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Masters        []uint64 `protobuf:"varint,7,rep,packed,name=masters,proto3" json:"masters,omitempty"`
+	CreatedUnixMs  int64    `protobuf:"varint,8,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	CatalogVersion uint64   `protobuf:"varint,9,opt,name=catalog_version,json=catalogVersion,proto3" json:"catalog_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ClusterConfig) Reset() {
 	*x = ClusterConfig{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[35]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +3035,7 @@ func (x *ClusterConfig) String() string {
 func (*ClusterConfig) ProtoMessage() {}
 
 func (x *ClusterConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[35]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +3048,7 @@ func (x *ClusterConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterConfig.ProtoReflect.Descriptor instead.
 func (*ClusterConfig) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{35}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ClusterConfig) GetClusterId() string {
@@ -2627,6 +3107,13 @@ func (x *ClusterConfig) GetCreatedUnixMs() int64 {
 	return 0
 }
 
+func (x *ClusterConfig) GetCatalogVersion() uint64 {
+	if x != nil {
+		return x.CatalogVersion
+	}
+	return 0
+}
+
 // TServerRecord is a tserver's registration in the sys catalog (liveness is
 // kept in memory from heartbeats).
 type TServerRecord struct {
@@ -2641,7 +3128,7 @@ type TServerRecord struct {
 
 func (x *TServerRecord) Reset() {
 	*x = TServerRecord{}
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[36]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +3140,7 @@ func (x *TServerRecord) String() string {
 func (*TServerRecord) ProtoMessage() {}
 
 func (x *TServerRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_master_masterpb_master_proto_msgTypes[36]
+	mi := &file_internal_master_masterpb_master_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +3153,7 @@ func (x *TServerRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TServerRecord.ProtoReflect.Descriptor instead.
 func (*TServerRecord) Descriptor() ([]byte, []int) {
-	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{36}
+	return file_internal_master_masterpb_master_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TServerRecord) GetNodeId() uint64 {
@@ -2701,12 +3188,12 @@ var File_internal_master_masterpb_master_proto protoreflect.FileDescriptor
 
 const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\n" +
-	"%internal/master/masterpb/master.proto\x12\x0eshaledb.master\x1a(internal/tserver/tserverpb/tserver.proto\"\xa3\x02\n" +
+	"%internal/master/masterpb/master.proto\x12\x0eshaledb.master\x1a(internal/tserver/tserverpb/tserver.proto\"\xb1\x02\n" +
 	"\vMasterError\x124\n" +
 	"\x04code\x18\x01 \x01(\x0e2 .shaledb.master.MasterError.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
 	"\vleader_addr\x18\x03 \x01(\tR\n" +
-	"leaderAddr\"\xa2\x01\n" +
+	"leaderAddr\"\xb0\x01\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -2717,7 +3204,8 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\rWRONG_CLUSTER\x10\x05\x12\x17\n" +
 	"\x13NOT_ENOUGH_TSERVERS\x10\x06\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\a\x12\f\n" +
-	"\bINTERNAL\x10\b\"M\n" +
+	"\bINTERNAL\x10\b\x12\f\n" +
+	"\bCONFLICT\x10\t\"M\n" +
 	"\tPlacement\x12\x14\n" +
 	"\x05cloud\x18\x01 \x01(\tR\x05cloud\x12\x16\n" +
 	"\x06region\x18\x02 \x01(\tR\x06region\x12\x12\n" +
@@ -2754,7 +3242,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"data_bytes\x18\a \x01(\x04R\tdataBytes\x12\x1f\n" +
 	"\vfull_report\x18\b \x01(\bR\n" +
 	"fullReport\x12'\n" +
-	"\x0fremoved_tablets\x18\t \x03(\x04R\x0eremovedTablets\"\xc6\x03\n" +
+	"\x0fremoved_tablets\x18\t \x03(\x04R\x0eremovedTablets\"\xef\x03\n" +
 	"\x11HeartbeatResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12H\n" +
 	"\amasters\x18\x02 \x03(\v2..shaledb.master.HeartbeatResponse.MastersEntryR\amasters\x12K\n" +
@@ -2762,7 +3250,8 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\rbecome_master\x18\x04 \x01(\bR\fbecomeMaster\x12\x1f\n" +
 	"\vdrop_master\x18\x05 \x01(\bR\n" +
 	"dropMaster\x12(\n" +
-	"\x10need_full_report\x18\x06 \x01(\bR\x0eneedFullReport\x1a:\n" +
+	"\x10need_full_report\x18\x06 \x01(\bR\x0eneedFullReport\x12'\n" +
+	"\x0fcatalog_version\x18\a \x01(\x04R\x0ecatalogVersion\x1a:\n" +
 	"\fMastersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
@@ -2790,7 +3279,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\fsplit_points\x18\x03 \x03(\fR\vsplitPoints\"\x1b\n" +
 	"\x04Kind\x12\b\n" +
 	"\x04HASH\x10\x00\x12\t\n" +
-	"\x05RANGE\x10\x01\"\xe2\x02\n" +
+	"\x05RANGE\x10\x01\"\x85\x03\n" +
 	"\tTableInfo\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\rR\atableId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -2798,7 +3287,8 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x06schema\x18\x04 \x01(\v2\x16.shaledb.master.SchemaR\x06schema\x12@\n" +
 	"\fpartitioning\x18\x05 \x01(\v2\x1c.shaledb.master.PartitioningR\fpartitioning\x12-\n" +
 	"\x12replication_factor\x18\x06 \x01(\x05R\x11replicationFactor\x125\n" +
-	"\x05state\x18\a \x01(\x0e2\x1f.shaledb.master.TableInfo.StateR\x05state\"0\n" +
+	"\x05state\x18\a \x01(\x0e2\x1f.shaledb.master.TableInfo.StateR\x05state\x12!\n" +
+	"\fsql_metadata\x18\b \x01(\fR\vsqlMetadata\"0\n" +
 	"\x05State\x12\v\n" +
 	"\aRUNNING\x10\x00\x12\f\n" +
 	"\bCREATING\x10\x01\x12\f\n" +
@@ -2818,14 +3308,15 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x04 \x01(\x04R\tsizeBytes\x12\x1d\n" +
 	"\n" +
-	"split_into\x18\x05 \x03(\x04R\tsplitInto\"\x8b\x02\n" +
+	"split_into\x18\x05 \x03(\x04R\tsplitInto\"\xae\x02\n" +
 	"\x12CreateTableRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12.\n" +
 	"\x06schema\x18\x03 \x01(\v2\x16.shaledb.master.SchemaR\x06schema\x12@\n" +
 	"\fpartitioning\x18\x04 \x01(\v2\x1c.shaledb.master.PartitioningR\fpartitioning\x12-\n" +
 	"\x12replication_factor\x18\x05 \x01(\x05R\x11replicationFactor\x12\"\n" +
-	"\rif_not_exists\x18\x06 \x01(\bR\vifNotExists\"y\n" +
+	"\rif_not_exists\x18\x06 \x01(\bR\vifNotExists\x12!\n" +
+	"\fsql_metadata\x18\a \x01(\fR\vsqlMetadata\"y\n" +
 	"\x13CreateTableResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12/\n" +
 	"\x05table\x18\x02 \x01(\v2\x19.shaledb.master.TableInfoR\x05table\"a\n" +
@@ -2838,15 +3329,55 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x0fGetTableRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\rR\atableId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"\xb0\x01\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\xd9\x01\n" +
 	"\x10GetTableResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12/\n" +
 	"\x05table\x18\x02 \x01(\v2\x19.shaledb.master.TableInfoR\x05table\x128\n" +
-	"\atablets\x18\x03 \x03(\v2\x1e.shaledb.master.TabletLocationR\atablets\"\x13\n" +
-	"\x11ListTablesRequest\"z\n" +
+	"\atablets\x18\x03 \x03(\v2\x1e.shaledb.master.TabletLocationR\atablets\x12'\n" +
+	"\x0fcatalog_version\x18\x04 \x01(\x04R\x0ecatalogVersion\"\x13\n" +
+	"\x11ListTablesRequest\"\xa3\x01\n" +
 	"\x12ListTablesResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x121\n" +
-	"\x06tables\x18\x02 \x03(\v2\x19.shaledb.master.TableInfoR\x06tables\"z\n" +
+	"\x06tables\x18\x02 \x03(\v2\x19.shaledb.master.TableInfoR\x06tables\x12'\n" +
+	"\x0fcatalog_version\x18\x03 \x01(\x04R\x0ecatalogVersion\"\xfe\x01\n" +
+	"\x11AlterTableRequest\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\rR\atableId\x126\n" +
+	"\x17expected_schema_version\x18\x02 \x01(\rR\x15expectedSchemaVersion\x12.\n" +
+	"\x06schema\x18\x03 \x01(\v2\x16.shaledb.master.SchemaR\x06schema\x12!\n" +
+	"\fsql_metadata\x18\x04 \x01(\fR\vsqlMetadata\x12(\n" +
+	"\x10set_sql_metadata\x18\x05 \x01(\bR\x0esetSqlMetadata\x12\x19\n" +
+	"\bnew_name\x18\x06 \x01(\tR\anewName\"\xa1\x01\n" +
+	"\x12AlterTableResponse\x121\n" +
+	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12/\n" +
+	"\x05table\x18\x02 \x01(\v2\x19.shaledb.master.TableInfoR\x05table\x12'\n" +
+	"\x0fcatalog_version\x18\x03 \x01(\x04R\x0ecatalogVersion\"?\n" +
+	"\x18GetCatalogObjectsRequest\x12#\n" +
+	"\rknown_version\x18\x01 \x01(\x04R\fknownVersion\"\xa3\x02\n" +
+	"\x19GetCatalogObjectsResponse\x121\n" +
+	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12'\n" +
+	"\x0fcatalog_version\x18\x02 \x01(\x04R\x0ecatalogVersion\x12P\n" +
+	"\aobjects\x18\x03 \x03(\v26.shaledb.master.GetCatalogObjectsResponse.ObjectsEntryR\aobjects\x12\x1c\n" +
+	"\tunchanged\x18\x04 \x01(\bR\tunchanged\x1a:\n" +
+	"\fObjectsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x81\x02\n" +
+	"\x1bUpdateCatalogObjectsRequest\x12)\n" +
+	"\x10expected_version\x18\x01 \x01(\x04R\x0fexpectedVersion\x12F\n" +
+	"\x03put\x18\x02 \x03(\v24.shaledb.master.UpdateCatalogObjectsRequest.PutEntryR\x03put\x12\x16\n" +
+	"\x06delete\x18\x03 \x03(\tR\x06delete\x12\x1f\n" +
+	"\vcreate_only\x18\x04 \x01(\bR\n" +
+	"createOnly\x1a6\n" +
+	"\bPutEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"z\n" +
+	"\x1cUpdateCatalogObjectsResponse\x121\n" +
+	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12'\n" +
+	"\x0fcatalog_version\x18\x02 \x01(\x04R\x0ecatalogVersion\"\x93\x01\n" +
+	"\x0eCatalogObjects\x12E\n" +
+	"\aobjects\x18\x01 \x03(\v2+.shaledb.master.CatalogObjects.ObjectsEntryR\aobjects\x1a:\n" +
+	"\fObjectsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"z\n" +
 	"\n" +
 	"MasterInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
@@ -2904,7 +3435,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\fleader_moved\x18\x04 \x01(\bR\vleaderMoved\x126\n" +
 	"\x06tablet\x18\x05 \x01(\v2\x1e.shaledb.master.TabletLocationR\x06tablet\x12\x1d\n" +
 	"\n" +
-	"elapsed_ms\x18\x06 \x01(\x03R\telapsedMs\"\xa9\x02\n" +
+	"elapsed_ms\x18\x06 \x01(\x03R\telapsedMs\"\xd2\x02\n" +
 	"\rClusterConfig\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12-\n" +
@@ -2915,12 +3446,14 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x0enext_tablet_id\x18\x05 \x01(\x04R\fnextTabletId\x12\x1c\n" +
 	"\tblacklist\x18\x06 \x03(\x04R\tblacklist\x12\x18\n" +
 	"\amasters\x18\a \x03(\x04R\amasters\x12&\n" +
-	"\x0fcreated_unix_ms\x18\b \x01(\x03R\rcreatedUnixMs\"\x99\x01\n" +
+	"\x0fcreated_unix_ms\x18\b \x01(\x03R\rcreatedUnixMs\x12'\n" +
+	"\x0fcatalog_version\x18\t \x01(\x04R\x0ecatalogVersion\"\x99\x01\n" +
 	"\rTServerRecord\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x127\n" +
-	"\tplacement\x18\x04 \x01(\v2\x19.shaledb.master.PlacementR\tplacement2\x81\b\n" +
+	"\tplacement\x18\x04 \x01(\v2\x19.shaledb.master.PlacementR\tplacement2\xb3\n" +
+	"\n" +
 	"\x06Master\x12A\n" +
 	"\x04Join\x12\x1b.shaledb.master.JoinRequest\x1a\x1c.shaledb.master.JoinResponse\x12P\n" +
 	"\tHeartbeat\x12 .shaledb.master.HeartbeatRequest\x1a!.shaledb.master.HeartbeatResponse\x12V\n" +
@@ -2928,7 +3461,11 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\tDropTable\x12 .shaledb.master.DropTableRequest\x1a!.shaledb.master.DropTableResponse\x12M\n" +
 	"\bGetTable\x12\x1f.shaledb.master.GetTableRequest\x1a .shaledb.master.GetTableResponse\x12S\n" +
 	"\n" +
-	"ListTables\x12!.shaledb.master.ListTablesRequest\x1a\".shaledb.master.ListTablesResponse\x12V\n" +
+	"ListTables\x12!.shaledb.master.ListTablesRequest\x1a\".shaledb.master.ListTablesResponse\x12S\n" +
+	"\n" +
+	"AlterTable\x12!.shaledb.master.AlterTableRequest\x1a\".shaledb.master.AlterTableResponse\x12h\n" +
+	"\x11GetCatalogObjects\x12(.shaledb.master.GetCatalogObjectsRequest\x1a).shaledb.master.GetCatalogObjectsResponse\x12q\n" +
+	"\x14UpdateCatalogObjects\x12+.shaledb.master.UpdateCatalogObjectsRequest\x1a,.shaledb.master.UpdateCatalogObjectsResponse\x12V\n" +
 	"\vListMasters\x12\".shaledb.master.ListMastersRequest\x1a#.shaledb.master.ListMastersResponse\x12Y\n" +
 	"\fListTServers\x12#.shaledb.master.ListTServersRequest\x1a$.shaledb.master.ListTServersResponse\x12_\n" +
 	"\x0eLeaderStepdown\x12%.shaledb.master.LeaderStepdownRequest\x1a&.shaledb.master.LeaderStepdownResponse\x12V\n" +
@@ -2949,74 +3486,84 @@ func file_internal_master_masterpb_master_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_master_masterpb_master_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_internal_master_masterpb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_internal_master_masterpb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_internal_master_masterpb_master_proto_goTypes = []any{
-	(MasterError_Code)(0),              // 0: shaledb.master.MasterError.Code
-	(Partitioning_Kind)(0),             // 1: shaledb.master.Partitioning.Kind
-	(TableInfo_State)(0),               // 2: shaledb.master.TableInfo.State
-	(Replica_Role)(0),                  // 3: shaledb.master.Replica.Role
-	(TServerInfo_State)(0),             // 4: shaledb.master.TServerInfo.State
-	(*MasterError)(nil),                // 5: shaledb.master.MasterError
-	(*Placement)(nil),                  // 6: shaledb.master.Placement
-	(*JoinRequest)(nil),                // 7: shaledb.master.JoinRequest
-	(*JoinResponse)(nil),               // 8: shaledb.master.JoinResponse
-	(*TabletReport)(nil),               // 9: shaledb.master.TabletReport
-	(*HeartbeatRequest)(nil),           // 10: shaledb.master.HeartbeatRequest
-	(*HeartbeatResponse)(nil),          // 11: shaledb.master.HeartbeatResponse
-	(*ColumnSchema)(nil),               // 12: shaledb.master.ColumnSchema
-	(*Schema)(nil),                     // 13: shaledb.master.Schema
-	(*Partitioning)(nil),               // 14: shaledb.master.Partitioning
-	(*TableInfo)(nil),                  // 15: shaledb.master.TableInfo
-	(*Replica)(nil),                    // 16: shaledb.master.Replica
-	(*TabletLocation)(nil),             // 17: shaledb.master.TabletLocation
-	(*CreateTableRequest)(nil),         // 18: shaledb.master.CreateTableRequest
-	(*CreateTableResponse)(nil),        // 19: shaledb.master.CreateTableResponse
-	(*DropTableRequest)(nil),           // 20: shaledb.master.DropTableRequest
-	(*DropTableResponse)(nil),          // 21: shaledb.master.DropTableResponse
-	(*GetTableRequest)(nil),            // 22: shaledb.master.GetTableRequest
-	(*GetTableResponse)(nil),           // 23: shaledb.master.GetTableResponse
-	(*ListTablesRequest)(nil),          // 24: shaledb.master.ListTablesRequest
-	(*ListTablesResponse)(nil),         // 25: shaledb.master.ListTablesResponse
-	(*MasterInfo)(nil),                 // 26: shaledb.master.MasterInfo
-	(*ListMastersRequest)(nil),         // 27: shaledb.master.ListMastersRequest
-	(*ListMastersResponse)(nil),        // 28: shaledb.master.ListMastersResponse
-	(*TServerInfo)(nil),                // 29: shaledb.master.TServerInfo
-	(*ListTServersRequest)(nil),        // 30: shaledb.master.ListTServersRequest
-	(*ListTServersResponse)(nil),       // 31: shaledb.master.ListTServersResponse
-	(*LeaderStepdownRequest)(nil),      // 32: shaledb.master.LeaderStepdownRequest
-	(*LeaderStepdownResponse)(nil),     // 33: shaledb.master.LeaderStepdownResponse
-	(*SplitTabletRequest)(nil),         // 34: shaledb.master.SplitTabletRequest
-	(*SplitTabletResponse)(nil),        // 35: shaledb.master.SplitTabletResponse
-	(*BlacklistRequest)(nil),           // 36: shaledb.master.BlacklistRequest
-	(*BlacklistResponse)(nil),          // 37: shaledb.master.BlacklistResponse
-	(*MoveReplicaRequest)(nil),         // 38: shaledb.master.MoveReplicaRequest
-	(*MoveReplicaResponse)(nil),        // 39: shaledb.master.MoveReplicaResponse
-	(*ClusterConfig)(nil),              // 40: shaledb.master.ClusterConfig
-	(*TServerRecord)(nil),              // 41: shaledb.master.TServerRecord
-	nil,                                // 42: shaledb.master.JoinResponse.MastersEntry
-	nil,                                // 43: shaledb.master.HeartbeatResponse.MastersEntry
-	nil,                                // 44: shaledb.master.HeartbeatResponse.TserversEntry
-	(*tserverpb.TabletStatus)(nil),     // 45: shaledb.tserver.TabletStatus
-	(*tserverpb.TabletDescriptor)(nil), // 46: shaledb.tserver.TabletDescriptor
+	(MasterError_Code)(0),                // 0: shaledb.master.MasterError.Code
+	(Partitioning_Kind)(0),               // 1: shaledb.master.Partitioning.Kind
+	(TableInfo_State)(0),                 // 2: shaledb.master.TableInfo.State
+	(Replica_Role)(0),                    // 3: shaledb.master.Replica.Role
+	(TServerInfo_State)(0),               // 4: shaledb.master.TServerInfo.State
+	(*MasterError)(nil),                  // 5: shaledb.master.MasterError
+	(*Placement)(nil),                    // 6: shaledb.master.Placement
+	(*JoinRequest)(nil),                  // 7: shaledb.master.JoinRequest
+	(*JoinResponse)(nil),                 // 8: shaledb.master.JoinResponse
+	(*TabletReport)(nil),                 // 9: shaledb.master.TabletReport
+	(*HeartbeatRequest)(nil),             // 10: shaledb.master.HeartbeatRequest
+	(*HeartbeatResponse)(nil),            // 11: shaledb.master.HeartbeatResponse
+	(*ColumnSchema)(nil),                 // 12: shaledb.master.ColumnSchema
+	(*Schema)(nil),                       // 13: shaledb.master.Schema
+	(*Partitioning)(nil),                 // 14: shaledb.master.Partitioning
+	(*TableInfo)(nil),                    // 15: shaledb.master.TableInfo
+	(*Replica)(nil),                      // 16: shaledb.master.Replica
+	(*TabletLocation)(nil),               // 17: shaledb.master.TabletLocation
+	(*CreateTableRequest)(nil),           // 18: shaledb.master.CreateTableRequest
+	(*CreateTableResponse)(nil),          // 19: shaledb.master.CreateTableResponse
+	(*DropTableRequest)(nil),             // 20: shaledb.master.DropTableRequest
+	(*DropTableResponse)(nil),            // 21: shaledb.master.DropTableResponse
+	(*GetTableRequest)(nil),              // 22: shaledb.master.GetTableRequest
+	(*GetTableResponse)(nil),             // 23: shaledb.master.GetTableResponse
+	(*ListTablesRequest)(nil),            // 24: shaledb.master.ListTablesRequest
+	(*ListTablesResponse)(nil),           // 25: shaledb.master.ListTablesResponse
+	(*AlterTableRequest)(nil),            // 26: shaledb.master.AlterTableRequest
+	(*AlterTableResponse)(nil),           // 27: shaledb.master.AlterTableResponse
+	(*GetCatalogObjectsRequest)(nil),     // 28: shaledb.master.GetCatalogObjectsRequest
+	(*GetCatalogObjectsResponse)(nil),    // 29: shaledb.master.GetCatalogObjectsResponse
+	(*UpdateCatalogObjectsRequest)(nil),  // 30: shaledb.master.UpdateCatalogObjectsRequest
+	(*UpdateCatalogObjectsResponse)(nil), // 31: shaledb.master.UpdateCatalogObjectsResponse
+	(*CatalogObjects)(nil),               // 32: shaledb.master.CatalogObjects
+	(*MasterInfo)(nil),                   // 33: shaledb.master.MasterInfo
+	(*ListMastersRequest)(nil),           // 34: shaledb.master.ListMastersRequest
+	(*ListMastersResponse)(nil),          // 35: shaledb.master.ListMastersResponse
+	(*TServerInfo)(nil),                  // 36: shaledb.master.TServerInfo
+	(*ListTServersRequest)(nil),          // 37: shaledb.master.ListTServersRequest
+	(*ListTServersResponse)(nil),         // 38: shaledb.master.ListTServersResponse
+	(*LeaderStepdownRequest)(nil),        // 39: shaledb.master.LeaderStepdownRequest
+	(*LeaderStepdownResponse)(nil),       // 40: shaledb.master.LeaderStepdownResponse
+	(*SplitTabletRequest)(nil),           // 41: shaledb.master.SplitTabletRequest
+	(*SplitTabletResponse)(nil),          // 42: shaledb.master.SplitTabletResponse
+	(*BlacklistRequest)(nil),             // 43: shaledb.master.BlacklistRequest
+	(*BlacklistResponse)(nil),            // 44: shaledb.master.BlacklistResponse
+	(*MoveReplicaRequest)(nil),           // 45: shaledb.master.MoveReplicaRequest
+	(*MoveReplicaResponse)(nil),          // 46: shaledb.master.MoveReplicaResponse
+	(*ClusterConfig)(nil),                // 47: shaledb.master.ClusterConfig
+	(*TServerRecord)(nil),                // 48: shaledb.master.TServerRecord
+	nil,                                  // 49: shaledb.master.JoinResponse.MastersEntry
+	nil,                                  // 50: shaledb.master.HeartbeatResponse.MastersEntry
+	nil,                                  // 51: shaledb.master.HeartbeatResponse.TserversEntry
+	nil,                                  // 52: shaledb.master.GetCatalogObjectsResponse.ObjectsEntry
+	nil,                                  // 53: shaledb.master.UpdateCatalogObjectsRequest.PutEntry
+	nil,                                  // 54: shaledb.master.CatalogObjects.ObjectsEntry
+	(*tserverpb.TabletStatus)(nil),       // 55: shaledb.tserver.TabletStatus
+	(*tserverpb.TabletDescriptor)(nil),   // 56: shaledb.tserver.TabletDescriptor
 }
 var file_internal_master_masterpb_master_proto_depIdxs = []int32{
 	0,  // 0: shaledb.master.MasterError.code:type_name -> shaledb.master.MasterError.Code
 	6,  // 1: shaledb.master.JoinRequest.placement:type_name -> shaledb.master.Placement
 	5,  // 2: shaledb.master.JoinResponse.error:type_name -> shaledb.master.MasterError
-	42, // 3: shaledb.master.JoinResponse.masters:type_name -> shaledb.master.JoinResponse.MastersEntry
-	45, // 4: shaledb.master.TabletReport.status:type_name -> shaledb.tserver.TabletStatus
+	49, // 3: shaledb.master.JoinResponse.masters:type_name -> shaledb.master.JoinResponse.MastersEntry
+	55, // 4: shaledb.master.TabletReport.status:type_name -> shaledb.tserver.TabletStatus
 	6,  // 5: shaledb.master.HeartbeatRequest.placement:type_name -> shaledb.master.Placement
 	9,  // 6: shaledb.master.HeartbeatRequest.tablets:type_name -> shaledb.master.TabletReport
 	5,  // 7: shaledb.master.HeartbeatResponse.error:type_name -> shaledb.master.MasterError
-	43, // 8: shaledb.master.HeartbeatResponse.masters:type_name -> shaledb.master.HeartbeatResponse.MastersEntry
-	44, // 9: shaledb.master.HeartbeatResponse.tservers:type_name -> shaledb.master.HeartbeatResponse.TserversEntry
+	50, // 8: shaledb.master.HeartbeatResponse.masters:type_name -> shaledb.master.HeartbeatResponse.MastersEntry
+	51, // 9: shaledb.master.HeartbeatResponse.tservers:type_name -> shaledb.master.HeartbeatResponse.TserversEntry
 	12, // 10: shaledb.master.Schema.columns:type_name -> shaledb.master.ColumnSchema
 	1,  // 11: shaledb.master.Partitioning.kind:type_name -> shaledb.master.Partitioning.Kind
 	13, // 12: shaledb.master.TableInfo.schema:type_name -> shaledb.master.Schema
 	14, // 13: shaledb.master.TableInfo.partitioning:type_name -> shaledb.master.Partitioning
 	2,  // 14: shaledb.master.TableInfo.state:type_name -> shaledb.master.TableInfo.State
 	3,  // 15: shaledb.master.Replica.role:type_name -> shaledb.master.Replica.Role
-	46, // 16: shaledb.master.TabletLocation.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	56, // 16: shaledb.master.TabletLocation.tablet:type_name -> shaledb.tserver.TabletDescriptor
 	16, // 17: shaledb.master.TabletLocation.replicas:type_name -> shaledb.master.Replica
 	13, // 18: shaledb.master.CreateTableRequest.schema:type_name -> shaledb.master.Schema
 	14, // 19: shaledb.master.CreateTableRequest.partitioning:type_name -> shaledb.master.Partitioning
@@ -3028,49 +3575,63 @@ var file_internal_master_masterpb_master_proto_depIdxs = []int32{
 	17, // 25: shaledb.master.GetTableResponse.tablets:type_name -> shaledb.master.TabletLocation
 	5,  // 26: shaledb.master.ListTablesResponse.error:type_name -> shaledb.master.MasterError
 	15, // 27: shaledb.master.ListTablesResponse.tables:type_name -> shaledb.master.TableInfo
-	5,  // 28: shaledb.master.ListMastersResponse.error:type_name -> shaledb.master.MasterError
-	26, // 29: shaledb.master.ListMastersResponse.masters:type_name -> shaledb.master.MasterInfo
-	6,  // 30: shaledb.master.TServerInfo.placement:type_name -> shaledb.master.Placement
-	4,  // 31: shaledb.master.TServerInfo.state:type_name -> shaledb.master.TServerInfo.State
-	5,  // 32: shaledb.master.ListTServersResponse.error:type_name -> shaledb.master.MasterError
-	29, // 33: shaledb.master.ListTServersResponse.tservers:type_name -> shaledb.master.TServerInfo
-	5,  // 34: shaledb.master.LeaderStepdownResponse.error:type_name -> shaledb.master.MasterError
-	5,  // 35: shaledb.master.SplitTabletResponse.error:type_name -> shaledb.master.MasterError
-	46, // 36: shaledb.master.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
-	46, // 37: shaledb.master.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
-	5,  // 38: shaledb.master.BlacklistResponse.error:type_name -> shaledb.master.MasterError
-	5,  // 39: shaledb.master.MoveReplicaResponse.error:type_name -> shaledb.master.MasterError
-	17, // 40: shaledb.master.MoveReplicaResponse.tablet:type_name -> shaledb.master.TabletLocation
-	6,  // 41: shaledb.master.TServerRecord.placement:type_name -> shaledb.master.Placement
-	7,  // 42: shaledb.master.Master.Join:input_type -> shaledb.master.JoinRequest
-	10, // 43: shaledb.master.Master.Heartbeat:input_type -> shaledb.master.HeartbeatRequest
-	18, // 44: shaledb.master.Master.CreateTable:input_type -> shaledb.master.CreateTableRequest
-	20, // 45: shaledb.master.Master.DropTable:input_type -> shaledb.master.DropTableRequest
-	22, // 46: shaledb.master.Master.GetTable:input_type -> shaledb.master.GetTableRequest
-	24, // 47: shaledb.master.Master.ListTables:input_type -> shaledb.master.ListTablesRequest
-	27, // 48: shaledb.master.Master.ListMasters:input_type -> shaledb.master.ListMastersRequest
-	30, // 49: shaledb.master.Master.ListTServers:input_type -> shaledb.master.ListTServersRequest
-	32, // 50: shaledb.master.Master.LeaderStepdown:input_type -> shaledb.master.LeaderStepdownRequest
-	34, // 51: shaledb.master.Master.SplitTablet:input_type -> shaledb.master.SplitTabletRequest
-	36, // 52: shaledb.master.Master.Blacklist:input_type -> shaledb.master.BlacklistRequest
-	38, // 53: shaledb.master.Master.MoveReplica:input_type -> shaledb.master.MoveReplicaRequest
-	8,  // 54: shaledb.master.Master.Join:output_type -> shaledb.master.JoinResponse
-	11, // 55: shaledb.master.Master.Heartbeat:output_type -> shaledb.master.HeartbeatResponse
-	19, // 56: shaledb.master.Master.CreateTable:output_type -> shaledb.master.CreateTableResponse
-	21, // 57: shaledb.master.Master.DropTable:output_type -> shaledb.master.DropTableResponse
-	23, // 58: shaledb.master.Master.GetTable:output_type -> shaledb.master.GetTableResponse
-	25, // 59: shaledb.master.Master.ListTables:output_type -> shaledb.master.ListTablesResponse
-	28, // 60: shaledb.master.Master.ListMasters:output_type -> shaledb.master.ListMastersResponse
-	31, // 61: shaledb.master.Master.ListTServers:output_type -> shaledb.master.ListTServersResponse
-	33, // 62: shaledb.master.Master.LeaderStepdown:output_type -> shaledb.master.LeaderStepdownResponse
-	35, // 63: shaledb.master.Master.SplitTablet:output_type -> shaledb.master.SplitTabletResponse
-	37, // 64: shaledb.master.Master.Blacklist:output_type -> shaledb.master.BlacklistResponse
-	39, // 65: shaledb.master.Master.MoveReplica:output_type -> shaledb.master.MoveReplicaResponse
-	54, // [54:66] is the sub-list for method output_type
-	42, // [42:54] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	13, // 28: shaledb.master.AlterTableRequest.schema:type_name -> shaledb.master.Schema
+	5,  // 29: shaledb.master.AlterTableResponse.error:type_name -> shaledb.master.MasterError
+	15, // 30: shaledb.master.AlterTableResponse.table:type_name -> shaledb.master.TableInfo
+	5,  // 31: shaledb.master.GetCatalogObjectsResponse.error:type_name -> shaledb.master.MasterError
+	52, // 32: shaledb.master.GetCatalogObjectsResponse.objects:type_name -> shaledb.master.GetCatalogObjectsResponse.ObjectsEntry
+	53, // 33: shaledb.master.UpdateCatalogObjectsRequest.put:type_name -> shaledb.master.UpdateCatalogObjectsRequest.PutEntry
+	5,  // 34: shaledb.master.UpdateCatalogObjectsResponse.error:type_name -> shaledb.master.MasterError
+	54, // 35: shaledb.master.CatalogObjects.objects:type_name -> shaledb.master.CatalogObjects.ObjectsEntry
+	5,  // 36: shaledb.master.ListMastersResponse.error:type_name -> shaledb.master.MasterError
+	33, // 37: shaledb.master.ListMastersResponse.masters:type_name -> shaledb.master.MasterInfo
+	6,  // 38: shaledb.master.TServerInfo.placement:type_name -> shaledb.master.Placement
+	4,  // 39: shaledb.master.TServerInfo.state:type_name -> shaledb.master.TServerInfo.State
+	5,  // 40: shaledb.master.ListTServersResponse.error:type_name -> shaledb.master.MasterError
+	36, // 41: shaledb.master.ListTServersResponse.tservers:type_name -> shaledb.master.TServerInfo
+	5,  // 42: shaledb.master.LeaderStepdownResponse.error:type_name -> shaledb.master.MasterError
+	5,  // 43: shaledb.master.SplitTabletResponse.error:type_name -> shaledb.master.MasterError
+	56, // 44: shaledb.master.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
+	56, // 45: shaledb.master.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
+	5,  // 46: shaledb.master.BlacklistResponse.error:type_name -> shaledb.master.MasterError
+	5,  // 47: shaledb.master.MoveReplicaResponse.error:type_name -> shaledb.master.MasterError
+	17, // 48: shaledb.master.MoveReplicaResponse.tablet:type_name -> shaledb.master.TabletLocation
+	6,  // 49: shaledb.master.TServerRecord.placement:type_name -> shaledb.master.Placement
+	7,  // 50: shaledb.master.Master.Join:input_type -> shaledb.master.JoinRequest
+	10, // 51: shaledb.master.Master.Heartbeat:input_type -> shaledb.master.HeartbeatRequest
+	18, // 52: shaledb.master.Master.CreateTable:input_type -> shaledb.master.CreateTableRequest
+	20, // 53: shaledb.master.Master.DropTable:input_type -> shaledb.master.DropTableRequest
+	22, // 54: shaledb.master.Master.GetTable:input_type -> shaledb.master.GetTableRequest
+	24, // 55: shaledb.master.Master.ListTables:input_type -> shaledb.master.ListTablesRequest
+	26, // 56: shaledb.master.Master.AlterTable:input_type -> shaledb.master.AlterTableRequest
+	28, // 57: shaledb.master.Master.GetCatalogObjects:input_type -> shaledb.master.GetCatalogObjectsRequest
+	30, // 58: shaledb.master.Master.UpdateCatalogObjects:input_type -> shaledb.master.UpdateCatalogObjectsRequest
+	34, // 59: shaledb.master.Master.ListMasters:input_type -> shaledb.master.ListMastersRequest
+	37, // 60: shaledb.master.Master.ListTServers:input_type -> shaledb.master.ListTServersRequest
+	39, // 61: shaledb.master.Master.LeaderStepdown:input_type -> shaledb.master.LeaderStepdownRequest
+	41, // 62: shaledb.master.Master.SplitTablet:input_type -> shaledb.master.SplitTabletRequest
+	43, // 63: shaledb.master.Master.Blacklist:input_type -> shaledb.master.BlacklistRequest
+	45, // 64: shaledb.master.Master.MoveReplica:input_type -> shaledb.master.MoveReplicaRequest
+	8,  // 65: shaledb.master.Master.Join:output_type -> shaledb.master.JoinResponse
+	11, // 66: shaledb.master.Master.Heartbeat:output_type -> shaledb.master.HeartbeatResponse
+	19, // 67: shaledb.master.Master.CreateTable:output_type -> shaledb.master.CreateTableResponse
+	21, // 68: shaledb.master.Master.DropTable:output_type -> shaledb.master.DropTableResponse
+	23, // 69: shaledb.master.Master.GetTable:output_type -> shaledb.master.GetTableResponse
+	25, // 70: shaledb.master.Master.ListTables:output_type -> shaledb.master.ListTablesResponse
+	27, // 71: shaledb.master.Master.AlterTable:output_type -> shaledb.master.AlterTableResponse
+	29, // 72: shaledb.master.Master.GetCatalogObjects:output_type -> shaledb.master.GetCatalogObjectsResponse
+	31, // 73: shaledb.master.Master.UpdateCatalogObjects:output_type -> shaledb.master.UpdateCatalogObjectsResponse
+	35, // 74: shaledb.master.Master.ListMasters:output_type -> shaledb.master.ListMastersResponse
+	38, // 75: shaledb.master.Master.ListTServers:output_type -> shaledb.master.ListTServersResponse
+	40, // 76: shaledb.master.Master.LeaderStepdown:output_type -> shaledb.master.LeaderStepdownResponse
+	42, // 77: shaledb.master.Master.SplitTablet:output_type -> shaledb.master.SplitTabletResponse
+	44, // 78: shaledb.master.Master.Blacklist:output_type -> shaledb.master.BlacklistResponse
+	46, // 79: shaledb.master.Master.MoveReplica:output_type -> shaledb.master.MoveReplicaResponse
+	65, // [65:80] is the sub-list for method output_type
+	50, // [50:65] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_internal_master_masterpb_master_proto_init() }
@@ -3084,7 +3645,7 @@ func file_internal_master_masterpb_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_master_masterpb_master_proto_rawDesc), len(file_internal_master_masterpb_master_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   40,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,18 +24,21 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Master_Join_FullMethodName           = "/shaledb.master.Master/Join"
-	Master_Heartbeat_FullMethodName      = "/shaledb.master.Master/Heartbeat"
-	Master_CreateTable_FullMethodName    = "/shaledb.master.Master/CreateTable"
-	Master_DropTable_FullMethodName      = "/shaledb.master.Master/DropTable"
-	Master_GetTable_FullMethodName       = "/shaledb.master.Master/GetTable"
-	Master_ListTables_FullMethodName     = "/shaledb.master.Master/ListTables"
-	Master_ListMasters_FullMethodName    = "/shaledb.master.Master/ListMasters"
-	Master_ListTServers_FullMethodName   = "/shaledb.master.Master/ListTServers"
-	Master_LeaderStepdown_FullMethodName = "/shaledb.master.Master/LeaderStepdown"
-	Master_SplitTablet_FullMethodName    = "/shaledb.master.Master/SplitTablet"
-	Master_Blacklist_FullMethodName      = "/shaledb.master.Master/Blacklist"
-	Master_MoveReplica_FullMethodName    = "/shaledb.master.Master/MoveReplica"
+	Master_Join_FullMethodName                 = "/shaledb.master.Master/Join"
+	Master_Heartbeat_FullMethodName            = "/shaledb.master.Master/Heartbeat"
+	Master_CreateTable_FullMethodName          = "/shaledb.master.Master/CreateTable"
+	Master_DropTable_FullMethodName            = "/shaledb.master.Master/DropTable"
+	Master_GetTable_FullMethodName             = "/shaledb.master.Master/GetTable"
+	Master_ListTables_FullMethodName           = "/shaledb.master.Master/ListTables"
+	Master_AlterTable_FullMethodName           = "/shaledb.master.Master/AlterTable"
+	Master_GetCatalogObjects_FullMethodName    = "/shaledb.master.Master/GetCatalogObjects"
+	Master_UpdateCatalogObjects_FullMethodName = "/shaledb.master.Master/UpdateCatalogObjects"
+	Master_ListMasters_FullMethodName          = "/shaledb.master.Master/ListMasters"
+	Master_ListTServers_FullMethodName         = "/shaledb.master.Master/ListTServers"
+	Master_LeaderStepdown_FullMethodName       = "/shaledb.master.Master/LeaderStepdown"
+	Master_SplitTablet_FullMethodName          = "/shaledb.master.Master/SplitTablet"
+	Master_Blacklist_FullMethodName            = "/shaledb.master.Master/Blacklist"
+	Master_MoveReplica_FullMethodName          = "/shaledb.master.Master/MoveReplica"
 )
 
 // MasterClient is the client API for Master service.
@@ -50,6 +53,10 @@ type MasterClient interface {
 	DropTable(ctx context.Context, in *DropTableRequest, opts ...grpc.CallOption) (*DropTableResponse, error)
 	GetTable(ctx context.Context, in *GetTableRequest, opts ...grpc.CallOption) (*GetTableResponse, error)
 	ListTables(ctx context.Context, in *ListTablesRequest, opts ...grpc.CallOption) (*ListTablesResponse, error)
+	AlterTable(ctx context.Context, in *AlterTableRequest, opts ...grpc.CallOption) (*AlterTableResponse, error)
+	// SQL catalog objects (databases, schemas, sequences) owned by YSQL.
+	GetCatalogObjects(ctx context.Context, in *GetCatalogObjectsRequest, opts ...grpc.CallOption) (*GetCatalogObjectsResponse, error)
+	UpdateCatalogObjects(ctx context.Context, in *UpdateCatalogObjectsRequest, opts ...grpc.CallOption) (*UpdateCatalogObjectsResponse, error)
 	// Operators (shale admin).
 	ListMasters(ctx context.Context, in *ListMastersRequest, opts ...grpc.CallOption) (*ListMastersResponse, error)
 	ListTServers(ctx context.Context, in *ListTServersRequest, opts ...grpc.CallOption) (*ListTServersResponse, error)
@@ -121,6 +128,36 @@ func (c *masterClient) ListTables(ctx context.Context, in *ListTablesRequest, op
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListTablesResponse)
 	err := c.cc.Invoke(ctx, Master_ListTables_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) AlterTable(ctx context.Context, in *AlterTableRequest, opts ...grpc.CallOption) (*AlterTableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AlterTableResponse)
+	err := c.cc.Invoke(ctx, Master_AlterTable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) GetCatalogObjects(ctx context.Context, in *GetCatalogObjectsRequest, opts ...grpc.CallOption) (*GetCatalogObjectsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetCatalogObjectsResponse)
+	err := c.cc.Invoke(ctx, Master_GetCatalogObjects_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) UpdateCatalogObjects(ctx context.Context, in *UpdateCatalogObjectsRequest, opts ...grpc.CallOption) (*UpdateCatalogObjectsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateCatalogObjectsResponse)
+	err := c.cc.Invoke(ctx, Master_UpdateCatalogObjects_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +236,10 @@ type MasterServer interface {
 	DropTable(context.Context, *DropTableRequest) (*DropTableResponse, error)
 	GetTable(context.Context, *GetTableRequest) (*GetTableResponse, error)
 	ListTables(context.Context, *ListTablesRequest) (*ListTablesResponse, error)
+	AlterTable(context.Context, *AlterTableRequest) (*AlterTableResponse, error)
+	// SQL catalog objects (databases, schemas, sequences) owned by YSQL.
+	GetCatalogObjects(context.Context, *GetCatalogObjectsRequest) (*GetCatalogObjectsResponse, error)
+	UpdateCatalogObjects(context.Context, *UpdateCatalogObjectsRequest) (*UpdateCatalogObjectsResponse, error)
 	// Operators (shale admin).
 	ListMasters(context.Context, *ListMastersRequest) (*ListMastersResponse, error)
 	ListTServers(context.Context, *ListTServersRequest) (*ListTServersResponse, error)
@@ -233,6 +274,15 @@ func (UnimplementedMasterServer) GetTable(context.Context, *GetTableRequest) (*G
 }
 func (UnimplementedMasterServer) ListTables(context.Context, *ListTablesRequest) (*ListTablesResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListTables not implemented")
+}
+func (UnimplementedMasterServer) AlterTable(context.Context, *AlterTableRequest) (*AlterTableResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AlterTable not implemented")
+}
+func (UnimplementedMasterServer) GetCatalogObjects(context.Context, *GetCatalogObjectsRequest) (*GetCatalogObjectsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetCatalogObjects not implemented")
+}
+func (UnimplementedMasterServer) UpdateCatalogObjects(context.Context, *UpdateCatalogObjectsRequest) (*UpdateCatalogObjectsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateCatalogObjects not implemented")
 }
 func (UnimplementedMasterServer) ListMasters(context.Context, *ListMastersRequest) (*ListMastersResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListMasters not implemented")
@@ -381,6 +431,60 @@ func _Master_ListTables_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_AlterTable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AlterTableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).AlterTable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_AlterTable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).AlterTable(ctx, req.(*AlterTableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_GetCatalogObjects_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCatalogObjectsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).GetCatalogObjects(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_GetCatalogObjects_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).GetCatalogObjects(ctx, req.(*GetCatalogObjectsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_UpdateCatalogObjects_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateCatalogObjectsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).UpdateCatalogObjects(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_UpdateCatalogObjects_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).UpdateCatalogObjects(ctx, req.(*UpdateCatalogObjectsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Master_ListMasters_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListMastersRequest)
 	if err := dec(in); err != nil {
@@ -519,6 +623,18 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTables",
 			Handler:    _Master_ListTables_Handler,
+		},
+		{
+			MethodName: "AlterTable",
+			Handler:    _Master_AlterTable_Handler,
+		},
+		{
+			MethodName: "GetCatalogObjects",
+			Handler:    _Master_GetCatalogObjects_Handler,
+		},
+		{
+			MethodName: "UpdateCatalogObjects",
+			Handler:    _Master_UpdateCatalogObjects_Handler,
 		},
 		{
 			MethodName: "ListMasters",

@@ -47,11 +47,24 @@ type Cluster struct {
 	Servers []*server.Server
 	// Addrs are the nodes' RPC addresses (the bound ones once started).
 	Addrs []string
+	opts  Options
+}
+
+// Options are optional parts of a test cluster.
+type Options struct {
+	// YSQL serves the PostgreSQL protocol on every node (port 0).
+	YSQL bool
+	// Engine, if set, replaces the nodes' small test engines (an 8 MiB
+	// block cache, 4 MiB memtables), e.g. for benchmarks over more data.
+	Engine *storage.Options
 }
 
 // NewCluster starts n nodes (RF 3) and stops them when the test ends.
-func NewCluster(t testing.TB, n int) *Cluster {
-	c := &Cluster{t: t, Dirs: make([]string, n), Servers: make([]*server.Server, n), Addrs: make([]string, n)}
+func NewCluster(t testing.TB, n int) *Cluster { return NewClusterWith(t, n, Options{}) }
+
+// NewClusterWith starts n nodes with the given options.
+func NewClusterWith(t testing.TB, n int, opts Options) *Cluster {
+	c := &Cluster{t: t, Dirs: make([]string, n), Servers: make([]*server.Server, n), Addrs: make([]string, n), opts: opts}
 	for i := range c.Dirs {
 		c.Dirs[i] = t.TempDir()
 		c.Addrs[i] = fmt.Sprintf("127.0.0.%d:0", i+1)
@@ -72,9 +85,18 @@ func NewCluster(t testing.TB, n int) *Cluster {
 
 // Config is node i's configuration, joining through join.
 func (c *Cluster) Config(i int, join []string) server.Config {
+	ysql := ""
+	if c.opts.YSQL {
+		ysql = fmt.Sprintf("127.0.0.%d:0", i+1)
+	}
+	engine := storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20}
+	if c.opts.Engine != nil {
+		engine = *c.opts.Engine
+	}
 	return server.Config{
-		DataDir: c.Dirs[i], RPCAddr: c.Addrs[i], Join: join, ReplicationFactor: 3,
-		Raft: FastRaft(), Engine: storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20},
+		YSQLAddr: ysql,
+		DataDir:  c.Dirs[i], RPCAddr: c.Addrs[i], Join: join, ReplicationFactor: 3,
+		Raft: FastRaft(), Engine: engine,
 		HeartbeatInterval: 100 * time.Millisecond, TServerDeadAfter: time.Second,
 		FollowerUnavailableTimeout: 2 * time.Second,
 		TxnExpiry:                  2 * time.Second,

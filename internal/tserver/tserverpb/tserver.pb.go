@@ -271,6 +271,10 @@ const (
 	// A value in the read's clock uncertainty window: read again at
 	// restart_time (ReadResponse/ScanResponse).
 	TabletError_READ_RESTART TabletError_Code = 17
+	// An insert (docdb.OpInsertRow) met a row that exists (SQLSTATE
+	// 23505): op_index names the op in the request's batch, row_key its
+	// row. Nothing of the batch was written.
+	TabletError_DUPLICATE_KEY TabletError_Code = 18
 )
 
 // Enum value maps for TabletError_Code.
@@ -294,6 +298,7 @@ var (
 		15: "LOCK_NOT_AVAILABLE",
 		16: "TXN_ABORTED",
 		17: "READ_RESTART",
+		18: "DUPLICATE_KEY",
 	}
 	TabletError_Code_value = map[string]int32{
 		"OK":                 0,
@@ -314,6 +319,7 @@ var (
 		"LOCK_NOT_AVAILABLE": 15,
 		"TXN_ABORTED":        16,
 		"READ_RESTART":       17,
+		"DUPLICATE_KEY":      18,
 	}
 )
 
@@ -342,6 +348,145 @@ func (x TabletError_Code) Number() protoreflect.EnumNumber {
 // Deprecated: Use TabletError_Code.Descriptor instead.
 func (TabletError_Code) EnumDescriptor() ([]byte, []int) {
 	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{0, 0}
+}
+
+type Predicate_Op int32
+
+const (
+	Predicate_OP_UNSPECIFIED Predicate_Op = 0 // invalid
+	Predicate_AND            Predicate_Op = 1 // args (none: TRUE)
+	Predicate_OR             Predicate_Op = 2 // args (none: FALSE)
+	Predicate_NOT            Predicate_Op = 3 // args[0]
+	Predicate_EQ             Predicate_Op = 4 // column_id <op> values[0]
+	Predicate_NE             Predicate_Op = 5
+	Predicate_LT             Predicate_Op = 6
+	Predicate_LE             Predicate_Op = 7
+	Predicate_GT             Predicate_Op = 8
+	Predicate_GE             Predicate_Op = 9
+	Predicate_IS_NULL        Predicate_Op = 10 // column_id
+	Predicate_IS_NOT_NULL    Predicate_Op = 11
+	// column_id equal to one of values: TRUE if one equals, else UNKNOWN
+	// if the column or a listed value is NULL, else FALSE.
+	Predicate_IN Predicate_Op = 12
+)
+
+// Enum value maps for Predicate_Op.
+var (
+	Predicate_Op_name = map[int32]string{
+		0:  "OP_UNSPECIFIED",
+		1:  "AND",
+		2:  "OR",
+		3:  "NOT",
+		4:  "EQ",
+		5:  "NE",
+		6:  "LT",
+		7:  "LE",
+		8:  "GT",
+		9:  "GE",
+		10: "IS_NULL",
+		11: "IS_NOT_NULL",
+		12: "IN",
+	}
+	Predicate_Op_value = map[string]int32{
+		"OP_UNSPECIFIED": 0,
+		"AND":            1,
+		"OR":             2,
+		"NOT":            3,
+		"EQ":             4,
+		"NE":             5,
+		"LT":             6,
+		"LE":             7,
+		"GT":             8,
+		"GE":             9,
+		"IS_NULL":        10,
+		"IS_NOT_NULL":    11,
+		"IN":             12,
+	}
+)
+
+func (x Predicate_Op) Enum() *Predicate_Op {
+	p := new(Predicate_Op)
+	*p = x
+	return p
+}
+
+func (x Predicate_Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Predicate_Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[5].Descriptor()
+}
+
+func (Predicate_Op) Type() protoreflect.EnumType {
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[5]
+}
+
+func (x Predicate_Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Predicate_Op.Descriptor instead.
+func (Predicate_Op) EnumDescriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{12, 0}
+}
+
+type Aggregate_Kind int32
+
+const (
+	Aggregate_KIND_UNSPECIFIED Aggregate_Kind = 0 // invalid
+	Aggregate_COUNT_STAR       Aggregate_Kind = 1
+	Aggregate_COUNT            Aggregate_Kind = 2
+	Aggregate_SUM              Aggregate_Kind = 3
+	Aggregate_MIN              Aggregate_Kind = 4
+	Aggregate_MAX              Aggregate_Kind = 5
+)
+
+// Enum value maps for Aggregate_Kind.
+var (
+	Aggregate_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "COUNT_STAR",
+		2: "COUNT",
+		3: "SUM",
+		4: "MIN",
+		5: "MAX",
+	}
+	Aggregate_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"COUNT_STAR":       1,
+		"COUNT":            2,
+		"SUM":              3,
+		"MIN":              4,
+		"MAX":              5,
+	}
+)
+
+func (x Aggregate_Kind) Enum() *Aggregate_Kind {
+	p := new(Aggregate_Kind)
+	*p = x
+	return p
+}
+
+func (x Aggregate_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Aggregate_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[6].Descriptor()
+}
+
+func (Aggregate_Kind) Type() protoreflect.EnumType {
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[6]
+}
+
+func (x Aggregate_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Aggregate_Kind.Descriptor instead.
+func (Aggregate_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type TxnResolveRequest_Kind int32
@@ -377,11 +522,11 @@ func (x TxnResolveRequest_Kind) String() string {
 }
 
 func (TxnResolveRequest_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[5].Descriptor()
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[7].Descriptor()
 }
 
 func (TxnResolveRequest_Kind) Type() protoreflect.EnumType {
-	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[5]
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[7]
 }
 
 func (x TxnResolveRequest_Kind) Number() protoreflect.EnumNumber {
@@ -390,7 +535,7 @@ func (x TxnResolveRequest_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TxnResolveRequest_Kind.Descriptor instead.
 func (TxnResolveRequest_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{15, 0}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type TxnStatusRequest_Op int32
@@ -435,11 +580,11 @@ func (x TxnStatusRequest_Op) String() string {
 }
 
 func (TxnStatusRequest_Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[6].Descriptor()
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[8].Descriptor()
 }
 
 func (TxnStatusRequest_Op) Type() protoreflect.EnumType {
-	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[6]
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[8]
 }
 
 func (x TxnStatusRequest_Op) Number() protoreflect.EnumNumber {
@@ -448,7 +593,7 @@ func (x TxnStatusRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TxnStatusRequest_Op.Descriptor instead.
 func (TxnStatusRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{17, 0}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type ChangeReplicasRequest_Op int32
@@ -484,11 +629,11 @@ func (x ChangeReplicasRequest_Op) String() string {
 }
 
 func (ChangeReplicasRequest_Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[7].Descriptor()
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[9].Descriptor()
 }
 
 func (ChangeReplicasRequest_Op) Type() protoreflect.EnumType {
-	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[7]
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[9]
 }
 
 func (x ChangeReplicasRequest_Op) Number() protoreflect.EnumNumber {
@@ -497,7 +642,7 @@ func (x ChangeReplicasRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ChangeReplicasRequest_Op.Descriptor instead.
 func (ChangeReplicasRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{25, 0}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{27, 0}
 }
 
 type TabletStatus_Role int32
@@ -536,11 +681,11 @@ func (x TabletStatus_Role) String() string {
 }
 
 func (TabletStatus_Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[8].Descriptor()
+	return file_internal_tserver_tserverpb_tserver_proto_enumTypes[10].Descriptor()
 }
 
 func (TabletStatus_Role) Type() protoreflect.EnumType {
-	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[8]
+	return &file_internal_tserver_tserverpb_tserver_proto_enumTypes[10]
 }
 
 func (x TabletStatus_Role) Number() protoreflect.EnumNumber {
@@ -549,7 +694,7 @@ func (x TabletStatus_Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TabletStatus_Role.Descriptor instead.
 func (TabletStatus_Role) EnumDescriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{32, 0}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{34, 0}
 }
 
 // TabletError is the outcome of a tablet operation. Code OK (0) means
@@ -560,6 +705,8 @@ type TabletError struct {
 	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	LeaderNode    uint64                 `protobuf:"varint,3,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
 	LeaderAddr    string                 `protobuf:"bytes,4,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	OpIndex       uint32                 `protobuf:"varint,5,opt,name=op_index,json=opIndex,proto3" json:"op_index,omitempty"` // DUPLICATE_KEY
+	RowKey        []byte                 `protobuf:"bytes,6,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`     // DUPLICATE_KEY
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -620,6 +767,20 @@ func (x *TabletError) GetLeaderAddr() string {
 		return x.LeaderAddr
 	}
 	return ""
+}
+
+func (x *TabletError) GetOpIndex() uint32 {
+	if x != nil {
+		return x.OpIndex
+	}
+	return 0
+}
+
+func (x *TabletError) GetRowKey() []byte {
+	if x != nil {
+		return x.RowKey
+	}
+	return nil
 }
 
 // Span is [start, end) of encoded keys; an empty end means unbounded.
@@ -1151,7 +1312,14 @@ type TxnReadOptions struct {
 	// global_limit ends the clock uncertainty window; 0: none.
 	GlobalLimit uint64 `protobuf:"varint,2,opt,name=global_limit,json=globalLimit,proto3" json:"global_limit,omitempty"`
 	// allow_restart: the server may move the read time itself.
-	AllowRestart  bool `protobuf:"varint,3,opt,name=allow_restart,json=allowRestart,proto3" json:"allow_restart,omitempty"`
+	AllowRestart bool `protobuf:"varint,3,opt,name=allow_restart,json=allowRestart,proto3" json:"allow_restart,omitempty"`
+	// lock_range (scans of SERIALIZABLE transactions): read the latest data
+	// and read-lock the span the scan covered (a range lock with write id
+	// write_id), waiting for conflicting writes as wait_policy says. The
+	// resume span then starts where the locked span ends.
+	LockRange     bool       `protobuf:"varint,4,opt,name=lock_range,json=lockRange,proto3" json:"lock_range,omitempty"`
+	WriteId       uint32     `protobuf:"varint,5,opt,name=write_id,json=writeId,proto3" json:"write_id,omitempty"`
+	WaitPolicy    WaitPolicy `protobuf:"varint,6,opt,name=wait_policy,json=waitPolicy,proto3,enum=shaledb.tserver.WaitPolicy" json:"wait_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1205,6 +1373,27 @@ func (x *TxnReadOptions) GetAllowRestart() bool {
 		return x.AllowRestart
 	}
 	return false
+}
+
+func (x *TxnReadOptions) GetLockRange() bool {
+	if x != nil {
+		return x.LockRange
+	}
+	return false
+}
+
+func (x *TxnReadOptions) GetWriteId() uint32 {
+	if x != nil {
+		return x.WriteId
+	}
+	return 0
+}
+
+func (x *TxnReadOptions) GetWaitPolicy() WaitPolicy {
+	if x != nil {
+		return x.WaitPolicy
+	}
+	return WaitPolicy_WAIT_ON_CONFLICT
 }
 
 type ReadResponse struct {
@@ -1292,19 +1481,36 @@ func (x *ReadResponse) GetRestartTime() uint64 {
 }
 
 type ScanRequest struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	TabletId       uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
-	Span           *Span                  `protobuf:"bytes,2,opt,name=span,proto3" json:"span,omitempty"` // of row keys; clipped to the tablet's span
-	Projection     *Projection            `protobuf:"bytes,3,opt,name=projection,proto3" json:"projection,omitempty"`
-	Limit          uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"` // 0: no limit
-	Reverse        bool                   `protobuf:"varint,5,opt,name=reverse,proto3" json:"reverse,omitempty"`
-	ReadTime       uint64                 `protobuf:"varint,6,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
-	Consistency    ReadConsistency        `protobuf:"varint,7,opt,name=consistency,proto3,enum=shaledb.tserver.ReadConsistency" json:"consistency,omitempty"`
-	MaxStalenessMs uint32                 `protobuf:"varint,8,opt,name=max_staleness_ms,json=maxStalenessMs,proto3" json:"max_staleness_ms,omitempty"`
-	ClientTime     uint64                 `protobuf:"varint,9,opt,name=client_time,json=clientTime,proto3" json:"client_time,omitempty"`
-	Txn            *TxnReadOptions        `protobuf:"bytes,10,opt,name=txn,proto3" json:"txn,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TabletId   uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	Span       *Span                  `protobuf:"bytes,2,opt,name=span,proto3" json:"span,omitempty"` // of row keys; clipped to the tablet's span
+	Projection *Projection            `protobuf:"bytes,3,opt,name=projection,proto3" json:"projection,omitempty"`
+	// limit caps the rows returned (after the filter); 0: no limit. Must be
+	// 0 with aggregates.
+	Limit          uint32          `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	Reverse        bool            `protobuf:"varint,5,opt,name=reverse,proto3" json:"reverse,omitempty"`
+	ReadTime       uint64          `protobuf:"varint,6,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
+	Consistency    ReadConsistency `protobuf:"varint,7,opt,name=consistency,proto3,enum=shaledb.tserver.ReadConsistency" json:"consistency,omitempty"`
+	MaxStalenessMs uint32          `protobuf:"varint,8,opt,name=max_staleness_ms,json=maxStalenessMs,proto3" json:"max_staleness_ms,omitempty"`
+	ClientTime     uint64          `protobuf:"varint,9,opt,name=client_time,json=clientTime,proto3" json:"client_time,omitempty"`
+	Txn            *TxnReadOptions `protobuf:"bytes,10,opt,name=txn,proto3" json:"txn,omitempty"`
+	// Pushdown (see Predicate and Aggregate). filter: only rows for which it
+	// is TRUE are returned or aggregated.
+	Filter *Predicate `protobuf:"bytes,11,opt,name=filter,proto3" json:"filter,omitempty"`
+	// aggregates: instead of rows, the response carries one partial result
+	// per aggregate over the rows of this page (projection is ignored).
+	Aggregates []*Aggregate `protobuf:"bytes,12,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
+	// key_column_ids names the primary-key components in key order (hash
+	// components, then range components), so that filter and aggregates can
+	// refer to key columns by id: the tablet decodes them from the row key.
+	KeyColumnIds []uint32 `protobuf:"varint,13,rep,packed,name=key_column_ids,json=keyColumnIds,proto3" json:"key_column_ids,omitempty"`
+	// max_scan_rows bounds the rows a request with a filter or aggregates
+	// examines (qualifying or not); past it the response stops with a resume
+	// span, maybe with fewer rows than limit, even none. 0: the server's
+	// default (10,000).
+	MaxScanRows   uint32 `protobuf:"varint,14,opt,name=max_scan_rows,json=maxScanRows,proto3" json:"max_scan_rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScanRequest) Reset() {
@@ -1407,23 +1613,191 @@ func (x *ScanRequest) GetTxn() *TxnReadOptions {
 	return nil
 }
 
+func (x *ScanRequest) GetFilter() *Predicate {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *ScanRequest) GetAggregates() []*Aggregate {
+	if x != nil {
+		return x.Aggregates
+	}
+	return nil
+}
+
+func (x *ScanRequest) GetKeyColumnIds() []uint32 {
+	if x != nil {
+		return x.KeyColumnIds
+	}
+	return nil
+}
+
+func (x *ScanRequest) GetMaxScanRows() uint32 {
+	if x != nil {
+		return x.MaxScanRows
+	}
+	return 0
+}
+
+// Predicate is a filter over a row's columns that the tablet evaluates
+// with SQL's three-valued logic: a comparison with NULL (an absent column
+// or a NULL constant) is UNKNOWN, NOT UNKNOWN is UNKNOWN, AND is FALSE if
+// any argument is FALSE, else UNKNOWN if any is, OR dually. Comparisons
+// follow docdb.Value.Compare (callers push only same-type comparisons).
+type Predicate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            Predicate_Op           `protobuf:"varint,1,opt,name=op,proto3,enum=shaledb.tserver.Predicate_Op" json:"op,omitempty"`
+	Args          []*Predicate           `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
+	ColumnId      uint32                 `protobuf:"varint,3,opt,name=column_id,json=columnId,proto3" json:"column_id,omitempty"`
+	Values        [][]byte               `protobuf:"bytes,4,rep,name=values,proto3" json:"values,omitempty"` // docdb.AppendValue encodings
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Predicate) Reset() {
+	*x = Predicate{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Predicate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Predicate) ProtoMessage() {}
+
+func (x *Predicate) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Predicate.ProtoReflect.Descriptor instead.
+func (*Predicate) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Predicate) GetOp() Predicate_Op {
+	if x != nil {
+		return x.Op
+	}
+	return Predicate_OP_UNSPECIFIED
+}
+
+func (x *Predicate) GetArgs() []*Predicate {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *Predicate) GetColumnId() uint32 {
+	if x != nil {
+		return x.ColumnId
+	}
+	return 0
+}
+
+func (x *Predicate) GetValues() [][]byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// Aggregate is a partial aggregate over the qualifying rows of a scan.
+// Partial results (ScanResponse.aggregates) are docdb values:
+//
+//	COUNT_STAR, COUNT (non-NULL values of column_id): int64;
+//	SUM of int16/int32/int64 columns: int64, or, once the sum leaves the
+//	  int64 range, the exact sum as a decimal (an integer string); NULL
+//	  when no value was summed; SUM of float32/float64: float64; SUM of
+//	  any other type fails with INVALID_ARGUMENT;
+//	MIN, MAX by docdb.Value.Compare over non-NULL values: the value, or
+//	  NULL when there was none.
+//
+// Partials merge the same way (counts and sums add, MIN/MAX compare).
+type Aggregate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          Aggregate_Kind         `protobuf:"varint,1,opt,name=kind,proto3,enum=shaledb.tserver.Aggregate_Kind" json:"kind,omitempty"`
+	ColumnId      uint32                 `protobuf:"varint,2,opt,name=column_id,json=columnId,proto3" json:"column_id,omitempty"` // not for COUNT_STAR
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Aggregate) Reset() {
+	*x = Aggregate{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Aggregate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Aggregate) ProtoMessage() {}
+
+func (x *Aggregate) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
+func (*Aggregate) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Aggregate) GetKind() Aggregate_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return Aggregate_KIND_UNSPECIFIED
+}
+
+func (x *Aggregate) GetColumnId() uint32 {
+	if x != nil {
+		return x.ColumnId
+	}
+	return 0
+}
+
 type ScanResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Error *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
 	Rows  []*Row                 `protobuf:"bytes,2,rep,name=rows,proto3" json:"rows,omitempty"`
-	// resume_span is what remains of the requested span when the limit cut
-	// the scan short; absent when the scan is complete.
-	ResumeSpan    *Span  `protobuf:"bytes,3,opt,name=resume_span,json=resumeSpan,proto3" json:"resume_span,omitempty"`
-	ReadTime      uint64 `protobuf:"varint,4,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
-	ServerTime    uint64 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
-	RestartTime   uint64 `protobuf:"varint,6,opt,name=restart_time,json=restartTime,proto3" json:"restart_time,omitempty"` // with READ_RESTART
+	// resume_span is what remains of the requested span when the limit or
+	// max_scan_rows cut the scan short; absent when the scan is complete.
+	ResumeSpan  *Span  `protobuf:"bytes,3,opt,name=resume_span,json=resumeSpan,proto3" json:"resume_span,omitempty"`
+	ReadTime    uint64 `protobuf:"varint,4,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
+	ServerTime  uint64 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	RestartTime uint64 `protobuf:"varint,6,opt,name=restart_time,json=restartTime,proto3" json:"restart_time,omitempty"` // with READ_RESTART
+	// aggregates: one partial result per requested aggregate, in order
+	// (docdb.AppendValue encodings), over the rows this page covered.
+	Aggregates    [][]byte `protobuf:"bytes,7,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1809,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[12]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1822,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{12}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ScanResponse) GetError() *TabletError {
@@ -1493,6 +1867,13 @@ func (x *ScanResponse) GetRestartTime() uint64 {
 	return 0
 }
 
+func (x *ScanResponse) GetAggregates() [][]byte {
+	if x != nil {
+		return x.Aggregates
+	}
+	return nil
+}
+
 type TxnWriteRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	TabletId uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
@@ -1513,7 +1894,7 @@ type TxnWriteRequest struct {
 
 func (x *TxnWriteRequest) Reset() {
 	*x = TxnWriteRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1906,7 @@ func (x *TxnWriteRequest) String() string {
 func (*TxnWriteRequest) ProtoMessage() {}
 
 func (x *TxnWriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[13]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1919,7 @@ func (x *TxnWriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnWriteRequest.ProtoReflect.Descriptor instead.
 func (*TxnWriteRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{13}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TxnWriteRequest) GetTabletId() uint64 {
@@ -1623,7 +2004,7 @@ type TxnWriteResponse struct {
 
 func (x *TxnWriteResponse) Reset() {
 	*x = TxnWriteResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1635,7 +2016,7 @@ func (x *TxnWriteResponse) String() string {
 func (*TxnWriteResponse) ProtoMessage() {}
 
 func (x *TxnWriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[14]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1648,7 +2029,7 @@ func (x *TxnWriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnWriteResponse.ProtoReflect.Descriptor instead.
 func (*TxnWriteResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{14}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TxnWriteResponse) GetError() *TabletError {
@@ -1693,7 +2074,7 @@ type TxnResolveRequest struct {
 
 func (x *TxnResolveRequest) Reset() {
 	*x = TxnResolveRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +2086,7 @@ func (x *TxnResolveRequest) String() string {
 func (*TxnResolveRequest) ProtoMessage() {}
 
 func (x *TxnResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[15]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +2099,7 @@ func (x *TxnResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnResolveRequest.ProtoReflect.Descriptor instead.
 func (*TxnResolveRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{15}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TxnResolveRequest) GetTabletId() uint64 {
@@ -1773,7 +2154,7 @@ type TxnResolveResponse struct {
 
 func (x *TxnResolveResponse) Reset() {
 	*x = TxnResolveResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +2166,7 @@ func (x *TxnResolveResponse) String() string {
 func (*TxnResolveResponse) ProtoMessage() {}
 
 func (x *TxnResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[16]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +2179,7 @@ func (x *TxnResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnResolveResponse.ProtoReflect.Descriptor instead.
 func (*TxnResolveResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{16}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TxnResolveResponse) GetError() *TabletError {
@@ -1830,7 +2211,7 @@ type TxnStatusRequest struct {
 
 func (x *TxnStatusRequest) Reset() {
 	*x = TxnStatusRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +2223,7 @@ func (x *TxnStatusRequest) String() string {
 func (*TxnStatusRequest) ProtoMessage() {}
 
 func (x *TxnStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[17]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +2236,7 @@ func (x *TxnStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnStatusRequest.ProtoReflect.Descriptor instead.
 func (*TxnStatusRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{17}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TxnStatusRequest) GetTabletId() uint64 {
@@ -1920,7 +2301,7 @@ type TxnStatusResponse struct {
 
 func (x *TxnStatusResponse) Reset() {
 	*x = TxnStatusResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2313,7 @@ func (x *TxnStatusResponse) String() string {
 func (*TxnStatusResponse) ProtoMessage() {}
 
 func (x *TxnStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[18]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2326,7 @@ func (x *TxnStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnStatusResponse.ProtoReflect.Descriptor instead.
 func (*TxnStatusResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{18}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TxnStatusResponse) GetError() *TabletError {
@@ -1992,7 +2373,7 @@ type SafeTimeRequest struct {
 
 func (x *SafeTimeRequest) Reset() {
 	*x = SafeTimeRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2385,7 @@ func (x *SafeTimeRequest) String() string {
 func (*SafeTimeRequest) ProtoMessage() {}
 
 func (x *SafeTimeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[19]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2398,7 @@ func (x *SafeTimeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SafeTimeRequest.ProtoReflect.Descriptor instead.
 func (*SafeTimeRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{19}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SafeTimeRequest) GetTabletId() uint64 {
@@ -2038,7 +2419,7 @@ type SafeTimeResponse struct {
 
 func (x *SafeTimeResponse) Reset() {
 	*x = SafeTimeResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2431,7 @@ func (x *SafeTimeResponse) String() string {
 func (*SafeTimeResponse) ProtoMessage() {}
 
 func (x *SafeTimeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[20]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2444,7 @@ func (x *SafeTimeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SafeTimeResponse.ProtoReflect.Descriptor instead.
 func (*SafeTimeResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{20}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SafeTimeResponse) GetError() *TabletError {
@@ -2102,7 +2483,7 @@ type CreateTabletRequest struct {
 
 func (x *CreateTabletRequest) Reset() {
 	*x = CreateTabletRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2114,7 +2495,7 @@ func (x *CreateTabletRequest) String() string {
 func (*CreateTabletRequest) ProtoMessage() {}
 
 func (x *CreateTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[21]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2127,7 +2508,7 @@ func (x *CreateTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTabletRequest.ProtoReflect.Descriptor instead.
 func (*CreateTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{21}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CreateTabletRequest) GetTablet() *TabletDescriptor {
@@ -2160,7 +2541,7 @@ type CreateTabletResponse struct {
 
 func (x *CreateTabletResponse) Reset() {
 	*x = CreateTabletResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +2553,7 @@ func (x *CreateTabletResponse) String() string {
 func (*CreateTabletResponse) ProtoMessage() {}
 
 func (x *CreateTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[22]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +2566,7 @@ func (x *CreateTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTabletResponse.ProtoReflect.Descriptor instead.
 func (*CreateTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{22}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateTabletResponse) GetError() *TabletError {
@@ -2204,7 +2585,7 @@ type DeleteTabletRequest struct {
 
 func (x *DeleteTabletRequest) Reset() {
 	*x = DeleteTabletRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2597,7 @@ func (x *DeleteTabletRequest) String() string {
 func (*DeleteTabletRequest) ProtoMessage() {}
 
 func (x *DeleteTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[23]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2610,7 @@ func (x *DeleteTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTabletRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{23}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteTabletRequest) GetTabletId() uint64 {
@@ -2248,7 +2629,7 @@ type DeleteTabletResponse struct {
 
 func (x *DeleteTabletResponse) Reset() {
 	*x = DeleteTabletResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2641,7 @@ func (x *DeleteTabletResponse) String() string {
 func (*DeleteTabletResponse) ProtoMessage() {}
 
 func (x *DeleteTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[24]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2654,7 @@ func (x *DeleteTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTabletResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{24}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteTabletResponse) GetError() *TabletError {
@@ -2295,7 +2676,7 @@ type ChangeReplicasRequest struct {
 
 func (x *ChangeReplicasRequest) Reset() {
 	*x = ChangeReplicasRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2307,7 +2688,7 @@ func (x *ChangeReplicasRequest) String() string {
 func (*ChangeReplicasRequest) ProtoMessage() {}
 
 func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[25]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2320,7 +2701,7 @@ func (x *ChangeReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasRequest.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{25}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ChangeReplicasRequest) GetTabletId() uint64 {
@@ -2360,7 +2741,7 @@ type ChangeReplicasResponse struct {
 
 func (x *ChangeReplicasResponse) Reset() {
 	*x = ChangeReplicasResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2372,7 +2753,7 @@ func (x *ChangeReplicasResponse) String() string {
 func (*ChangeReplicasResponse) ProtoMessage() {}
 
 func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[26]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +2766,7 @@ func (x *ChangeReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeReplicasResponse.ProtoReflect.Descriptor instead.
 func (*ChangeReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{26}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ChangeReplicasResponse) GetError() *TabletError {
@@ -2405,7 +2786,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +2798,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[27]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +2811,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{27}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TransferLeaderRequest) GetTabletId() uint64 {
@@ -2456,7 +2837,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2468,7 +2849,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[28]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2481,7 +2862,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{28}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TransferLeaderResponse) GetError() *TabletError {
@@ -2506,7 +2887,7 @@ type SplitTabletRequest struct {
 
 func (x *SplitTabletRequest) Reset() {
 	*x = SplitTabletRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[29]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +2899,7 @@ func (x *SplitTabletRequest) String() string {
 func (*SplitTabletRequest) ProtoMessage() {}
 
 func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[29]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +2912,7 @@ func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletRequest.ProtoReflect.Descriptor instead.
 func (*SplitTabletRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{29}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SplitTabletRequest) GetTabletId() uint64 {
@@ -2573,7 +2954,7 @@ type SplitTabletResponse struct {
 
 func (x *SplitTabletResponse) Reset() {
 	*x = SplitTabletResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[30]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2585,7 +2966,7 @@ func (x *SplitTabletResponse) String() string {
 func (*SplitTabletResponse) ProtoMessage() {}
 
 func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[30]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2598,7 +2979,7 @@ func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletResponse.ProtoReflect.Descriptor instead.
 func (*SplitTabletResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{30}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SplitTabletResponse) GetError() *TabletError {
@@ -2630,7 +3011,7 @@ type ListTabletsRequest struct {
 
 func (x *ListTabletsRequest) Reset() {
 	*x = ListTabletsRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[31]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +3023,7 @@ func (x *ListTabletsRequest) String() string {
 func (*ListTabletsRequest) ProtoMessage() {}
 
 func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[31]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +3036,7 @@ func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsRequest.ProtoReflect.Descriptor instead.
 func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{31}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{33}
 }
 
 // TabletStatus is one replica's view of its tablet.
@@ -2676,7 +3057,7 @@ type TabletStatus struct {
 
 func (x *TabletStatus) Reset() {
 	*x = TabletStatus{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[32]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +3069,7 @@ func (x *TabletStatus) String() string {
 func (*TabletStatus) ProtoMessage() {}
 
 func (x *TabletStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[32]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +3082,7 @@ func (x *TabletStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletStatus.ProtoReflect.Descriptor instead.
 func (*TabletStatus) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{32}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TabletStatus) GetTablet() *TabletDescriptor {
@@ -2776,7 +3157,7 @@ type ListTabletsResponse struct {
 
 func (x *ListTabletsResponse) Reset() {
 	*x = ListTabletsResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[33]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +3169,7 @@ func (x *ListTabletsResponse) String() string {
 func (*ListTabletsResponse) ProtoMessage() {}
 
 func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[33]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +3182,7 @@ func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsResponse.ProtoReflect.Descriptor instead.
 func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{33}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListTabletsResponse) GetTablets() []*TabletStatus {
@@ -2825,6 +3206,7 @@ type DataRequest struct {
 	//
 	//	*DataRequest_Read
 	//	*DataRequest_Write
+	//	*DataRequest_Scan
 	//	*DataRequest_TxnWrite
 	//	*DataRequest_TxnResolve
 	//	*DataRequest_TxnStatus
@@ -2835,7 +3217,7 @@ type DataRequest struct {
 
 func (x *DataRequest) Reset() {
 	*x = DataRequest{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[34]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +3229,7 @@ func (x *DataRequest) String() string {
 func (*DataRequest) ProtoMessage() {}
 
 func (x *DataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[34]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +3242,7 @@ func (x *DataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataRequest.ProtoReflect.Descriptor instead.
 func (*DataRequest) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{34}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DataRequest) GetId() uint64 {
@@ -2909,6 +3291,15 @@ func (x *DataRequest) GetWrite() *WriteRequest {
 	return nil
 }
 
+func (x *DataRequest) GetScan() *ScanRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_Scan); ok {
+			return x.Scan
+		}
+	}
+	return nil
+}
+
 func (x *DataRequest) GetTxnWrite() *TxnWriteRequest {
 	if x != nil {
 		if x, ok := x.Req.(*DataRequest_TxnWrite); ok {
@@ -2948,21 +3339,27 @@ type DataRequest_Write struct {
 	Write *WriteRequest `protobuf:"bytes,4,opt,name=write,proto3,oneof"`
 }
 
+type DataRequest_Scan struct {
+	Scan *ScanRequest `protobuf:"bytes,6,opt,name=scan,proto3,oneof"`
+}
+
 type DataRequest_TxnWrite struct {
-	TxnWrite *TxnWriteRequest `protobuf:"bytes,6,opt,name=txn_write,json=txnWrite,proto3,oneof"`
+	TxnWrite *TxnWriteRequest `protobuf:"bytes,7,opt,name=txn_write,json=txnWrite,proto3,oneof"`
 }
 
 type DataRequest_TxnResolve struct {
-	TxnResolve *TxnResolveRequest `protobuf:"bytes,7,opt,name=txn_resolve,json=txnResolve,proto3,oneof"`
+	TxnResolve *TxnResolveRequest `protobuf:"bytes,8,opt,name=txn_resolve,json=txnResolve,proto3,oneof"`
 }
 
 type DataRequest_TxnStatus struct {
-	TxnStatus *TxnStatusRequest `protobuf:"bytes,8,opt,name=txn_status,json=txnStatus,proto3,oneof"`
+	TxnStatus *TxnStatusRequest `protobuf:"bytes,9,opt,name=txn_status,json=txnStatus,proto3,oneof"`
 }
 
 func (*DataRequest_Read) isDataRequest_Req() {}
 
 func (*DataRequest_Write) isDataRequest_Req() {}
+
+func (*DataRequest_Scan) isDataRequest_Req() {}
 
 func (*DataRequest_TxnWrite) isDataRequest_Req() {}
 
@@ -2978,6 +3375,7 @@ type DataResponse struct {
 	//
 	//	*DataResponse_Read
 	//	*DataResponse_Write
+	//	*DataResponse_Scan
 	//	*DataResponse_TxnWrite
 	//	*DataResponse_TxnResolve
 	//	*DataResponse_TxnStatus
@@ -2988,7 +3386,7 @@ type DataResponse struct {
 
 func (x *DataResponse) Reset() {
 	*x = DataResponse{}
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[35]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3398,7 @@ func (x *DataResponse) String() string {
 func (*DataResponse) ProtoMessage() {}
 
 func (x *DataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[35]
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3411,7 @@ func (x *DataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataResponse.ProtoReflect.Descriptor instead.
 func (*DataResponse) Descriptor() ([]byte, []int) {
-	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{35}
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DataResponse) GetId() uint64 {
@@ -3043,6 +3441,15 @@ func (x *DataResponse) GetWrite() *WriteResponse {
 	if x != nil {
 		if x, ok := x.Resp.(*DataResponse_Write); ok {
 			return x.Write
+		}
+	}
+	return nil
+}
+
+func (x *DataResponse) GetScan() *ScanResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_Scan); ok {
+			return x.Scan
 		}
 	}
 	return nil
@@ -3087,21 +3494,27 @@ type DataResponse_Write struct {
 	Write *WriteResponse `protobuf:"bytes,3,opt,name=write,proto3,oneof"`
 }
 
+type DataResponse_Scan struct {
+	Scan *ScanResponse `protobuf:"bytes,4,opt,name=scan,proto3,oneof"`
+}
+
 type DataResponse_TxnWrite struct {
-	TxnWrite *TxnWriteResponse `protobuf:"bytes,4,opt,name=txn_write,json=txnWrite,proto3,oneof"`
+	TxnWrite *TxnWriteResponse `protobuf:"bytes,5,opt,name=txn_write,json=txnWrite,proto3,oneof"`
 }
 
 type DataResponse_TxnResolve struct {
-	TxnResolve *TxnResolveResponse `protobuf:"bytes,5,opt,name=txn_resolve,json=txnResolve,proto3,oneof"`
+	TxnResolve *TxnResolveResponse `protobuf:"bytes,6,opt,name=txn_resolve,json=txnResolve,proto3,oneof"`
 }
 
 type DataResponse_TxnStatus struct {
-	TxnStatus *TxnStatusResponse `protobuf:"bytes,6,opt,name=txn_status,json=txnStatus,proto3,oneof"`
+	TxnStatus *TxnStatusResponse `protobuf:"bytes,7,opt,name=txn_status,json=txnStatus,proto3,oneof"`
 }
 
 func (*DataResponse_Read) isDataResponse_Resp() {}
 
 func (*DataResponse_Write) isDataResponse_Resp() {}
+
+func (*DataResponse_Scan) isDataResponse_Resp() {}
 
 func (*DataResponse_TxnWrite) isDataResponse_Resp() {}
 
@@ -3113,14 +3526,16 @@ var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
 const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
-	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xda\x03\n" +
+	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xa1\x04\n" +
 	"\vTabletError\x125\n" +
 	"\x04code\x18\x01 \x01(\x0e2!.shaledb.tserver.TabletError.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
 	"\vleader_node\x18\x03 \x01(\x04R\n" +
 	"leaderNode\x12\x1f\n" +
 	"\vleader_addr\x18\x04 \x01(\tR\n" +
-	"leaderAddr\"\xb7\x02\n" +
+	"leaderAddr\x12\x19\n" +
+	"\bop_index\x18\x05 \x01(\rR\aopIndex\x12\x17\n" +
+	"\arow_key\x18\x06 \x01(\fR\x06rowKey\"\xca\x02\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -3142,7 +3557,8 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\bDEADLOCK\x10\x0e\x12\x16\n" +
 	"\x12LOCK_NOT_AVAILABLE\x10\x0f\x12\x0f\n" +
 	"\vTXN_ABORTED\x10\x10\x12\x10\n" +
-	"\fREAD_RESTART\x10\x11\".\n" +
+	"\fREAD_RESTART\x10\x11\x12\x11\n" +
+	"\rDUPLICATE_KEY\x10\x12\".\n" +
 	"\x04Span\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xce\x01\n" +
@@ -3189,11 +3605,16 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x10max_staleness_ms\x18\x06 \x01(\rR\x0emaxStalenessMs\x12\x1f\n" +
 	"\vclient_time\x18\a \x01(\x04R\n" +
 	"clientTime\x121\n" +
-	"\x03txn\x18\b \x01(\v2\x1f.shaledb.tserver.TxnReadOptionsR\x03txn\"o\n" +
+	"\x03txn\x18\b \x01(\v2\x1f.shaledb.tserver.TxnReadOptionsR\x03txn\"\xe7\x01\n" +
 	"\x0eTxnReadOptions\x12\x15\n" +
 	"\x06txn_id\x18\x01 \x01(\fR\x05txnId\x12!\n" +
 	"\fglobal_limit\x18\x02 \x01(\x04R\vglobalLimit\x12#\n" +
-	"\rallow_restart\x18\x03 \x01(\bR\fallowRestart\"\xe1\x01\n" +
+	"\rallow_restart\x18\x03 \x01(\bR\fallowRestart\x12\x1d\n" +
+	"\n" +
+	"lock_range\x18\x04 \x01(\bR\tlockRange\x12\x19\n" +
+	"\bwrite_id\x18\x05 \x01(\rR\awriteId\x12<\n" +
+	"\vwait_policy\x18\x06 \x01(\x0e2\x1b.shaledb.tserver.WaitPolicyR\n" +
+	"waitPolicy\"\xe1\x01\n" +
 	"\fReadResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12&\n" +
@@ -3201,7 +3622,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\tread_time\x18\x04 \x01(\x04R\breadTime\x12\x1f\n" +
 	"\vserver_time\x18\x05 \x01(\x04R\n" +
 	"serverTime\x12!\n" +
-	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\"\xa1\x03\n" +
+	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\"\xdb\x04\n" +
 	"\vScanRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12)\n" +
 	"\x04span\x18\x02 \x01(\v2\x15.shaledb.tserver.SpanR\x04span\x12;\n" +
@@ -3216,7 +3637,44 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vclient_time\x18\t \x01(\x04R\n" +
 	"clientTime\x121\n" +
 	"\x03txn\x18\n" +
-	" \x01(\v2\x1f.shaledb.tserver.TxnReadOptionsR\x03txn\"\x85\x02\n" +
+	" \x01(\v2\x1f.shaledb.tserver.TxnReadOptionsR\x03txn\x122\n" +
+	"\x06filter\x18\v \x01(\v2\x1a.shaledb.tserver.PredicateR\x06filter\x12:\n" +
+	"\n" +
+	"aggregates\x18\f \x03(\v2\x1a.shaledb.tserver.AggregateR\n" +
+	"aggregates\x12$\n" +
+	"\x0ekey_column_ids\x18\r \x03(\rR\fkeyColumnIds\x12\"\n" +
+	"\rmax_scan_rows\x18\x0e \x01(\rR\vmaxScanRows\"\xaa\x02\n" +
+	"\tPredicate\x12-\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x1d.shaledb.tserver.Predicate.OpR\x02op\x12.\n" +
+	"\x04args\x18\x02 \x03(\v2\x1a.shaledb.tserver.PredicateR\x04args\x12\x1b\n" +
+	"\tcolumn_id\x18\x03 \x01(\rR\bcolumnId\x12\x16\n" +
+	"\x06values\x18\x04 \x03(\fR\x06values\"\x88\x01\n" +
+	"\x02Op\x12\x12\n" +
+	"\x0eOP_UNSPECIFIED\x10\x00\x12\a\n" +
+	"\x03AND\x10\x01\x12\x06\n" +
+	"\x02OR\x10\x02\x12\a\n" +
+	"\x03NOT\x10\x03\x12\x06\n" +
+	"\x02EQ\x10\x04\x12\x06\n" +
+	"\x02NE\x10\x05\x12\x06\n" +
+	"\x02LT\x10\x06\x12\x06\n" +
+	"\x02LE\x10\a\x12\x06\n" +
+	"\x02GT\x10\b\x12\x06\n" +
+	"\x02GE\x10\t\x12\v\n" +
+	"\aIS_NULL\x10\n" +
+	"\x12\x0f\n" +
+	"\vIS_NOT_NULL\x10\v\x12\x06\n" +
+	"\x02IN\x10\f\"\xb1\x01\n" +
+	"\tAggregate\x123\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1f.shaledb.tserver.Aggregate.KindR\x04kind\x12\x1b\n" +
+	"\tcolumn_id\x18\x02 \x01(\rR\bcolumnId\"R\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"COUNT_STAR\x10\x01\x12\t\n" +
+	"\x05COUNT\x10\x02\x12\a\n" +
+	"\x03SUM\x10\x03\x12\a\n" +
+	"\x03MIN\x10\x04\x12\a\n" +
+	"\x03MAX\x10\x05\"\xa5\x02\n" +
 	"\fScanResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12(\n" +
 	"\x04rows\x18\x02 \x03(\v2\x14.shaledb.tserver.RowR\x04rows\x126\n" +
@@ -3225,7 +3683,10 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\tread_time\x18\x04 \x01(\x04R\breadTime\x12\x1f\n" +
 	"\vserver_time\x18\x05 \x01(\x04R\n" +
 	"serverTime\x12!\n" +
-	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\"\xe8\x02\n" +
+	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\x12\x1e\n" +
+	"\n" +
+	"aggregates\x18\a \x03(\fR\n" +
+	"aggregates\"\xe8\x02\n" +
 	"\x0fTxnWriteRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x15\n" +
 	"\x06txn_id\x18\x02 \x01(\fR\x05txnId\x12\x1b\n" +
@@ -3359,29 +3820,31 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\aLEARNER\x10\x02\x12\r\n" +
 	"\tCANDIDATE\x10\x03\"N\n" +
 	"\x13ListTabletsResponse\x127\n" +
-	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\x92\x03\n" +
+	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\xc6\x03\n" +
 	"\vDataRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
 	"timeout_us\x18\x02 \x01(\x04R\ttimeoutUs\x12\x16\n" +
 	"\x06cancel\x18\x05 \x01(\bR\x06cancel\x122\n" +
 	"\x04read\x18\x03 \x01(\v2\x1c.shaledb.tserver.ReadRequestH\x00R\x04read\x125\n" +
-	"\x05write\x18\x04 \x01(\v2\x1d.shaledb.tserver.WriteRequestH\x00R\x05write\x12?\n" +
-	"\ttxn_write\x18\x06 \x01(\v2 .shaledb.tserver.TxnWriteRequestH\x00R\btxnWrite\x12E\n" +
-	"\vtxn_resolve\x18\a \x01(\v2\".shaledb.tserver.TxnResolveRequestH\x00R\n" +
+	"\x05write\x18\x04 \x01(\v2\x1d.shaledb.tserver.WriteRequestH\x00R\x05write\x122\n" +
+	"\x04scan\x18\x06 \x01(\v2\x1c.shaledb.tserver.ScanRequestH\x00R\x04scan\x12?\n" +
+	"\ttxn_write\x18\a \x01(\v2 .shaledb.tserver.TxnWriteRequestH\x00R\btxnWrite\x12E\n" +
+	"\vtxn_resolve\x18\b \x01(\v2\".shaledb.tserver.TxnResolveRequestH\x00R\n" +
 	"txnResolve\x12B\n" +
 	"\n" +
-	"txn_status\x18\b \x01(\v2!.shaledb.tserver.TxnStatusRequestH\x00R\ttxnStatusB\x05\n" +
-	"\x03req\"\xe2\x02\n" +
+	"txn_status\x18\t \x01(\v2!.shaledb.tserver.TxnStatusRequestH\x00R\ttxnStatusB\x05\n" +
+	"\x03req\"\x97\x03\n" +
 	"\fDataResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x123\n" +
 	"\x04read\x18\x02 \x01(\v2\x1d.shaledb.tserver.ReadResponseH\x00R\x04read\x126\n" +
-	"\x05write\x18\x03 \x01(\v2\x1e.shaledb.tserver.WriteResponseH\x00R\x05write\x12@\n" +
-	"\ttxn_write\x18\x04 \x01(\v2!.shaledb.tserver.TxnWriteResponseH\x00R\btxnWrite\x12F\n" +
-	"\vtxn_resolve\x18\x05 \x01(\v2#.shaledb.tserver.TxnResolveResponseH\x00R\n" +
+	"\x05write\x18\x03 \x01(\v2\x1e.shaledb.tserver.WriteResponseH\x00R\x05write\x123\n" +
+	"\x04scan\x18\x04 \x01(\v2\x1d.shaledb.tserver.ScanResponseH\x00R\x04scan\x12@\n" +
+	"\ttxn_write\x18\x05 \x01(\v2!.shaledb.tserver.TxnWriteResponseH\x00R\btxnWrite\x12F\n" +
+	"\vtxn_resolve\x18\x06 \x01(\v2#.shaledb.tserver.TxnResolveResponseH\x00R\n" +
 	"txnResolve\x12C\n" +
 	"\n" +
-	"txn_status\x18\x06 \x01(\v2\".shaledb.tserver.TxnStatusResponseH\x00R\ttxnStatusB\x06\n" +
+	"txn_status\x18\a \x01(\v2\".shaledb.tserver.TxnStatusResponseH\x00R\ttxnStatusB\x06\n" +
 	"\x04resp*=\n" +
 	"\x0fReadConsistency\x12\n" +
 	"\n" +
@@ -3432,138 +3895,150 @@ func file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP() []byte {
 	return file_internal_tserver_tserverpb_tserver_proto_rawDescData
 }
 
-var file_internal_tserver_tserverpb_tserver_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_internal_tserver_tserverpb_tserver_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_internal_tserver_tserverpb_tserver_proto_goTypes = []any{
 	(ReadConsistency)(0),           // 0: shaledb.tserver.ReadConsistency
 	(LockMode)(0),                  // 1: shaledb.tserver.LockMode
 	(WaitPolicy)(0),                // 2: shaledb.tserver.WaitPolicy
 	(TxnState)(0),                  // 3: shaledb.tserver.TxnState
 	(TabletError_Code)(0),          // 4: shaledb.tserver.TabletError.Code
-	(TxnResolveRequest_Kind)(0),    // 5: shaledb.tserver.TxnResolveRequest.Kind
-	(TxnStatusRequest_Op)(0),       // 6: shaledb.tserver.TxnStatusRequest.Op
-	(ChangeReplicasRequest_Op)(0),  // 7: shaledb.tserver.ChangeReplicasRequest.Op
-	(TabletStatus_Role)(0),         // 8: shaledb.tserver.TabletStatus.Role
-	(*TabletError)(nil),            // 9: shaledb.tserver.TabletError
-	(*Span)(nil),                   // 10: shaledb.tserver.Span
-	(*TabletDescriptor)(nil),       // 11: shaledb.tserver.TabletDescriptor
-	(*Projection)(nil),             // 12: shaledb.tserver.Projection
-	(*Column)(nil),                 // 13: shaledb.tserver.Column
-	(*Row)(nil),                    // 14: shaledb.tserver.Row
-	(*WriteRequest)(nil),           // 15: shaledb.tserver.WriteRequest
-	(*WriteResponse)(nil),          // 16: shaledb.tserver.WriteResponse
-	(*ReadRequest)(nil),            // 17: shaledb.tserver.ReadRequest
-	(*TxnReadOptions)(nil),         // 18: shaledb.tserver.TxnReadOptions
-	(*ReadResponse)(nil),           // 19: shaledb.tserver.ReadResponse
-	(*ScanRequest)(nil),            // 20: shaledb.tserver.ScanRequest
-	(*ScanResponse)(nil),           // 21: shaledb.tserver.ScanResponse
-	(*TxnWriteRequest)(nil),        // 22: shaledb.tserver.TxnWriteRequest
-	(*TxnWriteResponse)(nil),       // 23: shaledb.tserver.TxnWriteResponse
-	(*TxnResolveRequest)(nil),      // 24: shaledb.tserver.TxnResolveRequest
-	(*TxnResolveResponse)(nil),     // 25: shaledb.tserver.TxnResolveResponse
-	(*TxnStatusRequest)(nil),       // 26: shaledb.tserver.TxnStatusRequest
-	(*TxnStatusResponse)(nil),      // 27: shaledb.tserver.TxnStatusResponse
-	(*SafeTimeRequest)(nil),        // 28: shaledb.tserver.SafeTimeRequest
-	(*SafeTimeResponse)(nil),       // 29: shaledb.tserver.SafeTimeResponse
-	(*CreateTabletRequest)(nil),    // 30: shaledb.tserver.CreateTabletRequest
-	(*CreateTabletResponse)(nil),   // 31: shaledb.tserver.CreateTabletResponse
-	(*DeleteTabletRequest)(nil),    // 32: shaledb.tserver.DeleteTabletRequest
-	(*DeleteTabletResponse)(nil),   // 33: shaledb.tserver.DeleteTabletResponse
-	(*ChangeReplicasRequest)(nil),  // 34: shaledb.tserver.ChangeReplicasRequest
-	(*ChangeReplicasResponse)(nil), // 35: shaledb.tserver.ChangeReplicasResponse
-	(*TransferLeaderRequest)(nil),  // 36: shaledb.tserver.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil), // 37: shaledb.tserver.TransferLeaderResponse
-	(*SplitTabletRequest)(nil),     // 38: shaledb.tserver.SplitTabletRequest
-	(*SplitTabletResponse)(nil),    // 39: shaledb.tserver.SplitTabletResponse
-	(*ListTabletsRequest)(nil),     // 40: shaledb.tserver.ListTabletsRequest
-	(*TabletStatus)(nil),           // 41: shaledb.tserver.TabletStatus
-	(*ListTabletsResponse)(nil),    // 42: shaledb.tserver.ListTabletsResponse
-	(*DataRequest)(nil),            // 43: shaledb.tserver.DataRequest
-	(*DataResponse)(nil),           // 44: shaledb.tserver.DataResponse
-	nil,                            // 45: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	(Predicate_Op)(0),              // 5: shaledb.tserver.Predicate.Op
+	(Aggregate_Kind)(0),            // 6: shaledb.tserver.Aggregate.Kind
+	(TxnResolveRequest_Kind)(0),    // 7: shaledb.tserver.TxnResolveRequest.Kind
+	(TxnStatusRequest_Op)(0),       // 8: shaledb.tserver.TxnStatusRequest.Op
+	(ChangeReplicasRequest_Op)(0),  // 9: shaledb.tserver.ChangeReplicasRequest.Op
+	(TabletStatus_Role)(0),         // 10: shaledb.tserver.TabletStatus.Role
+	(*TabletError)(nil),            // 11: shaledb.tserver.TabletError
+	(*Span)(nil),                   // 12: shaledb.tserver.Span
+	(*TabletDescriptor)(nil),       // 13: shaledb.tserver.TabletDescriptor
+	(*Projection)(nil),             // 14: shaledb.tserver.Projection
+	(*Column)(nil),                 // 15: shaledb.tserver.Column
+	(*Row)(nil),                    // 16: shaledb.tserver.Row
+	(*WriteRequest)(nil),           // 17: shaledb.tserver.WriteRequest
+	(*WriteResponse)(nil),          // 18: shaledb.tserver.WriteResponse
+	(*ReadRequest)(nil),            // 19: shaledb.tserver.ReadRequest
+	(*TxnReadOptions)(nil),         // 20: shaledb.tserver.TxnReadOptions
+	(*ReadResponse)(nil),           // 21: shaledb.tserver.ReadResponse
+	(*ScanRequest)(nil),            // 22: shaledb.tserver.ScanRequest
+	(*Predicate)(nil),              // 23: shaledb.tserver.Predicate
+	(*Aggregate)(nil),              // 24: shaledb.tserver.Aggregate
+	(*ScanResponse)(nil),           // 25: shaledb.tserver.ScanResponse
+	(*TxnWriteRequest)(nil),        // 26: shaledb.tserver.TxnWriteRequest
+	(*TxnWriteResponse)(nil),       // 27: shaledb.tserver.TxnWriteResponse
+	(*TxnResolveRequest)(nil),      // 28: shaledb.tserver.TxnResolveRequest
+	(*TxnResolveResponse)(nil),     // 29: shaledb.tserver.TxnResolveResponse
+	(*TxnStatusRequest)(nil),       // 30: shaledb.tserver.TxnStatusRequest
+	(*TxnStatusResponse)(nil),      // 31: shaledb.tserver.TxnStatusResponse
+	(*SafeTimeRequest)(nil),        // 32: shaledb.tserver.SafeTimeRequest
+	(*SafeTimeResponse)(nil),       // 33: shaledb.tserver.SafeTimeResponse
+	(*CreateTabletRequest)(nil),    // 34: shaledb.tserver.CreateTabletRequest
+	(*CreateTabletResponse)(nil),   // 35: shaledb.tserver.CreateTabletResponse
+	(*DeleteTabletRequest)(nil),    // 36: shaledb.tserver.DeleteTabletRequest
+	(*DeleteTabletResponse)(nil),   // 37: shaledb.tserver.DeleteTabletResponse
+	(*ChangeReplicasRequest)(nil),  // 38: shaledb.tserver.ChangeReplicasRequest
+	(*ChangeReplicasResponse)(nil), // 39: shaledb.tserver.ChangeReplicasResponse
+	(*TransferLeaderRequest)(nil),  // 40: shaledb.tserver.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil), // 41: shaledb.tserver.TransferLeaderResponse
+	(*SplitTabletRequest)(nil),     // 42: shaledb.tserver.SplitTabletRequest
+	(*SplitTabletResponse)(nil),    // 43: shaledb.tserver.SplitTabletResponse
+	(*ListTabletsRequest)(nil),     // 44: shaledb.tserver.ListTabletsRequest
+	(*TabletStatus)(nil),           // 45: shaledb.tserver.TabletStatus
+	(*ListTabletsResponse)(nil),    // 46: shaledb.tserver.ListTabletsResponse
+	(*DataRequest)(nil),            // 47: shaledb.tserver.DataRequest
+	(*DataResponse)(nil),           // 48: shaledb.tserver.DataResponse
+	nil,                            // 49: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
 }
 var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	4,  // 0: shaledb.tserver.TabletError.code:type_name -> shaledb.tserver.TabletError.Code
-	10, // 1: shaledb.tserver.TabletDescriptor.span:type_name -> shaledb.tserver.Span
-	13, // 2: shaledb.tserver.Row.columns:type_name -> shaledb.tserver.Column
-	9,  // 3: shaledb.tserver.WriteResponse.error:type_name -> shaledb.tserver.TabletError
-	12, // 4: shaledb.tserver.ReadRequest.projection:type_name -> shaledb.tserver.Projection
+	12, // 1: shaledb.tserver.TabletDescriptor.span:type_name -> shaledb.tserver.Span
+	15, // 2: shaledb.tserver.Row.columns:type_name -> shaledb.tserver.Column
+	11, // 3: shaledb.tserver.WriteResponse.error:type_name -> shaledb.tserver.TabletError
+	14, // 4: shaledb.tserver.ReadRequest.projection:type_name -> shaledb.tserver.Projection
 	0,  // 5: shaledb.tserver.ReadRequest.consistency:type_name -> shaledb.tserver.ReadConsistency
-	18, // 6: shaledb.tserver.ReadRequest.txn:type_name -> shaledb.tserver.TxnReadOptions
-	9,  // 7: shaledb.tserver.ReadResponse.error:type_name -> shaledb.tserver.TabletError
-	14, // 8: shaledb.tserver.ReadResponse.row:type_name -> shaledb.tserver.Row
-	10, // 9: shaledb.tserver.ScanRequest.span:type_name -> shaledb.tserver.Span
-	12, // 10: shaledb.tserver.ScanRequest.projection:type_name -> shaledb.tserver.Projection
-	0,  // 11: shaledb.tserver.ScanRequest.consistency:type_name -> shaledb.tserver.ReadConsistency
-	18, // 12: shaledb.tserver.ScanRequest.txn:type_name -> shaledb.tserver.TxnReadOptions
-	9,  // 13: shaledb.tserver.ScanResponse.error:type_name -> shaledb.tserver.TabletError
-	14, // 14: shaledb.tserver.ScanResponse.rows:type_name -> shaledb.tserver.Row
-	10, // 15: shaledb.tserver.ScanResponse.resume_span:type_name -> shaledb.tserver.Span
-	1,  // 16: shaledb.tserver.TxnWriteRequest.lock_mode:type_name -> shaledb.tserver.LockMode
-	2,  // 17: shaledb.tserver.TxnWriteRequest.wait_policy:type_name -> shaledb.tserver.WaitPolicy
-	9,  // 18: shaledb.tserver.TxnWriteResponse.error:type_name -> shaledb.tserver.TabletError
-	5,  // 19: shaledb.tserver.TxnResolveRequest.kind:type_name -> shaledb.tserver.TxnResolveRequest.Kind
-	9,  // 20: shaledb.tserver.TxnResolveResponse.error:type_name -> shaledb.tserver.TabletError
-	6,  // 21: shaledb.tserver.TxnStatusRequest.op:type_name -> shaledb.tserver.TxnStatusRequest.Op
-	9,  // 22: shaledb.tserver.TxnStatusResponse.error:type_name -> shaledb.tserver.TabletError
-	3,  // 23: shaledb.tserver.TxnStatusResponse.state:type_name -> shaledb.tserver.TxnState
-	9,  // 24: shaledb.tserver.SafeTimeResponse.error:type_name -> shaledb.tserver.TabletError
-	11, // 25: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	45, // 26: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
-	9,  // 27: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	9,  // 28: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	7,  // 29: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
-	9,  // 30: shaledb.tserver.ChangeReplicasResponse.error:type_name -> shaledb.tserver.TabletError
-	9,  // 31: shaledb.tserver.TransferLeaderResponse.error:type_name -> shaledb.tserver.TabletError
-	9,  // 32: shaledb.tserver.SplitTabletResponse.error:type_name -> shaledb.tserver.TabletError
-	11, // 33: shaledb.tserver.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
-	11, // 34: shaledb.tserver.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
-	11, // 35: shaledb.tserver.TabletStatus.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	8,  // 36: shaledb.tserver.TabletStatus.role:type_name -> shaledb.tserver.TabletStatus.Role
-	41, // 37: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
-	17, // 38: shaledb.tserver.DataRequest.read:type_name -> shaledb.tserver.ReadRequest
-	15, // 39: shaledb.tserver.DataRequest.write:type_name -> shaledb.tserver.WriteRequest
-	22, // 40: shaledb.tserver.DataRequest.txn_write:type_name -> shaledb.tserver.TxnWriteRequest
-	24, // 41: shaledb.tserver.DataRequest.txn_resolve:type_name -> shaledb.tserver.TxnResolveRequest
-	26, // 42: shaledb.tserver.DataRequest.txn_status:type_name -> shaledb.tserver.TxnStatusRequest
-	19, // 43: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
-	16, // 44: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
-	23, // 45: shaledb.tserver.DataResponse.txn_write:type_name -> shaledb.tserver.TxnWriteResponse
-	25, // 46: shaledb.tserver.DataResponse.txn_resolve:type_name -> shaledb.tserver.TxnResolveResponse
-	27, // 47: shaledb.tserver.DataResponse.txn_status:type_name -> shaledb.tserver.TxnStatusResponse
-	15, // 48: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
-	17, // 49: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
-	20, // 50: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
-	28, // 51: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
-	43, // 52: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
-	22, // 53: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
-	24, // 54: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
-	26, // 55: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
-	30, // 56: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
-	32, // 57: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
-	34, // 58: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
-	36, // 59: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
-	38, // 60: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
-	40, // 61: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
-	16, // 62: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
-	19, // 63: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
-	21, // 64: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
-	29, // 65: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
-	44, // 66: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
-	23, // 67: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
-	25, // 68: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
-	27, // 69: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
-	31, // 70: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
-	33, // 71: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
-	35, // 72: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
-	37, // 73: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
-	39, // 74: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
-	42, // 75: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
-	62, // [62:76] is the sub-list for method output_type
-	48, // [48:62] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	20, // 6: shaledb.tserver.ReadRequest.txn:type_name -> shaledb.tserver.TxnReadOptions
+	2,  // 7: shaledb.tserver.TxnReadOptions.wait_policy:type_name -> shaledb.tserver.WaitPolicy
+	11, // 8: shaledb.tserver.ReadResponse.error:type_name -> shaledb.tserver.TabletError
+	16, // 9: shaledb.tserver.ReadResponse.row:type_name -> shaledb.tserver.Row
+	12, // 10: shaledb.tserver.ScanRequest.span:type_name -> shaledb.tserver.Span
+	14, // 11: shaledb.tserver.ScanRequest.projection:type_name -> shaledb.tserver.Projection
+	0,  // 12: shaledb.tserver.ScanRequest.consistency:type_name -> shaledb.tserver.ReadConsistency
+	20, // 13: shaledb.tserver.ScanRequest.txn:type_name -> shaledb.tserver.TxnReadOptions
+	23, // 14: shaledb.tserver.ScanRequest.filter:type_name -> shaledb.tserver.Predicate
+	24, // 15: shaledb.tserver.ScanRequest.aggregates:type_name -> shaledb.tserver.Aggregate
+	5,  // 16: shaledb.tserver.Predicate.op:type_name -> shaledb.tserver.Predicate.Op
+	23, // 17: shaledb.tserver.Predicate.args:type_name -> shaledb.tserver.Predicate
+	6,  // 18: shaledb.tserver.Aggregate.kind:type_name -> shaledb.tserver.Aggregate.Kind
+	11, // 19: shaledb.tserver.ScanResponse.error:type_name -> shaledb.tserver.TabletError
+	16, // 20: shaledb.tserver.ScanResponse.rows:type_name -> shaledb.tserver.Row
+	12, // 21: shaledb.tserver.ScanResponse.resume_span:type_name -> shaledb.tserver.Span
+	1,  // 22: shaledb.tserver.TxnWriteRequest.lock_mode:type_name -> shaledb.tserver.LockMode
+	2,  // 23: shaledb.tserver.TxnWriteRequest.wait_policy:type_name -> shaledb.tserver.WaitPolicy
+	11, // 24: shaledb.tserver.TxnWriteResponse.error:type_name -> shaledb.tserver.TabletError
+	7,  // 25: shaledb.tserver.TxnResolveRequest.kind:type_name -> shaledb.tserver.TxnResolveRequest.Kind
+	11, // 26: shaledb.tserver.TxnResolveResponse.error:type_name -> shaledb.tserver.TabletError
+	8,  // 27: shaledb.tserver.TxnStatusRequest.op:type_name -> shaledb.tserver.TxnStatusRequest.Op
+	11, // 28: shaledb.tserver.TxnStatusResponse.error:type_name -> shaledb.tserver.TabletError
+	3,  // 29: shaledb.tserver.TxnStatusResponse.state:type_name -> shaledb.tserver.TxnState
+	11, // 30: shaledb.tserver.SafeTimeResponse.error:type_name -> shaledb.tserver.TabletError
+	13, // 31: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	49, // 32: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	11, // 33: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	11, // 34: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	9,  // 35: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
+	11, // 36: shaledb.tserver.ChangeReplicasResponse.error:type_name -> shaledb.tserver.TabletError
+	11, // 37: shaledb.tserver.TransferLeaderResponse.error:type_name -> shaledb.tserver.TabletError
+	11, // 38: shaledb.tserver.SplitTabletResponse.error:type_name -> shaledb.tserver.TabletError
+	13, // 39: shaledb.tserver.SplitTabletResponse.left:type_name -> shaledb.tserver.TabletDescriptor
+	13, // 40: shaledb.tserver.SplitTabletResponse.right:type_name -> shaledb.tserver.TabletDescriptor
+	13, // 41: shaledb.tserver.TabletStatus.tablet:type_name -> shaledb.tserver.TabletDescriptor
+	10, // 42: shaledb.tserver.TabletStatus.role:type_name -> shaledb.tserver.TabletStatus.Role
+	45, // 43: shaledb.tserver.ListTabletsResponse.tablets:type_name -> shaledb.tserver.TabletStatus
+	19, // 44: shaledb.tserver.DataRequest.read:type_name -> shaledb.tserver.ReadRequest
+	17, // 45: shaledb.tserver.DataRequest.write:type_name -> shaledb.tserver.WriteRequest
+	22, // 46: shaledb.tserver.DataRequest.scan:type_name -> shaledb.tserver.ScanRequest
+	26, // 47: shaledb.tserver.DataRequest.txn_write:type_name -> shaledb.tserver.TxnWriteRequest
+	28, // 48: shaledb.tserver.DataRequest.txn_resolve:type_name -> shaledb.tserver.TxnResolveRequest
+	30, // 49: shaledb.tserver.DataRequest.txn_status:type_name -> shaledb.tserver.TxnStatusRequest
+	21, // 50: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
+	18, // 51: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
+	25, // 52: shaledb.tserver.DataResponse.scan:type_name -> shaledb.tserver.ScanResponse
+	27, // 53: shaledb.tserver.DataResponse.txn_write:type_name -> shaledb.tserver.TxnWriteResponse
+	29, // 54: shaledb.tserver.DataResponse.txn_resolve:type_name -> shaledb.tserver.TxnResolveResponse
+	31, // 55: shaledb.tserver.DataResponse.txn_status:type_name -> shaledb.tserver.TxnStatusResponse
+	17, // 56: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
+	19, // 57: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
+	22, // 58: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
+	32, // 59: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
+	47, // 60: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
+	26, // 61: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
+	28, // 62: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
+	30, // 63: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
+	34, // 64: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
+	36, // 65: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
+	38, // 66: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
+	40, // 67: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
+	42, // 68: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
+	44, // 69: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
+	18, // 70: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
+	21, // 71: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
+	25, // 72: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
+	33, // 73: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
+	48, // 74: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
+	27, // 75: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
+	29, // 76: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
+	31, // 77: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
+	35, // 78: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
+	37, // 79: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
+	39, // 80: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
+	41, // 81: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
+	43, // 82: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
+	46, // 83: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
+	70, // [70:84] is the sub-list for method output_type
+	56, // [56:70] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_internal_tserver_tserverpb_tserver_proto_init() }
@@ -3571,16 +4046,18 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 	if File_internal_tserver_tserverpb_tserver_proto != nil {
 		return
 	}
-	file_internal_tserver_tserverpb_tserver_proto_msgTypes[34].OneofWrappers = []any{
+	file_internal_tserver_tserverpb_tserver_proto_msgTypes[36].OneofWrappers = []any{
 		(*DataRequest_Read)(nil),
 		(*DataRequest_Write)(nil),
+		(*DataRequest_Scan)(nil),
 		(*DataRequest_TxnWrite)(nil),
 		(*DataRequest_TxnResolve)(nil),
 		(*DataRequest_TxnStatus)(nil),
 	}
-	file_internal_tserver_tserverpb_tserver_proto_msgTypes[35].OneofWrappers = []any{
+	file_internal_tserver_tserverpb_tserver_proto_msgTypes[37].OneofWrappers = []any{
 		(*DataResponse_Read)(nil),
 		(*DataResponse_Write)(nil),
+		(*DataResponse_Scan)(nil),
 		(*DataResponse_TxnWrite)(nil),
 		(*DataResponse_TxnResolve)(nil),
 		(*DataResponse_TxnStatus)(nil),
@@ -3590,8 +4067,8 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_tserver_tserverpb_tserver_proto_rawDesc), len(file_internal_tserver_tserverpb_tserver_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   37,
+			NumEnums:      11,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

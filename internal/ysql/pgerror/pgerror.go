@@ -180,5 +180,25 @@ func From(err error) *Error {
 }
 
 // Code returns the SQLSTATE of err (XX000 for errors that are not
-// PostgreSQL errors).
-func Code(err error) string { return From(err).Code }
+// PostgreSQL errors, "" for nil).
+func Code(err error) string {
+	if err == nil {
+		return ""
+	}
+	return From(err).Code
+}
+
+// More SQLSTATE codes.
+const (
+	CodeCannotCoerce                  = "42846"
+	CodeGeneratedAlways               = "428C9"
+	CodeInvalidRowCountInLimit        = "2201W"
+	CodeInvalidRowCountInResultOffset = "2201X"
+	CodeCantChangeRuntimeParam        = "55P02"
+)
+
+// CodeBadCopyFileFormat is a malformed COPY input line.
+const CodeBadCopyFileFormat = "22P04"
+
+// CodeSequenceGeneratorLimitExceeded is nextval past the sequence's bound.
+const CodeSequenceGeneratorLimitExceeded = "2200H"

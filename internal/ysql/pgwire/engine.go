@@ -54,7 +54,10 @@ type Session interface {
 
 	// Sync marks the end of an extended-query batch (the Sync message): an
 	// implicit transaction the batch ran in commits here, or rolls back
-	// when the batch failed (failed is true).
+	// when the batch failed (failed is true). It is also called at the
+	// end of every simple Query message, after its last statement or the
+	// one that failed: the statements of one Query share an implicit
+	// transaction the same way.
 	Sync(ctx context.Context, failed bool) error
 
 	// Notices returns and clears the notices (severity NOTICE/WARNING)
@@ -94,9 +97,13 @@ type Statement interface {
 	// Bind makes a portal. params are the raw parameter values (nil =
 	// NULL) in the formats given (0 text, 1 binary; per the protocol an
 	// empty list means all text and a single entry applies to all).
-	// resultFormats likewise gives the output format per column.
+	// resultFormats likewise gives the output format per column. pgwire
+	// has checked the counts and that every format is 0 or 1; params are
+	// a copy the portal may keep.
 	Bind(ctx context.Context, params [][]byte, paramFormats []int16, resultFormats []int16) (Portal, error)
-	// Close releases the statement.
+	// Close releases the statement. Portals bound from it stay usable
+	// until their own Close, as in PostgreSQL (re-parsing the unnamed
+	// statement must not break the unnamed portal).
 	Close()
 }
 
@@ -106,6 +113,8 @@ type Portal interface {
 	// up to maxRows rows (0 = all) to out. It returns the command tag
 	// ("SELECT 3", "INSERT 0 1", "BEGIN"...) and whether the portal is
 	// suspended (more rows remain; PortalSuspended is sent, no tag).
+	// The tags "DEALLOCATE ALL" and "DISCARD ALL" make pgwire drop its
+	// named prepared statements (and, for DISCARD ALL, its portals).
 	Execute(ctx context.Context, maxRows int, out RowWriter) (tag string, suspended bool, err error)
 	// Close releases the portal.
 	Close()

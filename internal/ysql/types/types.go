@@ -2,6 +2,22 @@
 // modifiers, the Datum that carries a value through the executor, text and
 // binary input/output in PostgreSQL's formats, casts and implicit
 // coercions, comparison, and the mapping to and from DocDB's storage values.
+//
+// Files: oids.go (the pg_type table, names, format_type), typename.go
+// (type names with modifiers, from pg_query or text), datum.go
+// (constructors), text_in.go/text_out.go (text I/O), datetime.go and
+// datetime_in.go (calendar, date/time parsing and formatting), interval.go,
+// numeric.go, json.go, typmod.go (length/precision coercion), cast.go,
+// compare.go (ordering, equality keys, hashing), binary.go (send/recv),
+// storage.go (DocDB values).
+//
+// Behaviour is PostgreSQL 15's with DateStyle ISO, MDY; IntervalStyle
+// postgres; extra_float_digits 1; the "C" collation. Known limits:
+// regclass/regtype/regproc read and print as numbers (name lookup needs
+// the catalog); interval field restrictions (INTERVAL YEAR) are accepted
+// but only the precision is applied; timetz and multidimensional arrays
+// are not supported; the zone abbreviations known on input are a subset of
+// PostgreSQL's default set (names from the tz database all work).
 package types
 
 import (

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// killNodesOnCleanup SIGKILLs, when the test ends, the node processes the
+// cluster in base still records (after a failure: without a deadline).
+func killNodesOnCleanup(t *testing.T, base string) {
+	t.Cleanup(func() {
+		if st, err := loadClusterState(base); err == nil {
+			for _, n := range st.Nodes {
+				if n.PID > 0 && processAlive(n.PID, "") {
+					_ = syscall.Kill(n.PID, syscall.SIGKILL)
+				}
+			}
+		}
+	})
+}
+
+// workloadProc is a `shale workload` process whose output the test
+// follows line by line.
+type workloadProc struct {
+	t     *testing.T
+	name  string
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []string
+	// changed gets a token when a line arrives; done closes at the end of
+	// the output.
+	changed chan struct{}
+	done    chan struct{}
+}
+
+// startWorkload starts the binary with args (and env added to the test's
+// environment); the process dies with ctx.
+func startWorkload(t *testing.T, ctx context.Context, name, bin string, env []string, args ...string) *workloadProc {
+	t.Helper()
+	w := &workloadProc{t: t, name: name, cmd: exec.CommandContext(ctx, bin, args...), changed: make(chan struct{}, 1), done: make(chan struct{})}
+	if len(env) > 0 {
+		w.cmd.Env = append(w.cmd.Environ(), env...)
+	}
+	stdout, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cmd.Stderr = w.cmd.Stdout
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(w.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			w.mu.Lock()
+			w.lines = append(w.lines, sc.Text())
+			w.mu.Unlock()
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	return w
+}
+
+// output returns the lines so far.
+func (w *workloadProc) output() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.lines...)
+}
+
+// waitFor waits until ok holds of the output; it fails the test if the
+// process ends first or ctx does.
+func (w *workloadProc) waitFor(ctx context.Context, what string, ok func(lines []string) bool) {
+	w.t.Helper()
+	for {
+		if ok(w.output()) {
+			return
+		}
+		select {
+		case <-w.changed:
+		case <-w.done:
+			if ok(w.output()) {
+				return
+			}
+			w.t.Fatalf("%s ended before %s:\n%s", w.name, what, strings.Join(w.output(), "\n"))
+		case <-ctx.Done():
+			w.t.Fatalf("%s: no %s before the deadline:\n%s", w.name, what, strings.Join(w.output(), "\n"))
+		}
+	}
+}
+
+// wait waits for the end of the output and of the process.
+func (w *workloadProc) wait() error {
+	<-w.done
+	return w.cmd.Wait()
+}

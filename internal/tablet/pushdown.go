@@ -1,0 +1,178 @@
+package tablet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+// Scan pushdown: filters and partial aggregates evaluated next to the data
+// (docdb.Pred, docdb.Aggregator). A scan with a filter returns only the
+// qualifying rows, and its Limit counts those; MaxRows bounds the rows it
+// examines, so a page that finds few qualifying rows still ends, with a
+// resume key. An aggregate read returns one partial result per aggregate
+// over the rows of the page instead of the rows.
+
+var errAggregatesInScan = fmt.Errorf("%w: aggregates in a row scan", docdb.ErrInvalidPushdown)
+
+// docdb returns the DocDB scan of these options over span at read time at,
+// feeding agg (if not nil).
+func (o *ScanOptions) docdb(span storage.Span, at hlc.Timestamp, agg *docdb.Aggregator) docdb.ScanOptions {
+	return docdb.ScanOptions{
+		ReadOptions: docdb.ReadOptions{ReadTime: at, Columns: o.Columns},
+		Span:        span, Limit: o.Limit, Reverse: o.Reverse,
+		Filter: o.Filter, Aggregator: agg, KeyColumns: o.KeyColumns, MaxRows: o.MaxRows,
+	}
+}
+
+// checkScan validates the pushdown parts of a row scan.
+func (o *ScanOptions) checkScan() error {
+	if len(o.Aggregates) > 0 {
+		return errAggregatesInScan
+	}
+	if o.Filter != nil {
+		return o.Filter.Validate()
+	}
+	return nil
+}
+
+// checkAggregate validates the pushdown parts of an aggregate read.
+func (o *ScanOptions) checkAggregate() error {
+	if len(o.Aggregates) == 0 {
+		return fmt.Errorf("%w: no aggregates", docdb.ErrInvalidPushdown)
+	}
+	if o.Limit != 0 {
+		return fmt.Errorf("%w: a limit with aggregates", docdb.ErrInvalidPushdown)
+	}
+	if o.Filter != nil {
+		return o.Filter.Validate()
+	}
+	return nil
+}
+
+// aggregate runs the aggregates of o over span at time at.
+func (t *Tablet) aggregate(o *ScanOptions, span storage.Span, at hlc.Timestamp, maxRows int) ([]docdb.Value, []byte, error) {
+	agg, err := docdb.NewAggregator(o.Aggregates)
+	if err != nil {
+		return nil, nil, err
+	}
+	so := o.docdb(span, at, agg)
+	so.MaxRows = maxRows
+	_, resume, err := docdb.Scan(t.eng, so)
+	if err != nil {
+		return nil, nil, err
+	}
+	return agg.Results(), resume, nil
+}
+
+// AggregateTxn computes opts.Aggregates over the rows of opts.Span that
+// opts.Filter qualifies, as ScanTxn reads them: it returns the partial
+// results, the resume key (nil when the span is done; see docdb.Scan) and
+// the read time. opts.Limit must be 0.
+//
+// The read-uncertainty check compares the aggregates at the read time and
+// at the uncertainty limit over the rows the page examined: a write in the
+// window that changes them restarts the read (or fails with
+// *ReadRestartError); one that does not leaves the page's answer valid
+// either way.
+func (t *Tablet) AggregateTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]docdb.Value, []byte, hlc.Timestamp, error) {
+	if err := opts.checkAggregate(); err != nil {
+		return nil, nil, 0, err
+	}
+	span := clip(opts.Span, t.desc.Span)
+	var results []docdb.Value
+	var resume []byte
+	rt, err := t.readTxn(ctx, span, o, func() func() {
+		release, err := t.latches.acquireSpan(ctx, span)
+		if err != nil {
+			return nil
+		}
+		return release
+	}, func(at hlc.Timestamp) error {
+		var err error
+		results, resume, err = t.aggregate(&opts, span, at, opts.MaxRows)
+		return err
+	}, func(limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
+		rs, _, err := t.aggregate(&opts, examinedSpan(span, resume, opts.Reverse), limit, 0)
+		if err != nil {
+			return 0, false, err
+		}
+		return 0, !sameValues(rs, results), nil
+	})
+	return results, resume, rt, err
+}
+
+// FollowerAggregate is AggregateTxn at this replica at a safe point (see
+// FollowerGet).
+func (t *Tablet) FollowerAggregate(ctx context.Context, opts ScanOptions, sp SafePoint) ([]docdb.Value, []byte, hlc.Timestamp, error) {
+	if err := opts.checkAggregate(); err != nil {
+		return nil, nil, 0, err
+	}
+	rt, err := t.followerReadTime(ctx, sp, opts.ReadTime)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	span := clip(opts.Span, t.desc.Span)
+	if err := t.noIntentsFor(span); err != nil {
+		return nil, nil, 0, err
+	}
+	results, resume, err := t.aggregate(&opts, span, rt, opts.MaxRows)
+	return results, resume, rt, err
+}
+
+// examinedSpan is the part of span a scan that stopped at resume (nil: at
+// the end) looked at.
+func examinedSpan(span storage.Span, resume []byte, reverse bool) storage.Span {
+	if resume == nil {
+		return span
+	}
+	rest := docdb.ResumeSpan(span, resume, reverse)
+	if reverse {
+		return storage.Span{Start: rest.End, End: span.End}
+	}
+	return storage.Span{Start: span.Start, End: rest.Start}
+}
+
+// sameRows reports whether two reads returned the same rows (keys, write
+// times and column values), as rowSignature would tell, without building
+// strings: a scan compares its pages at the read time and at the
+// uncertainty limit.
+func sameRows(a, b []docdb.Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.WriteTime != y.WriteTime || !bytes.Equal(x.Key, y.Key) || len(x.Columns) != len(y.Columns) {
+			return false
+		}
+		for j := range x.Columns {
+			cx, cy := x.Columns[j], y.Columns[j]
+			if cx.ID != cy.ID || cx.Value.Type != cy.Value.Type || !bytes.Equal(docdb.AppendValue(nil, cx.Value), docdb.AppendValue(nil, cy.Value)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameValues(a, b []docdb.Value) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Type != b[i].Type || !bytes.Equal(docdb.AppendValue(nil, a[i]), docdb.AppendValue(nil, b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsInvalidPushdown reports whether err is a malformed or unfitting
+// filter or aggregate (the caller's mistake).
+func IsInvalidPushdown(err error) bool { return errors.Is(err, docdb.ErrInvalidPushdown) }

@@ -1,0 +1,512 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/master/masterpb"
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// cloneTable deep-copies table metadata for an ALTER.
+func cloneTable(t *catalog.Table) *catalog.Table {
+	b, _ := json.Marshal(t)
+	out := &catalog.Table{}
+	_ = json.Unmarshal(b, out)
+	out.MasterID, out.Version = t.MasterID, t.Version
+	return out
+}
+
+func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
+	if at.GetObjtype() != pg.ObjectType_OBJECT_TABLE {
+		return pgerror.Unsupported("ALTER " + strings.TrimPrefix(at.GetObjtype().String(), "OBJECT_"))
+	}
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	rv := at.GetRelation()
+	t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
+	if !ok {
+		if at.GetMissingOk() {
+			s.notice("NOTICE", "00000", "relation %q does not exist, skipping", rv.GetRelname())
+			return nil
+		}
+		return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+	}
+	next := cloneTable(t)
+	s.pendingSeqs = nil
+	defer func() { s.pendingSeqs = nil }()
+	var backfill []int // new columns with a default to fill in
+	var newPK []keySpec
+	for _, cn := range at.GetCmds() {
+		cmd := cn.GetAlterTableCmd()
+		switch cmd.GetSubtype() {
+		case pg.AlterTableType_AT_AddColumn:
+			cd := cmd.GetDef().GetColumnDef()
+			if next.ColumnIndex(cd.GetColname()) >= 0 {
+				if cmd.GetMissingOk() {
+					s.notice("NOTICE", "42701", "column %q of relation %q already exists, skipping", cd.GetColname(), t.Name)
+					continue
+				}
+				return pgerror.New(pgerror.CodeDuplicateColumn, "column %q of relation %q already exists", cd.GetColname(), t.Name)
+			}
+			col, isPK, err := s.columnDef(ctx, next, cd)
+			if err != nil {
+				return err
+			}
+			if isPK {
+				return pgerror.Unsupported("adding a PRIMARY KEY column")
+			}
+			next.Columns = append(next.Columns, *col)
+			if col.Default != "" || col.NotNull {
+				backfill = append(backfill, len(next.Columns)-1)
+			}
+		case pg.AlterTableType_AT_DropColumn:
+			i := next.ColumnIndex(cmd.GetName())
+			if i < 0 {
+				if cmd.GetMissingOk() {
+					s.notice("NOTICE", "42703", "column %q of relation %q does not exist, skipping", cmd.GetName(), t.Name)
+					continue
+				}
+				return pgerror.New(pgerror.CodeUndefinedColumn, "column %q of relation %q does not exist", cmd.GetName(), t.Name)
+			}
+			if next.IsKey(i) {
+				return pgerror.Unsupported("dropping a primary key column")
+			}
+			next.Columns = append(next.Columns[:i], next.Columns[i+1:]...)
+			for k := range next.Key {
+				if next.Key[k].Column > i {
+					next.Key[k].Column--
+				}
+			}
+		case pg.AlterTableType_AT_SetNotNull, pg.AlterTableType_AT_DropNotNull:
+			i := next.ColumnIndex(cmd.GetName())
+			if i < 0 {
+				return pgerror.New(pgerror.CodeUndefinedColumn, "column %q of relation %q does not exist", cmd.GetName(), t.Name)
+			}
+			if cmd.GetSubtype() == pg.AlterTableType_AT_DropNotNull {
+				if next.IsKey(i) {
+					return pgerror.New(pgerror.CodeInvalidTableDefinition, "column %q is in a primary key", cmd.GetName())
+				}
+				next.Columns[i].NotNull = false
+			} else {
+				next.Columns[i].NotNull = true
+				if err := s.checkNoNulls(ctx, t, i); err != nil {
+					return err
+				}
+			}
+		case pg.AlterTableType_AT_ColumnDefault:
+			i := next.ColumnIndex(cmd.GetName())
+			if i < 0 {
+				return pgerror.New(pgerror.CodeUndefinedColumn, "column %q of relation %q does not exist", cmd.GetName(), t.Name)
+			}
+			next.Columns[i].Default = ""
+			if d := cmd.GetDef(); d != nil {
+				if next.Columns[i].Default, err = deparseExpr(d); err != nil {
+					return err
+				}
+				if err := s.checkDefault(&next.Columns[i]); err != nil {
+					return err
+				}
+			}
+		case pg.AlterTableType_AT_AddConstraint:
+			c := cmd.GetDef().GetConstraint()
+			switch c.GetContype() {
+			case pg.ConstrType_CONSTR_CHECK:
+				expr, err := deparseExpr(c.GetRawExpr())
+				if err != nil {
+					return err
+				}
+				name := c.GetConname()
+				if name == "" {
+					name = t.Name + "_check"
+				}
+				next.Checks = append(next.Checks, catalog.Check{Name: name, Expr: expr})
+			case pg.ConstrType_CONSTR_PRIMARY:
+				if !t.RowID {
+					return pgerror.New(pgerror.CodeInvalidTableDefinition, "multiple primary keys for table %q are not allowed", t.Name)
+				}
+				for _, k := range c.GetKeys() {
+					newPK = append(newPK, keySpec{name: k.GetString_().GetSval()})
+				}
+				if c.GetConname() != "" {
+					next.PKName = c.GetConname()
+				}
+			default:
+				return pgerror.Unsupported("this ALTER TABLE ADD CONSTRAINT")
+			}
+		case pg.AlterTableType_AT_DropConstraint:
+			found := false
+			for i, ck := range next.Checks {
+				if ck.Name == cmd.GetName() {
+					next.Checks = append(next.Checks[:i], next.Checks[i+1:]...)
+					found = true
+					break
+				}
+			}
+			if !found && !cmd.GetMissingOk() {
+				return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q of relation %q does not exist", cmd.GetName(), t.Name)
+			}
+		default:
+			return pgerror.Unsupported("ALTER TABLE " + strings.TrimPrefix(cmd.GetSubtype().String(), "AT_"))
+		}
+	}
+	if newPK != nil {
+		return s.rewriteWithKey(ctx, t, next, newPK)
+	}
+	for _, q := range s.pendingSeqs {
+		if err := s.e.cfg.Cache.PutSequence(ctx, q, true); err != nil {
+			return err
+		}
+	}
+	if err := s.e.cfg.Cache.AlterTable(ctx, t, next); err != nil {
+		return alterErr(err, t)
+	}
+	if len(backfill) > 0 {
+		return s.backfill(ctx, t, backfill)
+	}
+	return nil
+}
+
+func alterErr(err error, t *catalog.Table) error {
+	if client.IsCode(err, masterpb.MasterError_CONFLICT) {
+		return pgerror.New(pgerror.CodeSerializationFailure, "table %q was changed concurrently", t.Name)
+	}
+	return err
+}
+
+// checkNoNulls fails SET NOT NULL when a row has NULL in column i.
+func (s *Session) checkNoNulls(ctx context.Context, t *catalog.Table, i int) error {
+	rows, err := s.allRows(ctx, t)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r[i].Null {
+			return pgerror.New(pgerror.CodeNotNullViolation, "column %q of relation %q contains null values", t.Columns[i].Name, t.Name)
+		}
+	}
+	return nil
+}
+
+func (s *Session) allRows(ctx context.Context, t *catalog.Table) ([]plan.Row, error) {
+	var rows []plan.Row
+	err := s.inTxn(ctx, func(tx *client.Txn) error {
+		r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
+		var err error
+		rows, err = r.scanTable(t)
+		return err
+	})
+	return rows, err
+}
+
+func (r *runner) scanTable(t *catalog.Table) ([]plan.Row, error) {
+	sc := plan.NewScan(t)
+	return r.scan(sc)
+}
+
+// backfill writes the defaults of columns just added into existing rows.
+func (s *Session) backfill(ctx context.Context, old *catalog.Table, cols []int) error {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	t, ok := snap.Table(s.db, old.Schema, old.Name)
+	if !ok {
+		return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", old.Name)
+	}
+	b, err := s.binder(ctx)
+	if err != nil {
+		return err
+	}
+	defaults := make([]plan.Expr, len(cols))
+	for i, c := range cols {
+		if defaults[i], err = b.DefaultExpr(&t.Columns[c]); err != nil {
+			return err
+		}
+	}
+	return s.inTxn(ctx, func(tx *client.Txn) error {
+		r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
+		rows, err := r.scanTable(t)
+		if err != nil {
+			return err
+		}
+		tbl, err := s.openTable(ctx, t)
+		if err != nil {
+			return err
+		}
+		wb := &writeBatch{tbl: tbl}
+		for _, row := range rows {
+			next := append(plan.Row(nil), row...)
+			for i, c := range cols {
+				d, err := defaults[i].Eval(r.ec, row)
+				if err != nil {
+					return err
+				}
+				next[c] = d
+			}
+			if err := r.checkRow(t, next, nil); err != nil {
+				return err
+			}
+			if err := r.writeUpdate(wb, t, row, next); err != nil {
+				return err
+			}
+		}
+		return r.flush(wb)
+	})
+}
+
+// rewriteWithKey gives a table without a primary key one: a new table with
+// the key is filled from the old one, which is then dropped (PostgreSQL
+// rewrites the table for ADD PRIMARY KEY too; pgbench -i relies on it).
+func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, pk []keySpec) error {
+	rows, err := s.allRows(ctx, old)
+	if err != nil {
+		return err
+	}
+	// Drop the row id column.
+	next.Columns = next.Columns[1:]
+	next.RowID = false
+	if err := setKey(next, pk); err != nil {
+		return err
+	}
+	for i := range next.Columns {
+		if next.IsKey(i) {
+			next.Columns[i].NotNull = true
+		}
+	}
+	tmp := cloneTable(next)
+	tmp.Name = old.Name + "_shale_rewrite"
+	tbl, err := s.openTable(ctx, old)
+	if err != nil {
+		return err
+	}
+	part := &masterpb.Partitioning{Kind: masterpb.Partitioning_HASH, NumTablets: tbl.Info().GetPartitioning().GetNumTablets()}
+	if !next.Key[0].Hash {
+		part = &masterpb.Partitioning{Kind: masterpb.Partitioning_RANGE}
+	}
+	_ = s.e.cfg.Cache.DropTable(ctx, tmp) // a leftover of an interrupted rewrite
+	if err := s.e.cfg.Cache.CreateTable(ctx, tmp, part, false); err != nil {
+		return err
+	}
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	created, ok := snap.Table(s.db, tmp.Schema, tmp.Name)
+	if !ok {
+		return pgerror.New(pgerror.CodeInternalError, "rewritten table vanished")
+	}
+	// Copy in batches of separate transactions: a big table does not
+	// become one huge transaction. Duplicate keys fail the rewrite.
+	const chunk = 1000
+	for start := 0; start < len(rows); start += chunk {
+		end := min(start+chunk, len(rows))
+		err := s.inTxn(ctx, func(tx *client.Txn) error {
+			r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
+			src := make([]plan.Row, 0, end-start)
+			for _, row := range rows[start:end] {
+				src = append(src, append(plan.Row(nil), row[1:]...))
+			}
+			_, _, err := r.insert(plan.InsertRows(created, src))
+			return err
+		})
+		if err != nil {
+			_ = s.e.cfg.Cache.DropTable(ctx, created)
+			return err
+		}
+	}
+	if err := s.e.cfg.Cache.DropTable(ctx, old); err != nil {
+		return err
+	}
+	delete(s.tables, old.MasterID)
+	renamed := cloneTable(created)
+	renamed.Name = old.Name
+	return alterErr(s.e.cfg.Cache.AlterTable(ctx, created, renamed), created)
+}
+
+func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return "", err
+	}
+	rv := rs.GetRelation()
+	t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
+	if !ok {
+		if rs.GetMissingOk() {
+			return "ALTER TABLE", nil
+		}
+		return "", pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+	}
+	next := cloneTable(t)
+	switch rs.GetRenameType() {
+	case pg.ObjectType_OBJECT_TABLE:
+		if _, exists := snap.Table(s.db, t.Schema, rs.GetNewname()); exists {
+			return "", pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", rs.GetNewname())
+		}
+		next.Name = rs.GetNewname()
+	case pg.ObjectType_OBJECT_COLUMN:
+		i := next.ColumnIndex(rs.GetSubname())
+		if i < 0 {
+			return "", pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", rs.GetSubname())
+		}
+		if next.ColumnIndex(rs.GetNewname()) >= 0 {
+			return "", pgerror.New(pgerror.CodeDuplicateColumn, "column %q of relation %q already exists", rs.GetNewname(), t.Name)
+		}
+		next.Columns[i].Name = rs.GetNewname()
+		// CHECK expressions name columns: rename them there too.
+		re := regexp.MustCompile(`\b` + regexp.QuoteMeta(rs.GetSubname()) + `\b`)
+		for k := range next.Checks {
+			next.Checks[k].Expr = re.ReplaceAllString(next.Checks[k].Expr, rs.GetNewname())
+		}
+	default:
+		return "", pgerror.Unsupported("this RENAME")
+	}
+	if err := s.e.cfg.Cache.AlterTable(ctx, t, next); err != nil {
+		return "", alterErr(err, t)
+	}
+	return "ALTER TABLE", nil
+}
+
+// ybOptions are YugabyteDB's CREATE TABLE extensions, which the PostgreSQL
+// grammar does not know: they are cut out of the text before parsing.
+type ybOptions struct {
+	splitInto int
+	splitAt   [][]*pg.Node
+	pk        []keySpec
+}
+
+var (
+	splitIntoRe = regexp.MustCompile(`(?is)\s+SPLIT\s+INTO\s+(\d+)\s+TABLETS\s*;?\s*$`)
+	pkRe        = regexp.MustCompile(`(?i)PRIMARY\s+KEY\s*\(`)
+)
+
+// ybExtensions rewrites a CREATE TABLE using YSQL's syntax into PostgreSQL
+// syntax and returns the options it removed.
+func ybExtensions(sql string) (string, *ybOptions, error) {
+	if !strings.Contains(strings.ToUpper(sql), "CREATE") {
+		return sql, nil, nil
+	}
+	var opts *ybOptions
+	if m := splitIntoRe.FindStringSubmatchIndex(sql); m != nil {
+		n, err := strconv.Atoi(sql[m[2]:m[3]])
+		if err != nil || n < 1 || n > 0xFFFF {
+			return "", nil, pgerror.New(pgerror.CodeInvalidParameterValue, "invalid number of tablets %q", sql[m[2]:m[3]])
+		}
+		opts = &ybOptions{splitInto: n}
+		sql = sql[:m[0]]
+	}
+	if loc := pkRe.FindStringIndex(sql); loc != nil {
+		body, end, ok := balanced(sql, loc[1]-1)
+		if ok && (strings.Contains(strings.ToUpper(body), "HASH") || strings.Contains(strings.ToUpper(body), "ASC") ||
+			strings.Contains(strings.ToUpper(body), "DESC") || strings.Contains(body, "(")) {
+			pk, names, err := parseKeySpec(body)
+			if err != nil {
+				return "", nil, err
+			}
+			if opts == nil {
+				opts = &ybOptions{}
+			}
+			opts.pk = pk
+			sql = sql[:loc[1]] + strings.Join(names, ", ") + sql[end:]
+		}
+	}
+	return sql, opts, nil
+}
+
+// balanced returns the text inside the parenthesis opening at open and the
+// index of its closing parenthesis.
+func balanced(s string, open int) (string, int, bool) {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return s[open+1 : i], i, true
+			}
+		}
+	}
+	return "", 0, false
+}
+
+// parseKeySpec parses "(a, b) HASH, c ASC" / "a HASH, b DESC".
+func parseKeySpec(body string) ([]keySpec, []string, error) {
+	var specs []keySpec
+	var names []string
+	rest := strings.TrimSpace(body)
+	for rest != "" {
+		var cols []string
+		if rest[0] == '(' {
+			inner, end, ok := balanced(rest, 0)
+			if !ok {
+				return nil, nil, pgerror.New(pgerror.CodeSyntaxError, "syntax error in PRIMARY KEY")
+			}
+			for _, c := range strings.Split(inner, ",") {
+				cols = append(cols, unquoteIdent(strings.TrimSpace(c)))
+			}
+			rest = strings.TrimSpace(rest[end+1:])
+		} else {
+			end := strings.IndexAny(rest, " \t\n,")
+			if end < 0 {
+				end = len(rest)
+			}
+			cols = []string{unquoteIdent(rest[:end])}
+			rest = strings.TrimSpace(rest[end:])
+		}
+		word := ""
+		if rest != "" && rest[0] != ',' {
+			end := strings.IndexAny(rest, " \t\n,")
+			if end < 0 {
+				end = len(rest)
+			}
+			word, rest = strings.ToUpper(rest[:end]), strings.TrimSpace(rest[end:])
+		}
+		for _, c := range cols {
+			ks := keySpec{name: c, set: word != ""}
+			switch word {
+			case "HASH":
+				ks.hash = true
+			case "DESC":
+				ks.desc = true
+			case "ASC", "":
+			default:
+				return nil, nil, pgerror.New(pgerror.CodeSyntaxError, "syntax error at or near %q", word)
+			}
+			specs = append(specs, ks)
+			names = append(names, quoteIdent(c))
+		}
+		rest = strings.TrimSpace(strings.TrimPrefix(rest, ","))
+	}
+	// An explicit ASC/DESC on the first column makes the table range
+	// partitioned: mark every column as given.
+	for i := range specs {
+		if specs[0].set {
+			specs[i].set = true
+		}
+	}
+	return specs, names, nil
+}
+
+func unquoteIdent(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return strings.ReplaceAll(s[1:len(s)-1], `""`, `"`)
+	}
+	return strings.ToLower(s)
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+var _ = types.NullDatum

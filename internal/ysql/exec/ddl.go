@@ -1,0 +1,592 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/master/masterpb"
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/parse"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// ddl runs a schema statement.
+func (s *Session) ddl(ctx context.Context, n *pg.Node, yb *ybOptions) (string, error) {
+	switch {
+	case n.GetCreateStmt() != nil:
+		return "CREATE TABLE", s.createTable(ctx, n.GetCreateStmt(), yb)
+	case n.GetDropStmt() != nil:
+		return s.drop(ctx, n.GetDropStmt())
+	case n.GetCreatedbStmt() != nil:
+		name := n.GetCreatedbStmt().GetDbname()
+		err := s.e.cfg.Cache.CreateDatabase(ctx, name)
+		if client.IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
+			return "", pgerror.New(pgerror.CodeDuplicateDatabase, "database %q already exists", name)
+		}
+		return "CREATE DATABASE", err
+	case n.GetDropdbStmt() != nil:
+		return "DROP DATABASE", s.dropDatabase(ctx, n.GetDropdbStmt())
+	case n.GetCreateSchemaStmt() != nil:
+		cs := n.GetCreateSchemaStmt()
+		if len(cs.GetSchemaElts()) > 0 {
+			return "", pgerror.Unsupported("CREATE SCHEMA with elements")
+		}
+		err := s.e.cfg.Cache.CreateSchema(ctx, s.db, cs.GetSchemaname())
+		if client.IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
+			if cs.GetIfNotExists() {
+				s.notice("NOTICE", "42P06", "schema %q already exists, skipping", cs.GetSchemaname())
+				return "CREATE SCHEMA", nil
+			}
+			return "", pgerror.New(pgerror.CodeDuplicateSchema, "schema %q already exists", cs.GetSchemaname())
+		}
+		return "CREATE SCHEMA", err
+	case n.GetTruncateStmt() != nil:
+		return "TRUNCATE TABLE", s.truncate(ctx, n.GetTruncateStmt())
+	case n.GetAlterTableStmt() != nil:
+		return "ALTER TABLE", s.alterTable(ctx, n.GetAlterTableStmt())
+	case n.GetRenameStmt() != nil:
+		return s.rename(ctx, n.GetRenameStmt())
+	case n.GetIndexStmt() != nil:
+		return "", pgerror.Unsupported("CREATE INDEX")
+	case n.GetCreateSeqStmt() != nil:
+		return "CREATE SEQUENCE", s.createSequence(ctx, n.GetCreateSeqStmt())
+	case n.GetViewStmt() != nil:
+		return "", pgerror.Unsupported("CREATE VIEW")
+	}
+	return "", pgerror.Unsupported("statement " + strings.TrimSuffix(strings.SplitN(n.String(), ":", 2)[0], " "))
+}
+
+// deparseExpr turns an expression tree back into SQL text (stored
+// defaults and checks).
+func deparseExpr(e *pg.Node) (string, error) {
+	sel := &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: &pg.SelectStmt{
+		TargetList: []*pg.Node{{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: e}}}},
+	}}}
+	out, err := parse.Deparse(sel)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(out, "SELECT "), nil
+}
+
+// schemaFor picks the schema of a new object: the given one or the first
+// existing schema of the search path.
+func (s *Session) schemaFor(snap *catalog.Snapshot, rv *pg.RangeVar) (string, error) {
+	if sc := rv.GetSchemaname(); sc != "" {
+		if _, ok := snap.Schema(s.db, sc); !ok {
+			return "", pgerror.New(pgerror.CodeInvalidSchemaName, "schema %q does not exist", sc)
+		}
+		return sc, nil
+	}
+	for _, sc := range s.searchPath() {
+		if _, ok := snap.Schema(s.db, sc); ok {
+			return sc, nil
+		}
+	}
+	return "", pgerror.New(pgerror.CodeInvalidSchemaName, "no schema has been selected to create in")
+}
+
+// keySpec is how a primary key column is laid out (YSQL's HASH/ASC/DESC).
+type keySpec struct {
+	name string
+	hash bool
+	desc bool
+	set  bool // given explicitly
+}
+
+func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOptions) error {
+	s.pendingSeqs = nil
+	defer func() { s.pendingSeqs = nil }()
+	if len(cs.GetInhRelations()) > 0 || cs.GetPartspec() != nil || cs.GetPartbound() != nil || cs.GetOfTypename() != nil {
+		return pgerror.Unsupported("inheritance and partitioned tables")
+	}
+	if rp := cs.GetRelation().GetRelpersistence(); rp == "t" {
+		return pgerror.Unsupported("temporary tables")
+	}
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	schema, err := s.schemaFor(snap, cs.GetRelation())
+	if err != nil {
+		return err
+	}
+	name := cs.GetRelation().GetRelname()
+	if _, exists := snap.Table(s.db, schema, name); exists {
+		if cs.GetIfNotExists() {
+			s.notice("NOTICE", "42P07", "relation %q already exists, skipping", name)
+			return nil
+		}
+		return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", name)
+	}
+	t := &catalog.Table{Database: s.db, Schema: schema, Name: name, NextColID: 1, PKName: name + "_pkey"}
+	var pk []keySpec
+	var tableCons []*pg.Constraint
+	for _, el := range cs.GetTableElts() {
+		switch {
+		case el.GetColumnDef() != nil:
+			cd := el.GetColumnDef()
+			if t.ColumnIndex(cd.GetColname()) >= 0 {
+				return pgerror.New(pgerror.CodeDuplicateColumn, "column %q specified more than once", cd.GetColname())
+			}
+			col, colPK, err := s.columnDef(ctx, t, cd)
+			if err != nil {
+				return err
+			}
+			if colPK {
+				if pk != nil {
+					return pgerror.New(pgerror.CodeInvalidTableDefinition, "multiple primary keys for table %q are not allowed", name)
+				}
+				pk = []keySpec{{name: col.Name}}
+			}
+			t.Columns = append(t.Columns, *col)
+		case el.GetConstraint() != nil:
+			tableCons = append(tableCons, el.GetConstraint())
+		default:
+			return pgerror.Unsupported("LIKE in CREATE TABLE")
+		}
+	}
+	for _, c := range tableCons {
+		switch c.GetContype() {
+		case pg.ConstrType_CONSTR_PRIMARY:
+			if pk != nil {
+				return pgerror.New(pgerror.CodeInvalidTableDefinition, "multiple primary keys for table %q are not allowed", name)
+			}
+			for _, k := range c.GetKeys() {
+				pk = append(pk, keySpec{name: k.GetString_().GetSval()})
+			}
+			if c.GetConname() != "" {
+				t.PKName = c.GetConname()
+			}
+		case pg.ConstrType_CONSTR_CHECK:
+			expr, err := deparseExpr(c.GetRawExpr())
+			if err != nil {
+				return err
+			}
+			cname := c.GetConname()
+			if cname == "" {
+				cname = name + "_check"
+				if len(t.Checks) > 0 {
+					cname = fmt.Sprintf("%s_check%d", name, len(t.Checks))
+				}
+			}
+			t.Checks = append(t.Checks, catalog.Check{Name: cname, Expr: expr})
+		case pg.ConstrType_CONSTR_UNIQUE:
+			return pgerror.Unsupported("UNIQUE constraints")
+		case pg.ConstrType_CONSTR_FOREIGN:
+			return pgerror.Unsupported("FOREIGN KEY constraints")
+		default:
+			return pgerror.Unsupported("this table constraint")
+		}
+	}
+	if yb != nil && yb.pk != nil {
+		if pk == nil {
+			return pgerror.New(pgerror.CodeSyntaxError, "HASH/ASC/DESC key options need a PRIMARY KEY")
+		}
+		pk = yb.pk
+	}
+	if len(t.Columns) == 0 {
+		return pgerror.Unsupported("tables without columns")
+	}
+	if pk == nil {
+		// No primary key: a hidden row id, as YugabyteDB's ybrowid.
+		rowID := catalog.Column{Name: "ybrowid", ID: t.NextColID, Type: types.T{OID: types.OIDBytea, Mod: -1}, Hidden: true, NotNull: true}
+		t.NextColID++
+		t.Columns = append([]catalog.Column{rowID}, t.Columns...)
+		t.RowID = true
+		t.Key = []catalog.KeyColumn{{Column: 0, Hash: true}}
+	} else if err := setKey(t, pk); err != nil {
+		return err
+	}
+	for i := range t.Columns {
+		if t.IsKey(i) {
+			t.Columns[i].NotNull = true
+		}
+	}
+	part := &masterpb.Partitioning{Kind: masterpb.Partitioning_HASH}
+	if !t.Key[0].Hash {
+		part.Kind = masterpb.Partitioning_RANGE
+	}
+	if yb != nil && yb.splitInto > 0 {
+		if part.Kind != masterpb.Partitioning_HASH {
+			return pgerror.New(pgerror.CodeInvalidTableDefinition, "SPLIT INTO is only for hash-partitioned tables")
+		}
+		part.NumTablets = uint32(yb.splitInto)
+	}
+	if yb != nil && len(yb.splitAt) > 0 {
+		if part.Kind != masterpb.Partitioning_RANGE {
+			return pgerror.New(pgerror.CodeInvalidTableDefinition, "SPLIT AT VALUES is only for range-partitioned tables")
+		}
+		points, err := s.splitPoints(t, yb.splitAt)
+		if err != nil {
+			return err
+		}
+		part.SplitPoints = points
+	}
+	err = s.e.cfg.Cache.CreateTable(ctx, t, part, false)
+	if client.IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
+		if cs.GetIfNotExists() {
+			s.notice("NOTICE", "42P07", "relation %q already exists, skipping", name)
+			return nil
+		}
+		return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", name)
+	}
+	if err != nil {
+		return err
+	}
+	for _, q := range s.pendingSeqs {
+		if err := s.e.cfg.Cache.PutSequence(ctx, q, true); err != nil {
+			_ = s.e.cfg.Cache.DropTable(ctx, t)
+			return err
+		}
+	}
+	return nil
+}
+
+// setKey lays out the primary key: YugabyteDB's default is the first
+// column HASH and the rest ASC, unless the key says otherwise.
+func setKey(t *catalog.Table, pk []keySpec) error {
+	anyHash := false
+	for _, k := range pk {
+		anyHash = anyHash || k.hash
+	}
+	t.Key = nil
+	for i, k := range pk {
+		idx := t.ColumnIndex(k.name)
+		if idx < 0 {
+			return pgerror.New(pgerror.CodeUndefinedColumn, "column %q named in key does not exist", k.name)
+		}
+		if t.IsKey(idx) {
+			return pgerror.New(pgerror.CodeDuplicateColumn, "column %q appears twice in primary key constraint", k.name)
+		}
+		if err := types.CheckKeyType(t.Columns[idx].Type); err != nil {
+			return err
+		}
+		hash := k.hash
+		if !anyHash && !k.set && i == 0 {
+			hash = true
+		}
+		t.Key = append(t.Key, catalog.KeyColumn{Column: idx, Hash: hash, Desc: k.desc})
+	}
+	for i := 1; i < len(t.Key); i++ {
+		if t.Key[i].Hash && !t.Key[i-1].Hash {
+			return pgerror.New(pgerror.CodeInvalidTableDefinition, "hash columns must come before range columns in the primary key")
+		}
+	}
+	return nil
+}
+
+// columnDef converts a column definition; colPK reports a column-level
+// PRIMARY KEY.
+func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.ColumnDef) (*catalog.Column, bool, error) {
+	tn := cd.GetTypeName()
+	serial := ""
+	if len(tn.GetNames()) > 0 {
+		last := strings.ToLower(tn.GetNames()[len(tn.GetNames())-1].GetString_().GetSval())
+		switch last {
+		case "serial", "serial4":
+			serial = "int4"
+		case "bigserial", "serial8":
+			serial = "int8"
+		case "smallserial", "serial2":
+			serial = "int2"
+		}
+	}
+	var typ types.T
+	var err error
+	if serial != "" {
+		typ, err = types.ParseType(serial)
+	} else {
+		typ, err = types.FromTypeName(tn)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if typ.IsArray() {
+		return nil, false, pgerror.Unsupported("array columns")
+	}
+	col := &catalog.Column{Name: cd.GetColname(), ID: t.NextColID, Type: typ}
+	t.NextColID++
+	if serial != "" {
+		if col.Default, err = s.serialSequence(ctx, t, col.Name, typ); err != nil {
+			return nil, false, err
+		}
+		col.NotNull = true
+	}
+	pk := false
+	for _, cn := range cd.GetConstraints() {
+		c := cn.GetConstraint()
+		switch c.GetContype() {
+		case pg.ConstrType_CONSTR_NOTNULL:
+			col.NotNull = true
+		case pg.ConstrType_CONSTR_NULL:
+			col.NotNull = false
+		case pg.ConstrType_CONSTR_DEFAULT:
+			if col.Default, err = deparseExpr(c.GetRawExpr()); err != nil {
+				return nil, false, err
+			}
+			if err := s.checkDefault(col); err != nil {
+				return nil, false, err
+			}
+		case pg.ConstrType_CONSTR_PRIMARY:
+			pk = true
+		case pg.ConstrType_CONSTR_CHECK:
+			expr, err := deparseExpr(c.GetRawExpr())
+			if err != nil {
+				return nil, false, err
+			}
+			name := c.GetConname()
+			if name == "" {
+				name = t.Name + "_" + col.Name + "_check"
+			}
+			t.Checks = append(t.Checks, catalog.Check{Name: name, Expr: expr})
+		case pg.ConstrType_CONSTR_UNIQUE:
+			return nil, false, pgerror.Unsupported("UNIQUE constraints")
+		case pg.ConstrType_CONSTR_FOREIGN:
+			return nil, false, pgerror.Unsupported("FOREIGN KEY constraints")
+		case pg.ConstrType_CONSTR_IDENTITY:
+			q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: t.Name + "_" + col.Name + "_seq", OwnedBy: t.Name + "." + col.Name}
+			if err := seqOptions(q, c.GetOptions(), typ); err != nil {
+				return nil, false, err
+			}
+			s.pendingSeqs = append(s.pendingSeqs, q)
+			col.Default = fmt.Sprintf("nextval('%s')", q.Name)
+			col.Identity = c.GetGeneratedWhen()
+			col.NotNull = true
+		case pg.ConstrType_CONSTR_GENERATED:
+			return nil, false, pgerror.Unsupported("generated columns")
+		}
+	}
+	return col, pk, nil
+}
+
+// checkDefault binds a default once so a bad one fails at CREATE.
+func (s *Session) checkDefault(col *catalog.Column) error {
+	b, err := s.binder(context.Background())
+	if err != nil {
+		return err
+	}
+	_, err = b.DefaultExpr(col)
+	return err
+}
+
+func (s *Session) splitPoints(t *catalog.Table, rows [][]*pg.Node) ([][]byte, error) {
+	return nil, pgerror.Unsupported("SPLIT AT VALUES")
+}
+
+func qualifiedName(list []*pg.Node) (schema, name string) {
+	parts := make([]string, len(list))
+	for i, n := range list {
+		parts[i] = n.GetString_().GetSval()
+	}
+	switch len(parts) {
+	case 1:
+		return "", parts[0]
+	case 2:
+		return parts[0], parts[1]
+	}
+	return parts[len(parts)-2], parts[len(parts)-1]
+}
+
+// findTable resolves a possibly qualified table name.
+func (s *Session) findTable(snap *catalog.Snapshot, schema, name string) (*catalog.Table, bool) {
+	if schema != "" {
+		return snap.Table(s.db, schema, name)
+	}
+	for _, sc := range s.searchPath() {
+		if t, ok := snap.Table(s.db, sc, name); ok {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return "", err
+	}
+	switch ds.GetRemoveType() {
+	case pg.ObjectType_OBJECT_TABLE:
+		var tables []*catalog.Table
+		for _, o := range ds.GetObjects() {
+			schema, name := qualifiedName(o.GetList().GetItems())
+			t, ok := s.findTable(snap, schema, name)
+			if !ok {
+				if ds.GetMissingOk() {
+					s.notice("NOTICE", "00000", "table %q does not exist, skipping", name)
+					continue
+				}
+				return "", pgerror.New(pgerror.CodeUndefinedTable, "table %q does not exist", name)
+			}
+			tables = append(tables, t)
+		}
+		for _, t := range tables {
+			if err := s.e.cfg.Cache.DropTable(ctx, t); err != nil {
+				return "", err
+			}
+			delete(s.tables, t.MasterID)
+			if err := s.dropOwnedSequences(ctx, snap, t); err != nil {
+				return "", err
+			}
+		}
+		return "DROP TABLE", nil
+	case pg.ObjectType_OBJECT_SEQUENCE:
+		for _, o := range ds.GetObjects() {
+			schema, name := qualifiedName(o.GetList().GetItems())
+			var q *catalog.Sequence
+			var ok bool
+			if schema != "" {
+				q, ok = snap.Sequence(s.db, schema, name)
+			} else {
+				for _, sc := range s.searchPath() {
+					if q, ok = snap.Sequence(s.db, sc, name); ok {
+						break
+					}
+				}
+			}
+			if !ok {
+				if ds.GetMissingOk() {
+					s.notice("NOTICE", "00000", "sequence %q does not exist, skipping", name)
+					continue
+				}
+				return "", pgerror.New(pgerror.CodeUndefinedTable, "sequence %q does not exist", name)
+			}
+			if err := s.e.cfg.Cache.DropSequence(ctx, q); err != nil {
+				return "", err
+			}
+		}
+		return "DROP SEQUENCE", nil
+	case pg.ObjectType_OBJECT_SCHEMA:
+		for _, o := range ds.GetObjects() {
+			name := o.GetString_().GetSval()
+			if _, ok := snap.Schema(s.db, name); !ok {
+				if ds.GetMissingOk() {
+					s.notice("NOTICE", "00000", "schema %q does not exist, skipping", name)
+					continue
+				}
+				return "", pgerror.New(pgerror.CodeInvalidSchemaName, "schema %q does not exist", name)
+			}
+			var inside []*catalog.Table
+			for _, t := range snap.Tables[s.db] {
+				if t.Schema == name {
+					inside = append(inside, t)
+				}
+			}
+			if len(inside) > 0 && ds.GetBehavior() != pg.DropBehavior_DROP_CASCADE {
+				return "", pgerror.New(pgerror.CodeDependentObjectsStillExist, "cannot drop schema %s because other objects depend on it", name).
+					WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
+			}
+			for _, t := range inside {
+				if err := s.e.cfg.Cache.DropTable(ctx, t); err != nil {
+					return "", err
+				}
+			}
+			if err := s.e.cfg.Cache.DropSchema(ctx, s.db, name); err != nil {
+				return "", err
+			}
+		}
+		return "DROP SCHEMA", nil
+	case pg.ObjectType_OBJECT_INDEX:
+		if ds.GetMissingOk() {
+			for _, o := range ds.GetObjects() {
+				_, name := qualifiedName(o.GetList().GetItems())
+				s.notice("NOTICE", "00000", "index %q does not exist, skipping", name)
+			}
+			return "DROP INDEX", nil
+		}
+		_, name := qualifiedName(ds.GetObjects()[0].GetList().GetItems())
+		return "", pgerror.New(pgerror.CodeUndefinedObject, "index %q does not exist", name)
+	}
+	return "", pgerror.Unsupported("DROP " + strings.TrimPrefix(ds.GetRemoveType().String(), "OBJECT_"))
+}
+
+func (s *Session) dropDatabase(ctx context.Context, dd *pg.DropdbStmt) error {
+	name := dd.GetDbname()
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := snap.Databases[name]; !ok {
+		if dd.GetMissingOk() {
+			s.notice("NOTICE", "00000", "database %q does not exist, skipping", name)
+			return nil
+		}
+		return pgerror.New(pgerror.CodeInvalidCatalogName, "database %q does not exist", name)
+	}
+	if name == s.db {
+		return pgerror.New(pgerror.CodeObjectInUse, "cannot drop the currently open database")
+	}
+	for _, t := range snap.Tables[name] {
+		if err := s.e.cfg.Cache.DropTable(ctx, t); err != nil {
+			return err
+		}
+	}
+	return s.e.cfg.Cache.DropDatabase(ctx, name)
+}
+
+// truncate empties tables by recreating them: new tablets, no data to
+// delete row by row.
+func (s *Session) truncate(ctx context.Context, ts *pg.TruncateStmt) error {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	var tables []*catalog.Table
+	for _, r := range ts.GetRelations() {
+		rv := r.GetRangeVar()
+		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
+		if !ok {
+			return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+		}
+		tables = append(tables, t)
+	}
+	for _, t := range tables {
+		if err := s.recreate(ctx, t, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// truncateInTxn deletes every row of the tables in tx.
+func (s *Session) truncateInTxn(ctx context.Context, tx *client.Txn, ts *pg.TruncateStmt) error {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range ts.GetRelations() {
+		rv := r.GetRangeVar()
+		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
+		if !ok {
+			return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+		}
+		run := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
+		if _, _, err := run.delete(&plan.Delete{Table: t, Source: plan.NewScan(t)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recreate drops old and creates next (same name) with old's partitioning.
+func (s *Session) recreate(ctx context.Context, old, next *catalog.Table) error {
+	tbl, err := s.openTable(ctx, old)
+	if err != nil {
+		return err
+	}
+	part := tbl.Info().GetPartitioning()
+	if err := s.e.cfg.Cache.DropTable(ctx, old); err != nil {
+		return err
+	}
+	delete(s.tables, old.MasterID)
+	cp := *next
+	cp.Version = 0
+	return s.e.cfg.Cache.CreateTable(ctx, &cp, part, false)
+}

@@ -1,0 +1,91 @@
+package exec
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+)
+
+func TestYBExtensions(t *testing.T) {
+	cases := []struct {
+		in, out   string
+		splitInto int
+		pk        []keySpec
+	}{
+		{in: "CREATE TABLE t (a int PRIMARY KEY) SPLIT INTO 6 TABLETS;", out: "CREATE TABLE t (a int PRIMARY KEY)", splitInto: 6},
+		{in: "CREATE TABLE t (a int, b int, c text, PRIMARY KEY ((a, b) HASH, c DESC))",
+			out: `CREATE TABLE t (a int, b int, c text, PRIMARY KEY ("a", "b", "c"))`,
+			pk:  []keySpec{{name: "a", hash: true, set: true}, {name: "b", hash: true, set: true}, {name: "c", desc: true, set: true}}},
+		{in: "create table t (K int, primary key (K asc)) split into 2 tablets", out: `create table t (K int, primary key ("k"))`, splitInto: 2,
+			pk: []keySpec{{name: "k", set: true}}},
+		{in: "CREATE TABLE t (a int, PRIMARY KEY (a))", out: "CREATE TABLE t (a int, PRIMARY KEY (a))"},
+		{in: "SELECT 'PRIMARY KEY (a HASH)'", out: "SELECT 'PRIMARY KEY (a HASH)'"},
+	}
+	for _, c := range cases {
+		out, opts, err := ybExtensions(c.in)
+		if err != nil {
+			t.Fatalf("%q: %v", c.in, err)
+		}
+		if out != c.out {
+			t.Errorf("%q: rewritten to %q, want %q", c.in, out, c.out)
+		}
+		var split int
+		var pk []keySpec
+		if opts != nil {
+			split, pk = opts.splitInto, opts.pk
+		}
+		if split != c.splitInto || len(pk) != len(c.pk) {
+			t.Errorf("%q: options %+v", c.in, opts)
+			continue
+		}
+		for i := range pk {
+			if pk[i] != c.pk[i] {
+				t.Errorf("%q: key column %d is %+v, want %+v", c.in, i, pk[i], c.pk[i])
+			}
+		}
+	}
+	if _, _, err := ybExtensions("CREATE TABLE t (a int PRIMARY KEY) SPLIT INTO 0 TABLETS"); err == nil {
+		t.Error("SPLIT INTO 0 TABLETS accepted")
+	}
+}
+
+func TestCopyTextAndCSV(t *testing.T) {
+	text := &copyPortal{opts: copyOptions{delim: '\t', null: `\N`}}
+	fields, err := text.readRecord(bufio.NewReader(strings.NewReader("1\ta\\tb\\\\c\t\\N\t\\101\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fields) != 4 || *fields[0] != "1" || *fields[1] != "a\tb\\c" || fields[2] != nil || *fields[3] != "A" {
+		t.Fatalf("text fields: %v", fields)
+	}
+	if f, _ := text.readRecord(bufio.NewReader(strings.NewReader("\\.\n"))); f != nil {
+		t.Fatalf("end marker read as %v", f)
+	}
+	csv := &copyPortal{opts: copyOptions{csv: true, delim: ',', null: "", quote: '"', escape: '"'}}
+	fields, err = csv.readRecord(bufio.NewReader(strings.NewReader("1,\"a, \"\"q\"\"\",,\"\",\"two\nlines\"\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fields) != 5 || *fields[1] != `a, "q"` || fields[2] != nil || *fields[3] != "" || *fields[4] != "two\nlines" {
+		var got []string
+		for _, f := range fields {
+			if f == nil {
+				got = append(got, "<null>")
+			} else {
+				got = append(got, *f)
+			}
+		}
+		t.Fatalf("csv fields: %q", got)
+	}
+}
+
+func TestParseDurationMs(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "250": 250, "2s": 2000, "1min": 60000, "3 ms": 3} {
+		if got, err := parseDurationMs(in); err != nil || got != want {
+			t.Errorf("%q: %d %v, want %d", in, got, err, want)
+		}
+	}
+	if _, err := parseDurationMs("soon"); err == nil {
+		t.Error("a bad timeout was accepted")
+	}
+}

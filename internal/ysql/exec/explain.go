@@ -1,0 +1,171 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/ysql/parse"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// explain renders the plan of a statement; with ANALYZE it runs it too
+// and adds the rows and time.
+func (s *Session) explain(ctx context.Context, es *pg.ExplainStmt, params []types.Datum) ([]plan.Row, error) {
+	analyze := false
+	for _, o := range es.GetOptions() {
+		de := o.GetDefElem()
+		if de.GetDefname() == "analyze" {
+			v, _ := setValue([]*pg.Node{de.GetArg()})
+			analyze = de.GetArg() == nil || isOn(v) || v == "true"
+		}
+	}
+	text, err := parse.Deparse(es.GetQuery())
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.prepare(ctx, text, nil)
+	if err != nil {
+		return nil, err
+	}
+	if st.utility {
+		return nil, pgerror.Unsupported("EXPLAIN of a utility statement")
+	}
+	var lines []string
+	s.describe(ctx, st.node, 0, &lines)
+	if analyze {
+		start := time.Now()
+		var n int
+		err := s.inTxn(ctx, func(tx *client.Txn) error {
+			_, rows, err := s.runPlan(ctx, st, params, tx)
+			n = len(rows)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprintf("Execution Time: %.3f ms", float64(time.Since(start).Microseconds())/1000),
+			fmt.Sprintf("Rows: %d", n))
+	}
+	out := make([]plan.Row, len(lines))
+	for i, l := range lines {
+		out[i] = plan.Row{types.DString(l)}
+	}
+	return out, nil
+}
+
+func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[]string) {
+	pad := strings.Repeat("  ", depth)
+	if depth > 0 {
+		pad = strings.Repeat("  ", depth-1) + "  ->  "
+	}
+	add := func(format string, args ...any) { *lines = append(*lines, pad+fmt.Sprintf(format, args...)) }
+	detail := func(format string, args ...any) {
+		*lines = append(*lines, strings.Repeat(" ", len(pad)+2)+fmt.Sprintf(format, args...))
+	}
+	switch x := n.(type) {
+	case *plan.Scan:
+		add("%s on %s", x.Access.Kind, x.Table.QualifiedName())
+		if tbl, err := s.openTable(ctx, x.Table); err == nil {
+			tablets := "all " + fmt.Sprint(tbl.Info().GetPartitioning().GetNumTablets())
+			if x.Access.Kind == plan.PointGet || (x.Access.Kind == plan.KeyRange && len(x.Access.Eq) >= x.Table.HashKeyCount() && x.Table.HashKeyCount() > 0) {
+				tablets = "1"
+			}
+			detail("Tablets: %s", tablets)
+		}
+		if x.Access.Kind != plan.FullScan {
+			detail("Key: %d leading column(s) fixed%s", len(x.Access.Eq), boundText(x.Access))
+		}
+		if x.Filter != nil {
+			detail("Filter: evaluated on the rows read")
+		}
+		if x.Lock != plan.NoLock {
+			detail("Row locks: %s", map[plan.LockStrength]string{plan.LockShare: "FOR SHARE", plan.LockUpdate: "FOR UPDATE"}[x.Lock])
+		}
+		if x.LimitHint > 0 {
+			detail("Limit pushed down: %d", x.LimitHint)
+		}
+	case *plan.VirtualScan:
+		add("Catalog Scan on %s.%s", x.Table.Schema, x.Table.Name)
+	case *plan.Values:
+		add("Values (%d rows)", len(x.Rows))
+	case *plan.Rows:
+		add("Rows (%d)", len(x.Data))
+	case *plan.Filter:
+		add("Filter")
+		s.describe(ctx, x.Input, depth+1, lines)
+	case *plan.Project:
+		if _, isVals := x.Input.(*plan.Values); isVals && len(x.Input.(*plan.Values).Rows) == 1 {
+			add("Result")
+			return
+		}
+		s.describe(ctx, x.Input, depth, lines)
+	case *plan.Truncate:
+		s.describe(ctx, x.Input, depth, lines)
+	case *plan.Sort:
+		add("Sort")
+		s.describe(ctx, x.Input, depth+1, lines)
+	case *plan.Limit:
+		add("Limit")
+		s.describe(ctx, x.Input, depth+1, lines)
+	case *plan.DistinctNode:
+		add("HashAggregate (distinct)")
+		s.describe(ctx, x.Input, depth+1, lines)
+	case *plan.Agg:
+		if _, ok := pushdownAggs(x); ok {
+			add("Aggregate pushed down to the tablets (partial results merged here)")
+			s.describe(ctx, x.Input, depth+1, lines)
+			return
+		}
+		if len(x.Groups) > 0 {
+			add("HashAggregate")
+		} else {
+			add("Aggregate")
+		}
+		s.describe(ctx, x.Input, depth+1, lines)
+	case *plan.Join:
+		kind := map[plan.JoinKind]string{plan.InnerJoin: "", plan.LeftJoin: "Left ", plan.RightJoin: "Right ", plan.FullJoin: "Full "}[x.Kind]
+		if len(x.EqLeft) > 0 {
+			add("Hash %sJoin", kind)
+		} else {
+			add("Nested Loop %sJoin", kind)
+		}
+		s.describe(ctx, x.Left, depth+1, lines)
+		s.describe(ctx, x.Right, depth+1, lines)
+	case *plan.SetOp:
+		add("%s%s", strings.ToUpper(x.Op[:1])+x.Op[1:], map[bool]string{true: " All"}[x.All])
+		s.describe(ctx, x.Left, depth+1, lines)
+		s.describe(ctx, x.Right, depth+1, lines)
+	case *plan.Insert:
+		add("Insert on %s", x.Table.QualifiedName())
+		s.describe(ctx, x.Source, depth+1, lines)
+	case *plan.Update:
+		add("Update on %s", x.Table.QualifiedName())
+		s.describe(ctx, x.Source, depth+1, lines)
+	case *plan.Delete:
+		add("Delete on %s", x.Table.QualifiedName())
+		s.describe(ctx, x.Source, depth+1, lines)
+	default:
+		add("%T", n)
+	}
+}
+
+func boundText(a plan.Access) string {
+	var parts []string
+	if a.Lo != nil {
+		parts = append(parts, map[bool]string{true: ">=", false: ">"}[a.LoIncl]+" lower bound")
+	}
+	if a.Hi != nil {
+		parts = append(parts, map[bool]string{true: "<=", false: "<"}[a.HiIncl]+" upper bound")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", next column " + strings.Join(parts, " and ")
+}

@@ -1,0 +1,760 @@
+// Package exec runs YSQL plans against the cluster through the client and
+// implements the pgwire session: transaction blocks, statement preparation
+// and re-planning when the catalog moves, DDL, SET/SHOW, and the mapping of
+// errors to SQLSTATEs.
+package exec
+
+import (
+	"context"
+	"sort"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// runner evaluates plan nodes for one statement execution.
+type runner struct {
+	s   *Session
+	ctx context.Context
+	ec  *plan.EvalContext
+	txn *client.Txn // nil: reads outside a transaction
+}
+
+// rows runs n to completion and returns its rows.
+func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
+	switch x := n.(type) {
+	case *plan.Values:
+		out := make([]plan.Row, 0, len(x.Rows))
+		for _, exprs := range x.Rows {
+			row, err := r.evalAll(exprs, nil)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, row)
+		}
+		return out, nil
+	case *plan.Rows:
+		return x.Data, nil
+	case *plan.Scan:
+		return r.scan(x)
+	case *plan.VirtualScan:
+		all, err := x.Table.Rows()
+		if err != nil {
+			return nil, err
+		}
+		return r.filter(all, x.Filter)
+	case *plan.Filter:
+		in, err := r.rows(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		return r.filter(in, x.Cond)
+	case *plan.Project:
+		in, err := r.rows(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]plan.Row, len(in))
+		for i, row := range in {
+			if out[i], err = r.evalAll(x.Exprs, row); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case *plan.Truncate:
+		in, err := r.rows(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		for i := range in {
+			in[i] = in[i][:x.N]
+		}
+		return in, nil
+	case *plan.Sort:
+		in, err := r.rows(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		return r.sort(in, x.Keys)
+	case *plan.Limit:
+		return r.limit(x)
+	case *plan.DistinctNode:
+		in, err := r.rows(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		return distinctRows(in, x.N, x.Input.Columns()), nil
+	case *plan.Agg:
+		return r.aggregate(x)
+	case *plan.Join:
+		return r.join(x)
+	case *plan.SetOp:
+		return r.setOp(x)
+	case *plan.LateralJoin:
+		left, err := r.rows(x.Left)
+		if err != nil {
+			return nil, err
+		}
+		var out []plan.Row
+		for _, l := range left {
+			sub := &runner{s: r.s, ctx: r.ctx, txn: r.txn, ec: r.ec.WithOuter(l)}
+			rows, err := sub.rows(x.Sub)
+			if err != nil {
+				return nil, err
+			}
+			for _, row := range rows {
+				out = append(out, append(append(plan.Row(nil), l...), row...))
+			}
+		}
+		return out, nil
+	}
+	return nil, pgerror.New(pgerror.CodeInternalError, "exec: unknown plan node %T", n)
+}
+
+func (r *runner) evalAll(exprs []plan.Expr, row plan.Row) (plan.Row, error) {
+	out := make(plan.Row, len(exprs))
+	for i, e := range exprs {
+		d, err := e.Eval(r.ec, row)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+func (r *runner) filter(in []plan.Row, cond plan.Expr) ([]plan.Row, error) {
+	if cond == nil {
+		return in, nil
+	}
+	out := in[:0]
+	for _, row := range in {
+		d, err := cond.Eval(r.ec, row)
+		if err != nil {
+			return nil, err
+		}
+		if !d.Null && d.Bool() {
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+func (r *runner) limit(l *plan.Limit) ([]plan.Row, error) {
+	count, offset := int64(-1), int64(0)
+	if l.Count != nil {
+		d, err := l.Count.Eval(r.ec, nil)
+		if err != nil {
+			return nil, err
+		}
+		if !d.Null {
+			if d.I < 0 {
+				return nil, pgerror.New(pgerror.CodeInvalidRowCountInLimit, "LIMIT must not be negative")
+			}
+			count = d.I
+		}
+	}
+	if l.Offset != nil {
+		d, err := l.Offset.Eval(r.ec, nil)
+		if err != nil {
+			return nil, err
+		}
+		if !d.Null {
+			if d.I < 0 {
+				return nil, pgerror.New(pgerror.CodeInvalidRowCountInResultOffset, "OFFSET must not be negative")
+			}
+			offset = d.I
+		}
+	}
+	in, err := r.rows(l.Input)
+	if err != nil {
+		return nil, err
+	}
+	if offset >= int64(len(in)) {
+		return nil, nil
+	}
+	in = in[offset:]
+	if count >= 0 && count < int64(len(in)) {
+		in = in[:count]
+	}
+	return in, nil
+}
+
+// compareRows orders by the sort keys; NULLs sort per NullsFirst.
+func (r *runner) sort(in []plan.Row, keys []plan.SortKey) ([]plan.Row, error) {
+	type keyed struct {
+		row  plan.Row
+		vals []types.Datum
+	}
+	ks := make([]keyed, len(in))
+	for i, row := range in {
+		ks[i] = keyed{row: row, vals: make([]types.Datum, len(keys))}
+		for j, k := range keys {
+			d, err := k.E.Eval(r.ec, row)
+			if err != nil {
+				return nil, err
+			}
+			ks[i].vals[j] = d
+		}
+	}
+	sort.SliceStable(ks, func(a, b int) bool {
+		for j, k := range keys {
+			x, y := ks[a].vals[j], ks[b].vals[j]
+			var c int
+			switch {
+			case x.Null && y.Null:
+				c = 0
+			case x.Null:
+				c = 1
+				if k.NullsFirst {
+					c = -1
+				}
+			case y.Null:
+				c = -1
+				if k.NullsFirst {
+					c = 1
+				}
+			default:
+				c = types.Compare(x, y, k.E.Type())
+				if k.Desc {
+					c = -c
+				}
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+	out := make([]plan.Row, len(ks))
+	for i := range ks {
+		out[i] = ks[i].row
+	}
+	return out, nil
+}
+
+// rowKey encodes datums so that equal SQL values give equal bytes (group
+// by, distinct, hash join).
+func rowKey(vals []types.Datum, ts []types.T) string {
+	var b []byte
+	for i, d := range vals {
+		if d.Null {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 1)
+		b = types.AppendKey(b, d, ts[i])
+	}
+	return string(b)
+}
+
+func distinctRows(in []plan.Row, n int, cols []plan.Column) []plan.Row {
+	ts := make([]types.T, n)
+	for i := range ts {
+		ts[i] = cols[i].T
+	}
+	seen := map[string]bool{}
+	out := in[:0]
+	for _, row := range in {
+		k := rowKey(row[:n], ts)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+func (r *runner) aggregate(a *plan.Agg) ([]plan.Row, error) {
+	if row, ok, err := r.pushedAggregate(a); err != nil || ok {
+		if err != nil {
+			return nil, err
+		}
+		return []plan.Row{row}, nil
+	}
+	in, err := r.rows(a.Input)
+	if err != nil {
+		return nil, err
+	}
+	type group struct {
+		vals []types.Datum
+		aggs []plan.Aggregator
+		seen []map[string]bool // DISTINCT
+	}
+	gts := make([]types.T, len(a.Groups))
+	for i, g := range a.Groups {
+		gts[i] = g.Type()
+	}
+	groups := map[string]*group{}
+	var order []*group
+	newGroup := func(vals []types.Datum) *group {
+		g := &group{vals: vals, aggs: make([]plan.Aggregator, len(a.Aggs)), seen: make([]map[string]bool, len(a.Aggs))}
+		for i, c := range a.Aggs {
+			g.aggs[i] = c.New()
+			if c.Distinct {
+				g.seen[i] = map[string]bool{}
+			}
+		}
+		order = append(order, g)
+		return g
+	}
+	for _, row := range in {
+		vals, err := r.evalAll(a.Groups, row)
+		if err != nil {
+			return nil, err
+		}
+		k := rowKey(vals, gts)
+		g := groups[k]
+		if g == nil {
+			g = newGroup(vals)
+			groups[k] = g
+		}
+		for i, c := range a.Aggs {
+			if c.Filter != nil {
+				d, err := c.Filter.Eval(r.ec, row)
+				if err != nil {
+					return nil, err
+				}
+				if d.Null || !d.Bool() {
+					continue
+				}
+			}
+			var args []types.Datum
+			if c.Arg != nil {
+				d, err := c.Arg.Eval(r.ec, row)
+				if err != nil {
+					return nil, err
+				}
+				args = append(args, d)
+				if c.Arg2 != nil {
+					d2, err := c.Arg2.Eval(r.ec, row)
+					if err != nil {
+						return nil, err
+					}
+					args = append(args, d2)
+				}
+				if c.Distinct {
+					k := rowKey(args[:1], []types.T{c.Arg.Type()})
+					if g.seen[i][k] {
+						continue
+					}
+					g.seen[i][k] = true
+				}
+			}
+			if err := g.aggs[i].Add(args); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(a.Groups) == 0 && len(order) == 0 {
+		newGroup(nil) // an aggregate without GROUP BY yields one row
+	}
+	out := make([]plan.Row, 0, len(order))
+	for _, g := range order {
+		row := append(plan.Row(nil), g.vals...)
+		for _, ag := range g.aggs {
+			d, err := ag.Result()
+			if err != nil {
+				return nil, err
+			}
+			row = append(row, d)
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+func (r *runner) join(j *plan.Join) ([]plan.Row, error) {
+	left, err := r.rows(j.Left)
+	if err != nil {
+		return nil, err
+	}
+	right, err := r.rows(j.Right)
+	if err != nil {
+		return nil, err
+	}
+	nl, nr := len(j.Left.Columns()), len(j.Right.Columns())
+	var out []plan.Row
+	matchedRight := make([]bool, len(right))
+	// Hash the right side on the equi-join keys when there are any.
+	var index map[string][]int
+	if len(j.EqRight) > 0 {
+		ts := make([]types.T, len(j.EqRight))
+		for i, e := range j.EqRight {
+			ts[i] = e.Type()
+		}
+		index = map[string][]int{}
+		for i, row := range right {
+			vals, err := r.evalAll(j.EqRight, row)
+			if err != nil {
+				return nil, err
+			}
+			if hasNull(vals) {
+				continue
+			}
+			k := rowKey(vals, ts)
+			index[k] = append(index[k], i)
+		}
+		defer func() { _ = ts }()
+	}
+	lts := make([]types.T, len(j.EqLeft))
+	for i, e := range j.EqLeft {
+		lts[i] = e.Type()
+	}
+	for _, l := range left {
+		candidates := allIndexes(len(right))
+		if index != nil {
+			vals, err := r.evalAll(j.EqLeft, l)
+			if err != nil {
+				return nil, err
+			}
+			candidates = nil
+			if !hasNull(vals) {
+				candidates = index[rowKey(vals, lts)]
+			}
+		}
+		matched := false
+		for _, ri := range candidates {
+			row := append(append(make(plan.Row, 0, nl+nr), l...), right[ri]...)
+			if j.Cond != nil {
+				d, err := j.Cond.Eval(r.ec, row)
+				if err != nil {
+					return nil, err
+				}
+				if d.Null || !d.Bool() {
+					continue
+				}
+			}
+			matched, matchedRight[ri] = true, true
+			out = append(out, row)
+		}
+		if !matched && (j.Kind == plan.LeftJoin || j.Kind == plan.FullJoin) {
+			out = append(out, append(append(make(plan.Row, 0, nl+nr), l...), nulls(nr)...))
+		}
+	}
+	if j.Kind == plan.RightJoin || j.Kind == plan.FullJoin {
+		for i, m := range matchedRight {
+			if !m {
+				out = append(out, append(nulls(nl), right[i]...))
+			}
+		}
+	}
+	return out, nil
+}
+
+func allIndexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func hasNull(vals []types.Datum) bool {
+	for _, v := range vals {
+		if v.Null {
+			return true
+		}
+	}
+	return false
+}
+
+func nulls(n int) plan.Row {
+	out := make(plan.Row, n)
+	for i := range out {
+		out[i] = types.NullDatum
+	}
+	return out
+}
+
+func (r *runner) setOp(s *plan.SetOp) ([]plan.Row, error) {
+	left, err := r.rows(s.Left)
+	if err != nil {
+		return nil, err
+	}
+	right, err := r.rows(s.Right)
+	if err != nil {
+		return nil, err
+	}
+	cols := s.Columns()
+	ts := make([]types.T, len(cols))
+	for i, c := range cols {
+		ts[i] = c.T
+	}
+	switch s.Op {
+	case "union":
+		all := append(left, right...)
+		if s.All {
+			return all, nil
+		}
+		return distinctRows(all, len(cols), cols), nil
+	}
+	counts := map[string]int{}
+	for _, row := range right {
+		counts[rowKey(row, ts)]++
+	}
+	var out []plan.Row
+	seen := map[string]bool{}
+	for _, row := range left {
+		k := rowKey(row, ts)
+		in := counts[k] > 0
+		if s.Op == "intersect" && in || s.Op == "except" && !in {
+			if !s.All && seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, row)
+			if s.All && s.Op == "intersect" {
+				counts[k]--
+			}
+		} else if s.All && s.Op == "except" && in {
+			counts[k]--
+		}
+	}
+	return out, nil
+}
+
+// --- table access -------------------------------------------------------
+
+// storageRow converts a table row to the client's storage row.
+func storageRow(t *catalog.Table, row plan.Row, keyOnly bool) (client.Row, error) {
+	out := make(client.Row, len(t.Columns))
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if keyOnly && !t.IsKey(i) {
+			continue
+		}
+		if row[i].Null {
+			out[catalog.StorageColumn(c)] = docdb.Null()
+			continue
+		}
+		conv := types.ToStorage
+		if t.IsKey(i) {
+			conv = types.ToKeyStorage
+		}
+		v, err := conv(row[i], c.Type)
+		if err != nil {
+			return nil, err
+		}
+		out[catalog.StorageColumn(c)] = v
+	}
+	return out, nil
+}
+
+// tableRow converts a storage row to a table row.
+func tableRow(t *catalog.Table, sr client.Row) (plan.Row, error) {
+	row := make(plan.Row, len(t.Columns))
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		v, ok := sr[catalog.StorageColumn(c)]
+		if !ok || v.IsNull() {
+			row[i] = types.NullDatum
+			continue
+		}
+		d, err := types.FromStorage(v, c.Type)
+		if err != nil {
+			return nil, err
+		}
+		row[i] = d
+	}
+	return row, nil
+}
+
+// keyRow builds the storage key row from the leading key values.
+func (r *runner) keyValues(t *catalog.Table, exprs []plan.Expr) (client.Row, bool, error) {
+	kr := client.Row{}
+	for i, e := range exprs {
+		d, err := e.Eval(r.ec, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		if d.Null {
+			return nil, false, nil // key = NULL matches nothing
+		}
+		c := &t.Columns[t.Key[i].Column]
+		v, err := types.ToKeyStorage(d, c.Type)
+		if err != nil {
+			return nil, false, err
+		}
+		kr[catalog.StorageColumn(c)] = v
+	}
+	return kr, true, nil
+}
+
+func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
+	tbl, err := r.s.openTable(r.ctx, s.Table)
+	if err != nil {
+		return nil, err
+	}
+	var raw []client.Row
+	switch s.Access.Kind {
+	case plan.PointGet:
+		key, ok, err := r.keyValues(s.Table, s.Access.Eq)
+		if err != nil || !ok {
+			return nil, err
+		}
+		var row client.Row
+		var found bool
+		switch {
+		case r.txn != nil && s.Lock != plan.NoLock:
+			row, found, err = r.txn.GetForUpdate(r.ctx, tbl, key, lockMode(s.Lock), waitPolicy(s.Wait))
+		case r.txn != nil:
+			row, found, err = r.txn.Get(r.ctx, tbl, key)
+		default:
+			row, found, err = tbl.Get(r.ctx, key)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			raw = []client.Row{row}
+		}
+	default:
+		opts := client.ScanOptions{Reverse: s.Reverse}
+		if s.LimitHint > 0 {
+			opts.Limit = s.LimitHint
+		}
+		if s.Access.Kind == plan.KeyRange {
+			ok, err := r.rangeBounds(s, &opts)
+			if err != nil || !ok {
+				return nil, err
+			}
+		}
+		if r.txn != nil {
+			raw, err = r.txn.Scan(r.ctx, tbl, opts)
+		} else {
+			raw, err = tbl.ScanAll(r.ctx, opts)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]plan.Row, 0, len(raw))
+	for _, sr := range raw {
+		row, err := tableRow(s.Table, sr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	out, err = r.filter(out, s.Filter)
+	if err != nil {
+		return nil, err
+	}
+	if s.Lock != plan.NoLock && s.Access.Kind != plan.PointGet && r.txn != nil && len(out) > 0 {
+		return r.lockRows(s, tbl, out)
+	}
+	return out, nil
+}
+
+// rangeBounds sets the scan bounds of a key-range access: the equal prefix
+// plus the bounds on the next key column (exclusive bounds are widened to
+// inclusive; the kept filter drops the edge rows).
+func (r *runner) rangeBounds(s *plan.Scan, opts *client.ScanOptions) (bool, error) {
+	t := s.Table
+	prefix, ok, err := r.keyValues(t, s.Access.Eq)
+	if err != nil || !ok {
+		return false, err
+	}
+	next := &t.Columns[t.Key[len(s.Access.Eq)].Column]
+	desc := t.Key[len(s.Access.Eq)].Desc
+	bound := func(e plan.Expr) (client.Row, bool, error) {
+		d, err := e.Eval(r.ec, nil)
+		if err != nil || d.Null {
+			return nil, false, err
+		}
+		v, err := types.ToKeyStorage(d, next.Type)
+		if err != nil {
+			return nil, false, err
+		}
+		row := client.Row{}
+		for k, v := range prefix {
+			row[k] = v
+		}
+		row[catalog.StorageColumn(next)] = v
+		return row, true, nil
+	}
+	lo, hi := s.Access.Lo, s.Access.Hi
+	if desc {
+		lo, hi = hi, lo
+	}
+	opts.Start, opts.End, opts.EndInclusive = prefix, prefix, true
+	if lo != nil {
+		row, ok, err := bound(lo)
+		if err != nil || !ok {
+			return false, err
+		}
+		opts.Start = row
+	}
+	if hi != nil {
+		row, ok, err := bound(hi)
+		if err != nil || !ok {
+			return false, err
+		}
+		opts.End = row
+	}
+	if len(opts.Start) == 0 {
+		opts.Start = nil
+	}
+	if len(opts.End) == 0 {
+		opts.End, opts.EndInclusive = nil, false
+	}
+	return true, nil
+}
+
+// lockRows locks scanned rows (SELECT ... FOR UPDATE over a range) and,
+// with SKIP LOCKED, leaves out those it could not lock.
+func (r *runner) lockRows(s *plan.Scan, tbl *client.Table, rows []plan.Row) ([]plan.Row, error) {
+	keys := make([]client.Row, len(rows))
+	for i, row := range rows {
+		k, err := storageRow(s.Table, row, true)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = k
+	}
+	skipped, err := r.txn.Lock(r.ctx, tbl, keys, lockMode(s.Lock), waitPolicy(s.Wait))
+	if err != nil || len(skipped) == 0 {
+		return rows, err
+	}
+	skip := map[string]bool{}
+	for _, k := range skipped {
+		rk, err := tbl.RowKey(k)
+		if err != nil {
+			return nil, err
+		}
+		skip[string(rk)] = true
+	}
+	out := rows[:0]
+	for i, row := range rows {
+		rk, err := tbl.RowKey(keys[i])
+		if err != nil {
+			return nil, err
+		}
+		if !skip[string(rk)] {
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+func lockMode(l plan.LockStrength) client.LockMode {
+	if l == plan.LockShare {
+		return client.ForShare
+	}
+	return client.ForUpdate
+}
+
+func waitPolicy(w plan.WaitPolicy) client.WaitPolicy {
+	switch w {
+	case plan.NoWait:
+		return client.NoWait
+	case plan.SkipLocked:
+		return client.SkipLocked
+	}
+	return client.WaitOnConflict
+}

@@ -1,0 +1,373 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/master/masterpb"
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Sequence values live in one system table, a row per sequence OID holding
+// the last value handed out. Each node takes values in blocks of the
+// sequence's CACHE size with one transaction and hands them out from memory,
+// as YugabyteDB does; sequences are not transactional (as in PostgreSQL).
+
+const (
+	seqNamespace = "system"
+	seqTable     = "ysql_sequences"
+)
+
+type seqBlock struct{ next, last int64 }
+
+// sequences is the node's share of sequence values.
+type sequences struct {
+	mu     sync.Mutex
+	blocks map[uint32]*seqBlock
+	table  *client.Table
+}
+
+func (e *Engine) seqTable(ctx context.Context) (*client.Table, error) {
+	e.seqs.mu.Lock()
+	defer e.seqs.mu.Unlock()
+	if e.seqs.table != nil {
+		return e.seqs.table, nil
+	}
+	cl := e.cfg.Client
+	t, err := cl.OpenTable(ctx, seqNamespace, seqTable)
+	if err != nil {
+		_, err = cl.CreateTable(ctx, &masterpb.CreateTableRequest{Namespace: seqNamespace, Name: seqTable, IfNotExists: true,
+			Schema: &masterpb.Schema{Columns: []*masterpb.ColumnSchema{
+				{Id: 1, Name: "oid", Type: "int64", IsHashKey: true},
+				{Id: 2, Name: "last", Type: "int64", Nullable: true},
+			}},
+			Partitioning: &masterpb.Partitioning{Kind: masterpb.Partitioning_HASH, NumTablets: 1}})
+		if err != nil {
+			return nil, err
+		}
+		if t, err = cl.OpenTable(ctx, seqNamespace, seqTable); err != nil {
+			return nil, err
+		}
+	}
+	e.seqs.table = t
+	return t, nil
+}
+
+// nextval hands out the sequence's next value.
+func (s *Session) nextval(ctx context.Context, q *catalog.Sequence) (int64, error) {
+	e := s.e
+	e.seqs.mu.Lock()
+	if b := e.seqs.blocks[q.OID]; b != nil && (q.Increment > 0 && b.next <= b.last || q.Increment < 0 && b.next >= b.last) {
+		v := b.next
+		b.next += q.Increment
+		e.seqs.mu.Unlock()
+		return v, nil
+	}
+	e.seqs.mu.Unlock()
+	t, err := e.seqTable(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var first, last int64
+	err = e.cfg.Client.RunTxn(ctx, client.TxnOptions{Isolation: client.Snapshot}, func(ctx context.Context, tx *client.Txn) error {
+		row, found, err := tx.GetForUpdate(ctx, t, client.Row{"oid": docdb.Int64(int64(q.OID))}, client.ForUpdate, client.WaitOnConflict)
+		if err != nil {
+			return err
+		}
+		cache := max(q.Cache, 1)
+		if !found || row["last"].IsNull() {
+			first = q.Start
+		} else {
+			prev := row["last"].Int
+			if (q.Increment > 0 && prev > math.MaxInt64-q.Increment) || (q.Increment < 0 && prev < math.MinInt64-q.Increment) {
+				first = q.Max + 1
+			} else {
+				first = prev + q.Increment
+			}
+		}
+		if q.Increment > 0 && first > q.Max || q.Increment < 0 && first < q.Min {
+			if !q.Cycle {
+				bound := q.Max
+				if q.Increment < 0 {
+					bound = q.Min
+				}
+				return pgerror.New(pgerror.CodeSequenceGeneratorLimitExceeded, "nextval: reached %s value of sequence %q (%d)",
+					map[bool]string{true: "maximum", false: "minimum"}[q.Increment > 0], q.Name, bound)
+			}
+			first = q.Min
+			if q.Increment < 0 {
+				first = q.Max
+			}
+		}
+		last = first + q.Increment*(cache-1)
+		if q.Increment > 0 && (last > q.Max || last < first) {
+			last = q.Max
+		}
+		if q.Increment < 0 && (last < q.Min || last > first) {
+			last = q.Min
+		}
+		return tx.Put(ctx, t, client.Row{"oid": docdb.Int64(int64(q.OID)), "last": docdb.Int64(last)})
+	})
+	if err != nil {
+		return 0, err
+	}
+	e.seqs.mu.Lock()
+	if e.seqs.blocks == nil {
+		e.seqs.blocks = map[uint32]*seqBlock{}
+	}
+	e.seqs.blocks[q.OID] = &seqBlock{next: first + q.Increment, last: last}
+	e.seqs.mu.Unlock()
+	return first, nil
+}
+
+// setval sets the sequence's last value; the next nextval on any node
+// continues after it (this node's block is dropped; other nodes keep
+// theirs until used up, as with YugabyteDB's per-node cache).
+func (s *Session) setval(ctx context.Context, q *catalog.Sequence, v int64, called bool) error {
+	if v < q.Min || v > q.Max {
+		return pgerror.New(pgerror.CodeNumericValueOutOfRange, "setval: value %d is out of bounds for sequence %q (%d..%d)", v, q.Name, q.Min, q.Max)
+	}
+	t, err := s.e.seqTable(ctx)
+	if err != nil {
+		return err
+	}
+	last := v
+	if !called {
+		last = v - q.Increment
+	}
+	err = s.e.cfg.Client.RunTxn(ctx, client.TxnOptions{Isolation: client.Snapshot}, func(ctx context.Context, tx *client.Txn) error {
+		return tx.Put(ctx, t, client.Row{"oid": docdb.Int64(int64(q.OID)), "last": docdb.Int64(last)})
+	})
+	if err == nil {
+		s.e.seqs.mu.Lock()
+		delete(s.e.seqs.blocks, q.OID)
+		s.e.seqs.mu.Unlock()
+	}
+	return err
+}
+
+// lookupSequence resolves a sequence name as nextval('name') gives it.
+func (s *Session) lookupSequence(ctx context.Context, name string) (*catalog.Sequence, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	schema, rel, _ := strings.Cut(name, ".")
+	if rel == "" {
+		schema, rel = "", schema
+	}
+	rel = strings.Trim(rel, `"`)
+	find := func(snap *catalog.Snapshot) (*catalog.Sequence, bool) {
+		if schema != "" {
+			return snap.Sequence(s.db, schema, rel)
+		}
+		for _, sc := range s.searchPath() {
+			if q, ok := snap.Sequence(s.db, sc, rel); ok {
+				return q, true
+			}
+		}
+		return nil, false
+	}
+	if q, ok := find(snap); ok {
+		return q, nil
+	}
+	if snap, err = s.e.cfg.Cache.Fresh(ctx); err == nil {
+		if q, ok := find(snap); ok {
+			return q, nil
+		}
+	}
+	return nil, pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", name)
+}
+
+// seqFunc builds nextval / currval / setval calls.
+func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error) {
+	tInt8 := types.T{OID: types.OIDInt8, Mod: -1}
+	switch {
+	case name == "nextval" && len(args) == 1, name == "currval" && len(args) == 1,
+		name == "setval" && (len(args) == 2 || len(args) == 3):
+	case name == "lastval" && len(args) == 0:
+		return &plan.FuncExpr{Name: name, T: tInt8, Volatile: true, Fn: func(*plan.EvalContext, []types.Datum) (types.Datum, error) {
+			if !s.lastvalSet {
+				return types.NullDatum, pgerror.New(pgerror.CodeObjectNotInPrerequisiteState, "lastval is not yet defined in this session")
+			}
+			return types.DInt(s.lastval), nil
+		}}, true, nil
+	default:
+		return nil, false, nil
+	}
+	return &plan.FuncExpr{Name: name, Args: args, T: tInt8, Strict: true, Volatile: true, Fn: func(ec *plan.EvalContext, vals []types.Datum) (types.Datum, error) {
+		ctx := context.Background()
+		q, err := s.lookupSequence(ctx, vals[0].S)
+		if err != nil {
+			return types.NullDatum, err
+		}
+		switch name {
+		case "nextval":
+			v, err := s.nextval(ctx, q)
+			if err != nil {
+				return types.NullDatum, err
+			}
+			if s.currvals == nil {
+				s.currvals = map[uint32]int64{}
+			}
+			s.currvals[q.OID], s.lastval, s.lastvalSet = v, v, true
+			return types.DInt(v), nil
+		case "currval":
+			v, ok := s.currvals[q.OID]
+			if !ok {
+				return types.NullDatum, pgerror.New(pgerror.CodeObjectNotInPrerequisiteState, "currval of sequence %q is not yet defined in this session", q.Name)
+			}
+			return types.DInt(v), nil
+		}
+		called := len(vals) < 3 || vals[2].Bool()
+		if err := s.setval(ctx, q, vals[1].I, called); err != nil {
+			return types.NullDatum, err
+		}
+		return vals[1], nil
+	}}, true, nil
+}
+
+// seqOptions applies CREATE SEQUENCE options (PostgreSQL's defaults for
+// bigint sequences).
+func seqOptions(q *catalog.Sequence, opts []*pg.Node, typ types.T) error {
+	q.Increment, q.Cache = 1, 1
+	q.Min, q.Max = 1, math.MaxInt64
+	switch typ.OID {
+	case types.OIDInt4:
+		q.Max = math.MaxInt32
+	case types.OIDInt2:
+		q.Max = math.MaxInt16
+	}
+	start, minSet, maxSet := int64(0), false, false
+	startSet := false
+	for _, o := range opts {
+		de := o.GetDefElem()
+		v, _ := setValue([]*pg.Node{de.GetArg()})
+		var n int64
+		if de.GetArg() != nil {
+			if _, err := fmt.Sscan(v, &n); err != nil && de.GetDefname() != "cycle" && de.GetDefname() != "as" && de.GetDefname() != "owned_by" {
+				return pgerror.New(pgerror.CodeSyntaxError, "invalid value for %s: %q", de.GetDefname(), v)
+			}
+		}
+		switch de.GetDefname() {
+		case "increment":
+			if n == 0 {
+				return pgerror.New(pgerror.CodeInvalidParameterValue, "INCREMENT must not be zero")
+			}
+			q.Increment = n
+		case "minvalue":
+			if de.GetArg() != nil {
+				q.Min, minSet = n, true
+			}
+		case "maxvalue":
+			if de.GetArg() != nil {
+				q.Max, maxSet = n, true
+			}
+		case "start":
+			start, startSet = n, true
+		case "cache":
+			if n < 1 {
+				return pgerror.New(pgerror.CodeInvalidParameterValue, "CACHE (%d) must be greater than zero", n)
+			}
+			q.Cache = n
+		case "cycle":
+			q.Cycle = de.GetArg() == nil || isOn(v) || v == "true"
+		case "as", "owned_by", "sequence_name":
+		default:
+			return pgerror.Unsupported("sequence option " + de.GetDefname())
+		}
+	}
+	if q.Increment < 0 {
+		if !minSet {
+			q.Min = math.MinInt64
+			switch typ.OID {
+			case types.OIDInt4:
+				q.Min = math.MinInt32
+			case types.OIDInt2:
+				q.Min = math.MinInt16
+			}
+		}
+		if !maxSet {
+			q.Max = -1
+		}
+	}
+	q.Start = q.Min
+	if q.Increment < 0 {
+		q.Start = q.Max
+	}
+	if startSet {
+		q.Start = start
+	}
+	if q.Start < q.Min || q.Start > q.Max {
+		return pgerror.New(pgerror.CodeInvalidParameterValue, "START value (%d) cannot be outside the sequence bounds (%d..%d)", q.Start, q.Min, q.Max)
+	}
+	return nil
+}
+
+func (s *Session) createSequence(ctx context.Context, cs *pg.CreateSeqStmt) error {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	schema, err := s.schemaFor(snap, cs.GetSequence())
+	if err != nil {
+		return err
+	}
+	name := cs.GetSequence().GetRelname()
+	if _, exists := snap.Sequence(s.db, schema, name); exists {
+		if cs.GetIfNotExists() {
+			s.notice("NOTICE", "42P07", "relation %q already exists, skipping", name)
+			return nil
+		}
+		return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", name)
+	}
+	q := &catalog.Sequence{Database: s.db, Schema: schema, Name: name}
+	if err := seqOptions(q, cs.GetOptions(), types.T{OID: types.OIDInt8, Mod: -1}); err != nil {
+		return err
+	}
+	err = s.e.cfg.Cache.PutSequence(ctx, q, true)
+	if client.IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
+		return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", name)
+	}
+	return err
+}
+
+// serialSequence creates the sequence behind a SERIAL column and returns
+// the column's default.
+func (s *Session) serialSequence(ctx context.Context, t *catalog.Table, col string, typ types.T) (string, error) {
+	q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: t.Name + "_" + col + "_seq", OwnedBy: t.Name + "." + col}
+	if err := seqOptions(q, nil, typ); err != nil {
+		return "", err
+	}
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return "", err
+	}
+	if _, exists := snap.Sequence(s.db, q.Schema, q.Name); exists {
+		return "", pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", q.Name)
+	}
+	s.pendingSeqs = append(s.pendingSeqs, q)
+	return fmt.Sprintf("nextval('%s')", q.Name), nil
+}
+
+// dropOwnedSequences drops the sequences of a table's SERIAL columns.
+func (s *Session) dropOwnedSequences(ctx context.Context, snap *catalog.Snapshot, t *catalog.Table) error {
+	for _, q := range snap.Sequences[t.Database] {
+		if q.Schema == t.Schema && strings.HasPrefix(q.OwnedBy, t.Name+".") {
+			if err := s.e.cfg.Cache.DropSequence(ctx, q); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/master/masterpb"
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/pgwire"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// ServerVersion is reported as server_version: PostgreSQL 15 semantics.
+const ServerVersion = "15.0-ShaleDB-0.1"
+
+// Config configures an Engine.
+type Config struct {
+	Client *client.Client
+	Cache  *catalog.Cache
+	// Servers lists the cluster's YSQL endpoints for yb_servers().
+	Servers func(ctx context.Context) ([]ServerInfo, error)
+}
+
+// ServerInfo is one row of yb_servers().
+type ServerInfo struct {
+	Host, Cloud, Region, Zone string
+	Port                      int
+	Connections               int
+}
+
+// Engine creates sessions; one per node.
+type Engine struct {
+	cfg      Config
+	seqs     sequences
+	sessions atomic.Int64
+	defaults sync.Once
+	defErr   error
+}
+
+// NewEngine returns an engine over the cluster client.
+func NewEngine(cfg Config) *Engine {
+	if cfg.Cache == nil {
+		cfg.Cache = catalog.NewCache(cfg.Client)
+	}
+	return &Engine{cfg: cfg}
+}
+
+// Cache is the engine's catalog cache (the node notes catalog versions
+// from heartbeats on it).
+func (e *Engine) Cache() *catalog.Cache { return e.cfg.Cache }
+
+// Sessions is the number of open sessions.
+func (e *Engine) Sessions() int64 { return e.sessions.Load() }
+
+func init() {
+	pgerror.RegisterTranslator(func(err error) *pgerror.Error {
+		if errors.Is(err, context.Canceled) {
+			return pgerror.New(pgerror.CodeQueryCanceled, "canceling statement due to user request")
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return pgerror.New(pgerror.CodeQueryCanceled, "canceling statement due to statement timeout")
+		}
+		if code := client.SQLState(err); code != "" && code != pgerror.CodeInternalError {
+			msg := err.Error()
+			switch code {
+			case pgerror.CodeSerializationFailure:
+				msg = "could not serialize access due to concurrent update"
+			case pgerror.CodeDeadlockDetected:
+				msg = "deadlock detected"
+			case pgerror.CodeLockNotAvailable:
+				msg = "could not obtain lock on row"
+			}
+			return &pgerror.Error{Code: code, Message: msg, Detail: err.Error()}
+		}
+		return nil
+	})
+}
+
+// NewSession opens a session for a new connection.
+func (e *Engine) NewSession(ctx context.Context, params map[string]string, info pgwire.ConnInfo) (pgwire.Session, error) {
+	e.defaults.Do(func() { e.defErr = e.cfg.Cache.EnsureDefaults(ctx) })
+	if e.defErr != nil {
+		err := e.defErr
+		e.defaults = sync.Once{}
+		return nil, err
+	}
+	user := params["user"]
+	if user == "" {
+		user = "yugabyte"
+	}
+	db := params["database"]
+	if db == "" {
+		db = user
+	}
+	snap, err := e.cfg.Cache.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := snap.Databases[db]; !ok {
+		return nil, pgerror.New(pgerror.CodeInvalidCatalogName, "database %q does not exist", db)
+	}
+	s := &Session{e: e, db: db, user: user, pid: info.BackendPID, tables: map[uint32]*client.Table{},
+		prepared: map[string]*Statement{}}
+	s.settings = defaultSettings(user)
+	if an := params["application_name"]; an != "" {
+		s.settings["application_name"] = an
+	}
+	for k, v := range params {
+		if _, known := s.settings[strings.ToLower(k)]; known && k != "user" && k != "database" {
+			if err := s.set(strings.ToLower(k), v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if opts := params["options"]; opts != "" {
+		if err := s.startupOptions(opts); err != nil {
+			return nil, err
+		}
+	}
+	e.sessions.Add(1)
+	return s, nil
+}
+
+// startupOptions applies "-c name=value" startup options.
+func (s *Session) startupOptions(opts string) error {
+	fields := strings.Fields(opts)
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if f == "-c" && i+1 < len(fields) {
+			i++
+			f = fields[i]
+		} else {
+			f = strings.TrimPrefix(f, "--")
+		}
+		name, val, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		if err := s.set(strings.ToLower(strings.ReplaceAll(name, "-", "_")), val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Session is one connection's SQL state.
+type Session struct {
+	e        *Engine
+	db, user string
+	pid      uint32
+	settings map[string]string
+
+	// Transaction state: inBlock between BEGIN and COMMIT/ROLLBACK; txn is
+	// started lazily by the block's first statement; failed after an
+	// error inside a block.
+	inBlock  bool
+	failed   bool
+	txn      *client.Txn
+	blockIso client.Isolation
+	txnTime  time.Time
+
+	notices  []*pgwire.Notice
+	prepared map[string]*Statement // SQL-level PREPARE
+	tables   map[uint32]*client.Table
+	closed   bool
+
+	// Sequences: the session's currval per sequence and lastval; the
+	// sequences of SERIAL columns of the CREATE TABLE being run.
+	currvals    map[uint32]int64
+	lastval     int64
+	lastvalSet  bool
+	pendingSeqs []*catalog.Sequence
+}
+
+// ParameterStatus reports the parameters PostgreSQL sends to clients.
+func (s *Session) ParameterStatus() map[string]string {
+	out := map[string]string{}
+	for _, k := range reportedSettings {
+		out[settingDisplayName(k)] = s.settings[k]
+	}
+	return out
+}
+
+// Split splits a simple query into statements.
+func (s *Session) Split(query string) ([]string, error) { return splitQuery(query) }
+
+// TxnStatus is I, T or E.
+func (s *Session) TxnStatus() byte {
+	switch {
+	case s.failed:
+		return 'E'
+	case s.inBlock:
+		return 'T'
+	}
+	return 'I'
+}
+
+// Sync ends an extended-query batch; statements outside a block commit on
+// their own, so nothing is pending here.
+func (s *Session) Sync(context.Context, bool) error { return nil }
+
+// Notices drains the pending notices.
+func (s *Session) Notices() []*pgwire.Notice {
+	n := s.notices
+	s.notices = nil
+	return n
+}
+
+func (s *Session) notice(severity, code, format string, args ...any) {
+	s.notices = append(s.notices, &pgwire.Notice{Severity: severity, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// Close rolls back an open transaction.
+func (s *Session) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.txn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.txn.Rollback(ctx)
+		cancel()
+		s.txn = nil
+	}
+	s.e.sessions.Add(-1)
+}
+
+// snapshot returns the current catalog.
+func (s *Session) snapshot(ctx context.Context) (*catalog.Snapshot, error) {
+	return s.e.cfg.Cache.Get(ctx)
+}
+
+// openTable opens the storage table of t, cached per schema version.
+func (s *Session) openTable(ctx context.Context, t *catalog.Table) (*client.Table, error) {
+	if tbl, ok := s.tables[t.MasterID]; ok && tbl.Schema().Version == t.Version {
+		return tbl, nil
+	}
+	tbl, err := s.e.cfg.Cache.Open(ctx, t)
+	if err != nil {
+		var ce *client.Error
+		if errors.As(err, &ce) && ce.Code == client.CodeTableNotFound || client.IsCode(err, masterpb.MasterError_NOT_FOUND) {
+			s.e.cfg.Cache.Refresh()
+			return nil, pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", t.Name)
+		}
+		return nil, err
+	}
+	s.tables[t.MasterID] = tbl
+	return tbl, nil
+}
+
+// isolation maps a PostgreSQL level name to the client's.
+func isolation(level string) (client.Isolation, error) {
+	switch strings.ToLower(strings.TrimSpace(level)) {
+	case "serializable":
+		return client.Serializable, nil
+	case "repeatable read", "snapshot":
+		return client.Snapshot, nil
+	case "read committed", "read uncommitted":
+		return client.ReadCommitted, nil
+	}
+	return 0, pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for parameter \"transaction_isolation\": %q", level)
+}
+
+func isolationName(i client.Isolation) string {
+	switch i {
+	case client.Serializable:
+		return "serializable"
+	case client.Snapshot:
+		return "repeatable read"
+	}
+	return "read committed"
+}
+
+// location is the session time zone.
+func (s *Session) location() *time.Location {
+	if loc, ok := types.LoadZone(s.settings["timezone"]); ok {
+		return loc
+	}
+	return time.UTC
+}

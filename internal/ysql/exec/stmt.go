@@ -1,0 +1,445 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/ysql/parse"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/pgwire"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+func splitQuery(q string) ([]string, error) { return parse.Split(q) }
+
+// Statement is a prepared statement: its parse tree, and for queries and
+// DML its plan, re-made when the catalog version moves.
+type Statement struct {
+	s      *Session
+	sql    string
+	raw    *pg.RawStmt
+	params []types.T // final parameter types
+	given  []uint32
+
+	node    plan.Node // SELECT / VALUES, or Insert/Update/Delete
+	cols    []plan.Column
+	version uint64
+	// utility statements run through utility(); cols are set for those
+	// that return rows (SHOW, EXPLAIN).
+	utility bool
+	yb      *ybOptions
+}
+
+// Prepare parses and plans a statement.
+func (s *Session) Prepare(ctx context.Context, query string, paramTypes []uint32) (pgwire.Statement, error) {
+	st, err := s.prepare(ctx, query, paramTypes)
+	if err != nil {
+		if s.inBlock {
+			s.failed = true // as PostgreSQL: any error inside a block fails it
+		}
+		return nil, err
+	}
+	return st, nil
+}
+
+func (s *Session) prepare(ctx context.Context, query string, paramTypes []uint32) (*Statement, error) {
+	text, yb, err := ybExtensions(query)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := parse.One(text)
+	if err != nil {
+		return nil, err
+	}
+	st := &Statement{s: s, sql: query, raw: raw, given: paramTypes, yb: yb}
+	if raw == nil {
+		return st, nil
+	}
+	if err := st.plan(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (s *Session) binder(ctx context.Context) (*plan.Binder, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &plan.Binder{Cat: snap, Database: s.db, SearchPath: s.searchPath(), Virtual: s.virtualTable,
+		Session: s.sessionFunc}, nil
+}
+
+// searchPath is the schemas unqualified names are looked up in.
+func (s *Session) searchPath() []string {
+	var out []string
+	for _, p := range strings.Split(s.settings["search_path"], ",") {
+		p = strings.Trim(strings.TrimSpace(p), `"`)
+		if p == "$user" {
+			p = s.user
+		}
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// plan binds the statement against the current catalog. A name this node
+// does not know may have been created through another node a moment ago:
+// it looks at the master's catalog once more before failing.
+func (st *Statement) plan(ctx context.Context) error {
+	err := st.planOnce(ctx)
+	switch pgerror.Code(err) {
+	case pgerror.CodeUndefinedTable, pgerror.CodeUndefinedColumn, pgerror.CodeInvalidSchemaName, pgerror.CodeUndefinedObject:
+		before, serr := st.s.snapshot(ctx)
+		if serr != nil {
+			return err
+		}
+		fresh, ferr := st.s.e.cfg.Cache.Fresh(ctx)
+		if ferr != nil || fresh.Version == before.Version && fresh == before {
+			return err
+		}
+		return st.planOnce(ctx)
+	}
+	return err
+}
+
+func (st *Statement) planOnce(ctx context.Context) error {
+	s := st.s
+	b, err := s.binder(ctx)
+	if err != nil {
+		return err
+	}
+	for _, oid := range st.given {
+		if oid == 0 {
+			b.Params = append(b.Params, types.T{})
+		} else {
+			b.Params = append(b.Params, types.T{OID: oid, Mod: -1})
+		}
+	}
+	st.version = b.Cat.Version
+	n := st.raw.GetStmt()
+	switch {
+	case n.GetSelectStmt() != nil:
+		if n.GetSelectStmt().GetIntoClause() != nil {
+			return pgerror.Unsupported("SELECT INTO")
+		}
+		st.node, err = b.Select(n.GetSelectStmt())
+	case n.GetInsertStmt() != nil:
+		st.node, err = b.Insert(n.GetInsertStmt())
+	case n.GetUpdateStmt() != nil:
+		st.node, err = b.Update(n.GetUpdateStmt())
+	case n.GetDeleteStmt() != nil:
+		st.node, err = b.Delete(n.GetDeleteStmt())
+	default:
+		st.utility = true
+		st.cols = utilityColumns(n)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st.params = make([]types.T, len(b.Params))
+	for i, t := range b.Params {
+		if t.OID == 0 || t.OID == types.OIDUnknown {
+			t = types.T{OID: types.OIDText, Mod: -1}
+		}
+		st.params[i] = t
+	}
+	st.cols = nil
+	for _, c := range st.node.Columns() {
+		if !c.Hidden {
+			st.cols = append(st.cols, c)
+		}
+	}
+	if _, isQuery := st.node.(*plan.Insert); !isQuery {
+		if _, isUpd := st.node.(*plan.Update); !isUpd {
+			if _, isDel := st.node.(*plan.Delete); !isDel {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// ParamTypes are the parameter OIDs.
+func (st *Statement) ParamTypes() []uint32 {
+	out := make([]uint32, len(st.params))
+	for i, t := range st.params {
+		out[i] = t.OID
+	}
+	return out
+}
+
+// Columns describes the result.
+func (st *Statement) Columns() []pgwire.Column {
+	if st.cols == nil {
+		return nil
+	}
+	out := make([]pgwire.Column, len(st.cols))
+	for i, c := range st.cols {
+		info := types.Info(c.T.OID)
+		size := int16(-1)
+		if info != nil {
+			size = info.Len
+		}
+		out[i] = pgwire.Column{Name: c.Name, TableOID: c.TableOID, AttrNum: c.AttNum, TypeOID: c.T.OID, TypeSize: size, TypeModifier: c.T.Mod}
+	}
+	return out
+}
+
+// Close releases the statement.
+func (st *Statement) Close() {}
+
+// Bind decodes the parameters and makes a portal.
+func (st *Statement) Bind(ctx context.Context, params [][]byte, paramFormats []int16, resultFormats []int16) (pgwire.Portal, error) {
+	if st.raw != nil && st.raw.GetStmt().GetCopyStmt() != nil {
+		if st.s.failed {
+			return nil, errInFailed
+		}
+		return st.s.copyPortalFor(ctx, st.raw.GetStmt().GetCopyStmt())
+	}
+	if len(params) != len(st.params) {
+		return nil, pgerror.New(pgerror.CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement %q requires %d", len(params), "", len(st.params))
+	}
+	vals := make([]types.Datum, len(params))
+	for i, p := range params {
+		if p == nil {
+			vals[i] = types.NullDatum
+			continue
+		}
+		f := formatOf(paramFormats, i)
+		d, err := decodeParam(p, f, st.params[i], st.s.location())
+		if err != nil {
+			if st.s.inBlock {
+				st.s.failed = true
+			}
+			return nil, err
+		}
+		vals[i] = d
+	}
+	return &Portal{st: st, params: vals, formats: resultFormats}, nil
+}
+
+func formatOf(formats []int16, i int) int16 {
+	switch len(formats) {
+	case 0:
+		return 0
+	case 1:
+		return formats[0]
+	}
+	if i < len(formats) {
+		return formats[i]
+	}
+	return 0
+}
+
+// Portal is a bound statement; its rows are computed at the first Execute
+// and handed out in pieces when the client asks for a row limit.
+type Portal struct {
+	st      *Statement
+	params  []types.Datum
+	formats []int16
+
+	ran  bool
+	tag  string
+	rows []plan.Row
+	cols []plan.Column
+	pos  int
+}
+
+// Close releases the portal.
+func (p *Portal) Close() {}
+
+// Execute runs the portal (the first time) and sends up to maxRows rows.
+func (p *Portal) Execute(ctx context.Context, maxRows int, out pgwire.RowWriter) (string, bool, error) {
+	if !p.ran {
+		p.ran = true
+		tag, cols, rows, err := p.st.s.execute(ctx, p.st, p.params)
+		if err != nil {
+			return "", false, err
+		}
+		p.tag, p.cols, p.rows = tag, cols, rows
+	}
+	loc := p.st.s.location()
+	buf := make([][]byte, len(p.cols))
+	sent := 0
+	for p.pos < len(p.rows) {
+		if maxRows > 0 && sent == maxRows {
+			return "", true, nil
+		}
+		row := p.rows[p.pos]
+		for i, c := range p.cols {
+			if row[i].Null {
+				buf[i] = nil
+				continue
+			}
+			b, err := encodeResult(row[i], c.T, formatOf(p.formats, i), loc, p.st.s)
+			if err != nil {
+				return "", false, err
+			}
+			buf[i] = b
+		}
+		if err := out.WriteRow(buf); err != nil {
+			return "", false, err
+		}
+		p.pos++
+		sent++
+	}
+	return p.tag, false, nil
+}
+
+// execute runs a statement with its transaction handling and returns its
+// tag and rows.
+func (s *Session) execute(ctx context.Context, st *Statement, params []types.Datum) (string, []plan.Column, []plan.Row, error) {
+	if st.raw == nil {
+		return "", nil, nil, nil
+	}
+	if ms, _ := parseDurationMs(s.settings["statement_timeout"]); ms > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		defer cancel()
+	}
+	if st.utility {
+		if s.failed && !allowedInFailed(st.raw.GetStmt()) {
+			return "", nil, nil, errInFailed
+		}
+		tag, cols, rows, err := s.utility(ctx, st, params)
+		if err != nil && s.inBlock {
+			s.failed = true
+		}
+		return tag, cols, rows, err
+	}
+	if s.failed {
+		return "", nil, nil, errInFailed
+	}
+	if snap, err := s.snapshot(ctx); err != nil {
+		return "", nil, nil, err
+	} else if snap.Version != st.version {
+		if err := st.replan(ctx); err != nil {
+			if s.inBlock {
+				s.failed = true
+			}
+			return "", nil, nil, err
+		}
+	}
+	var tag string
+	var rows []plan.Row
+	err := s.inTxn(ctx, func(tx *client.Txn) error {
+		var err error
+		tag, rows, err = s.runPlan(ctx, st, params, tx)
+		return err
+	})
+	cols := st.cols
+	return tag, cols, rows, err
+}
+
+// replan plans again after DDL, keeping the parameter types the client
+// knows.
+func (st *Statement) replan(ctx context.Context) error {
+	given := st.given
+	st.given = st.ParamTypes()
+	err := st.plan(ctx)
+	st.given = given
+	return err
+}
+
+var errInFailed = pgerror.New(pgerror.CodeInFailedSQLTransaction, "current transaction is aborted, commands ignored until end of transaction block")
+
+func allowedInFailed(n *pg.Node) bool {
+	ts := n.GetTransactionStmt()
+	if ts == nil {
+		return false
+	}
+	switch ts.GetKind() {
+	case pg.TransactionStmtKind_TRANS_STMT_COMMIT, pg.TransactionStmtKind_TRANS_STMT_ROLLBACK,
+		pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
+		return true
+	}
+	return false
+}
+
+// inTxn runs fn in the block's transaction, or in a transaction of its own
+// that commits (and is retried on a retryable conflict) when the session is
+// not in a block.
+func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) error {
+	if s.inBlock {
+		if s.txn == nil {
+			tx, err := s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: s.blockIso})
+			if err != nil {
+				s.failed = true
+				return err
+			}
+			s.txn, s.txnTime = tx, time.Now()
+		}
+		if err := fn(s.txn); err != nil {
+			s.failed = true
+			return err
+		}
+		return nil
+	}
+	s.txnTime = time.Now()
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		var tx *client.Txn
+		tx, err = s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: client.Snapshot})
+		if err != nil {
+			return err
+		}
+		if err = fn(tx); err == nil {
+			if err = tx.Commit(ctx); err == nil {
+				return nil
+			}
+		} else {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = tx.Rollback(rctx)
+			cancel()
+		}
+		if !client.IsRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt+1) * 2 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func (s *Session) evalContext(params []types.Datum) *plan.EvalContext {
+	ec := &plan.EvalContext{Params: params, TxnTime: s.txnTime, StmtTime: time.Now(), Location: s.location()}
+	return ec
+}
+
+// runPlan executes a planned query or DML statement in tx.
+func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Datum, tx *client.Txn) (string, []plan.Row, error) {
+	r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(params)}
+	r.ec.Subquery = func(ec *plan.EvalContext, sq *plan.Subquery, outer plan.Row) ([]plan.Row, error) {
+		sub := &runner{s: s, ctx: ctx, txn: tx, ec: ec.WithOuter(outer)}
+		return sub.rows(sq.Plan)
+	}
+	switch n := st.node.(type) {
+	case *plan.Insert:
+		count, rows, err := r.insert(n)
+		return fmt.Sprintf("INSERT 0 %d", count), rows, err
+	case *plan.Update:
+		count, rows, err := r.update(n)
+		return fmt.Sprintf("UPDATE %d", count), rows, err
+	case *plan.Delete:
+		count, rows, err := r.delete(n)
+		return fmt.Sprintf("DELETE %d", count), rows, err
+	}
+	rows, err := r.rows(st.node)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("SELECT %d", len(rows)), rows, nil
+}

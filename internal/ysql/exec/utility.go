@@ -1,0 +1,312 @@
+package exec
+
+import (
+	"context"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/ysql/parse"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+var tText = types.T{OID: types.OIDText, Mod: -1}
+
+// utilityColumns are the result columns of utility statements that return
+// rows.
+func utilityColumns(n *pg.Node) []plan.Column {
+	switch {
+	case n.GetVariableShowStmt() != nil:
+		name := strings.ToLower(n.GetVariableShowStmt().GetName())
+		if name == "all" {
+			return []plan.Column{{Name: "name", T: tText}, {Name: "setting", T: tText}, {Name: "description", T: tText}}
+		}
+		if name == "time zone" || name == "timezone" {
+			name = "TimeZone"
+		}
+		if name == "transaction isolation level" {
+			name = "transaction_isolation"
+		}
+		return []plan.Column{{Name: settingDisplayName(name), T: tText}}
+	case n.GetExplainStmt() != nil:
+		return []plan.Column{{Name: "QUERY PLAN", T: tText}}
+	}
+	return nil
+}
+
+// utility runs a statement that is not a query or DML.
+func (s *Session) utility(ctx context.Context, st *Statement, params []types.Datum) (string, []plan.Column, []plan.Row, error) {
+	n := st.raw.GetStmt()
+	switch {
+	case n.GetTransactionStmt() != nil:
+		tag, err := s.transaction(ctx, n.GetTransactionStmt())
+		return tag, nil, nil, err
+	case n.GetVariableSetStmt() != nil:
+		tag, err := s.variableSet(n.GetVariableSetStmt())
+		return tag, nil, nil, err
+	case n.GetVariableShowStmt() != nil:
+		name := n.GetVariableShowStmt().GetName()
+		if strings.EqualFold(name, "all") {
+			var rows []plan.Row
+			for _, kv := range s.allSettings() {
+				rows = append(rows, plan.Row{types.DString(kv[0]), types.DString(kv[1]), types.DString("")})
+			}
+			return "SHOW", st.cols, rows, nil
+		}
+		v, err := s.show(name)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return "SHOW", st.cols, []plan.Row{{types.DString(v)}}, nil
+	case n.GetExplainStmt() != nil:
+		rows, err := s.explain(ctx, n.GetExplainStmt(), params)
+		return "EXPLAIN", st.cols, rows, err
+	case n.GetPrepareStmt() != nil:
+		return s.sqlPrepare(ctx, n.GetPrepareStmt())
+	case n.GetExecuteStmt() != nil:
+		return s.sqlExecute(ctx, n.GetExecuteStmt())
+	case n.GetDeallocateStmt() != nil:
+		name := n.GetDeallocateStmt().GetName()
+		if name == "" {
+			s.prepared = map[string]*Statement{}
+		} else if _, ok := s.prepared[name]; !ok {
+			return "", nil, nil, pgerror.New(pgerror.CodeUndefinedPreparedStatement, "prepared statement %q does not exist", name)
+		}
+		delete(s.prepared, name)
+		return "DEALLOCATE", nil, nil, nil
+	case n.GetDiscardStmt() != nil:
+		if s.inBlock {
+			return "", nil, nil, pgerror.New(pgerror.CodeActiveSQLTransaction, "DISCARD ALL cannot run inside a transaction block")
+		}
+		s.prepared = map[string]*Statement{}
+		s.settings = defaultSettings(s.user)
+		return "DISCARD ALL", nil, nil, nil
+	case n.GetVacuumStmt() != nil:
+		if n.GetVacuumStmt().GetIsVacuumcmd() {
+			return "VACUUM", nil, nil, nil
+		}
+		return "ANALYZE", nil, nil, nil
+	case n.GetCheckPointStmt() != nil:
+		return "CHECKPOINT", nil, nil, nil
+	case n.GetListenStmt() != nil, n.GetUnlistenStmt() != nil, n.GetNotifyStmt() != nil:
+		return "", nil, nil, pgerror.Unsupported("LISTEN/NOTIFY")
+	}
+	if s.inBlock && n.GetTruncateStmt() != nil {
+		// Inside a block TRUNCATE deletes the rows in the block's
+		// transaction, so it commits or rolls back with it.
+		err := s.inTxn(ctx, func(tx *client.Txn) error { return s.truncateInTxn(ctx, tx, n.GetTruncateStmt()) })
+		return "TRUNCATE TABLE", nil, nil, err
+	}
+	if s.inBlock && isDDL(n) {
+		// DDL is not transactional here: refuse it inside a block rather
+		// than pretend it rolls back.
+		return "", nil, nil, pgerror.New(pgerror.CodeActiveSQLTransaction, "%s cannot run inside a transaction block", ddlName(n))
+	}
+	tag, err := s.ddl(ctx, n, st.yb)
+	return tag, nil, nil, err
+}
+
+func isDDL(n *pg.Node) bool {
+	return n.GetCreateStmt() != nil || n.GetDropStmt() != nil || n.GetCreatedbStmt() != nil || n.GetDropdbStmt() != nil ||
+		n.GetCreateSchemaStmt() != nil || n.GetAlterTableStmt() != nil || n.GetRenameStmt() != nil ||
+		n.GetTruncateStmt() != nil || n.GetIndexStmt() != nil || n.GetCreateSeqStmt() != nil
+}
+
+func ddlName(n *pg.Node) string {
+	switch {
+	case n.GetCreateStmt() != nil:
+		return "CREATE TABLE"
+	case n.GetDropStmt() != nil:
+		return "DROP"
+	case n.GetCreatedbStmt() != nil:
+		return "CREATE DATABASE"
+	case n.GetDropdbStmt() != nil:
+		return "DROP DATABASE"
+	case n.GetTruncateStmt() != nil:
+		return "TRUNCATE"
+	}
+	return "this DDL statement"
+}
+
+// transaction runs BEGIN / COMMIT / ROLLBACK / SAVEPOINT ...
+func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (string, error) {
+	switch ts.GetKind() {
+	case pg.TransactionStmtKind_TRANS_STMT_BEGIN, pg.TransactionStmtKind_TRANS_STMT_START:
+		if s.inBlock {
+			s.notice("WARNING", "25001", "there is already a transaction in progress")
+			return "BEGIN", nil
+		}
+		iso, err := isolation(s.settings["default_transaction_isolation"])
+		if err != nil {
+			return "", err
+		}
+		for _, o := range ts.GetOptions() {
+			de := o.GetDefElem()
+			if de == nil {
+				continue
+			}
+			v, err := setValue([]*pg.Node{de.GetArg()})
+			if err != nil {
+				return "", err
+			}
+			switch de.GetDefname() {
+			case "transaction_isolation":
+				if iso, err = isolation(v); err != nil {
+					return "", err
+				}
+			case "transaction_read_only":
+				if v == "true" || isOn(v) {
+					return "", pgerror.Unsupported("read-only transactions")
+				}
+			}
+		}
+		s.inBlock, s.failed, s.blockIso, s.txn = true, false, iso, nil
+		return "BEGIN", nil
+	case pg.TransactionStmtKind_TRANS_STMT_COMMIT:
+		if !s.inBlock {
+			s.notice("WARNING", "25P01", "there is no transaction in progress")
+			return "COMMIT", nil
+		}
+		if s.failed {
+			s.endBlock(ctx, false)
+			return "ROLLBACK", nil
+		}
+		return "COMMIT", s.endBlock(ctx, true)
+	case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK:
+		if !s.inBlock {
+			s.notice("WARNING", "25P01", "there is no transaction in progress")
+			return "ROLLBACK", nil
+		}
+		s.endBlock(ctx, false)
+		return "ROLLBACK", nil
+	case pg.TransactionStmtKind_TRANS_STMT_SAVEPOINT:
+		if !s.inBlock {
+			return "", pgerror.New(pgerror.CodeNoActiveSQLTransaction, "SAVEPOINT can only be used in transaction blocks")
+		}
+		if err := s.blockTxn(ctx); err != nil {
+			return "", err
+		}
+		return "SAVEPOINT", s.txn.Savepoint(ts.GetSavepointName())
+	case pg.TransactionStmtKind_TRANS_STMT_RELEASE:
+		if !s.inBlock {
+			return "", pgerror.New(pgerror.CodeNoActiveSQLTransaction, "RELEASE SAVEPOINT can only be used in transaction blocks")
+		}
+		if s.txn == nil {
+			return "", pgerror.New(pgerror.CodeInvalidSavepointSpec, "savepoint %q does not exist", ts.GetSavepointName())
+		}
+		if err := s.txn.ReleaseSavepoint(ts.GetSavepointName()); err != nil {
+			return "", savepointErr(err, ts.GetSavepointName())
+		}
+		return "RELEASE", nil
+	case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
+		if !s.inBlock {
+			return "", pgerror.New(pgerror.CodeNoActiveSQLTransaction, "ROLLBACK TO SAVEPOINT can only be used in transaction blocks")
+		}
+		if s.txn == nil {
+			return "", pgerror.New(pgerror.CodeInvalidSavepointSpec, "savepoint %q does not exist", ts.GetSavepointName())
+		}
+		if err := s.txn.RollbackToSavepoint(ctx, ts.GetSavepointName()); err != nil {
+			return "", savepointErr(err, ts.GetSavepointName())
+		}
+		s.failed = false
+		return "ROLLBACK", nil
+	case pg.TransactionStmtKind_TRANS_STMT_PREPARE, pg.TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED,
+		pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_PREPARED:
+		return "", pgerror.Unsupported("two-phase commit")
+	}
+	return "", pgerror.Unsupported("this transaction statement")
+}
+
+func savepointErr(err error, name string) error {
+	if c, ok := client.CodeOf(err); ok && c == client.CodeInvalidArgument {
+		return pgerror.New(pgerror.CodeInvalidSavepointSpec, "savepoint %q does not exist", name)
+	}
+	return err
+}
+
+// blockTxn starts the block's transaction if it has not started.
+func (s *Session) blockTxn(ctx context.Context) error {
+	if s.txn != nil {
+		return nil
+	}
+	tx, err := s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: s.blockIso})
+	if err != nil {
+		return err
+	}
+	s.txn = tx
+	return nil
+}
+
+// endBlock commits or rolls back the block.
+func (s *Session) endBlock(ctx context.Context, commit bool) error {
+	tx := s.txn
+	s.inBlock, s.failed, s.txn = false, false, nil
+	if tx == nil {
+		return nil
+	}
+	if commit {
+		return tx.Commit(ctx)
+	}
+	return tx.Rollback(context.WithoutCancel(ctx))
+}
+
+func (s *Session) sqlPrepare(ctx context.Context, ps *pg.PrepareStmt) (string, []plan.Column, []plan.Row, error) {
+	name := ps.GetName()
+	if _, dup := s.prepared[name]; dup {
+		return "", nil, nil, pgerror.New(pgerror.CodeDuplicatePreparedStatement, "prepared statement %q already exists", name)
+	}
+	var given []uint32
+	for _, tn := range ps.GetArgtypes() {
+		t, err := types.FromTypeName(tn.GetTypeName())
+		if err != nil {
+			return "", nil, nil, err
+		}
+		given = append(given, t.OID)
+	}
+	deparsed, err := parse.Deparse(ps.GetQuery())
+	if err != nil {
+		return "", nil, nil, err
+	}
+	st, err := s.prepare(ctx, deparsed, given)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	s.prepared[name] = st
+	return "PREPARE", nil, nil, nil
+}
+
+func (s *Session) sqlExecute(ctx context.Context, es *pg.ExecuteStmt) (string, []plan.Column, []plan.Row, error) {
+	st, ok := s.prepared[es.GetName()]
+	if !ok {
+		return "", nil, nil, pgerror.New(pgerror.CodeUndefinedPreparedStatement, "prepared statement %q does not exist", es.GetName())
+	}
+	if len(es.GetParams()) != len(st.params) {
+		return "", nil, nil, pgerror.New(pgerror.CodeSyntaxError, "wrong number of parameters for prepared statement %q", es.GetName()).
+			WithDetail("Expected %d parameters but got %d.", len(st.params), len(es.GetParams()))
+	}
+	b, err := s.binder(ctx)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	vals := make([]types.Datum, len(es.GetParams()))
+	for i, p := range es.GetParams() {
+		e, err := b.Expr(p)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		d, err := e.Eval(s.evalContext(nil), nil)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if !d.Null && e.Type() != st.params[i] {
+			if d, err = castDatum(d, e.Type(), st.params[i]); err != nil {
+				return "", nil, nil, err
+			}
+		}
+		vals[i] = d
+	}
+	return s.execute(ctx, st, vals)
+}

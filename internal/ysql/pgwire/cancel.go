@@ -1,0 +1,53 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/subtle"
+)
+
+// begin starts an engine call: its context is cancelled by a
+// CancelRequest for this connection, by Server.Close, and (with
+// watchStart) by the client going away. end must follow.
+func (c *conn) begin() context.Context {
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	c.mu.Lock()
+	c.cancel = cancel
+	c.mu.Unlock()
+	return ctx
+}
+
+// end finishes the call begin started.
+func (c *conn) end() {
+	if c.watching {
+		c.watchStop()
+	}
+	c.mu.Lock()
+	cancel := c.cancel
+	c.cancel = nil
+	c.mu.Unlock()
+	cancel(nil)
+}
+
+// cancelRunning cancels the running call, if any. Between calls there is
+// nothing to cancel: like PostgreSQL, a cancel that arrives while the
+// connection waits for the client is dropped.
+func (c *conn) cancelRunning(cause error) {
+	c.mu.Lock()
+	if c.cancel != nil {
+		c.cancel(cause)
+	}
+	c.mu.Unlock()
+}
+
+// cancelRequest handles a CancelRequest: the connection with that PID and
+// secret key has its running statement cancelled (57014).
+func (s *Server) cancelRequest(pid uint32, key []byte) {
+	s.mu.Lock()
+	c := s.conns[pid]
+	s.mu.Unlock()
+	if c == nil || subtle.ConstantTimeCompare(c.secret[:], key) != 1 {
+		s.log.Debug("cancel request for no connection", "pid", pid)
+		return
+	}
+	c.cancelRunning(errCanceled)
+}

@@ -1,0 +1,679 @@
+package plan
+
+import (
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Binder binds the statements of one session against a catalog snapshot.
+type Binder struct {
+	Cat        *catalog.Snapshot
+	Database   string
+	SearchPath []string
+	// Params are the statement's parameter types; unknown ones (OID 0)
+	// are inferred from their first use and default to text.
+	Params []types.T
+	// Virtual resolves pg_catalog and information_schema relations.
+	Virtual func(schema, name string) (*VirtualTable, bool)
+	// Session resolves session functions before the builtins.
+	Session SessionFuncs
+
+	aggs      *aggScope
+	inAggArg  bool
+	outerRefs int // outer references bound so far (correlation)
+}
+
+var tUnknown = types.T{OID: types.OIDUnknown, Mod: -1}
+var tText = types.T{OID: types.OIDText, Mod: -1}
+var tInt4 = types.T{OID: types.OIDInt4, Mod: -1}
+var tInt8 = types.T{OID: types.OIDInt8, Mod: -1}
+var tNumeric = types.T{OID: types.OIDNumeric, Mod: -1}
+
+// scopeCol is one column visible to expressions.
+type scopeCol struct {
+	Table  string // alias or table name
+	Name   string
+	T      types.T
+	Hidden bool
+}
+
+// scope is the set of columns a clause can reference; parent is the
+// enclosing query's scope (for correlated subqueries).
+type scope struct {
+	cols   []scopeCol
+	parent *scope
+}
+
+func posErr(e *pgerror.Error, loc int32) *pgerror.Error {
+	if loc >= 0 {
+		e.Position = loc + 1
+	}
+	return e
+}
+
+// resolveColumn finds a column by optional table qualifier.
+func (sc *scope) resolve(table, name string, loc int32) (idx int, level int, t types.T, err error) {
+	for s, lvl := sc, 0; s != nil; s, lvl = s.parent, lvl+1 {
+		found := -1
+		for i, c := range s.cols {
+			if c.Name != name || (table != "" && c.Table != table) || (table == "" && c.Hidden) {
+				continue
+			}
+			if found >= 0 {
+				return 0, 0, t, posErr(pgerror.New(pgerror.CodeAmbiguousColumn, "column reference %q is ambiguous", name), loc)
+			}
+			found = i
+		}
+		if found >= 0 {
+			return found, lvl, s.cols[found].T, nil
+		}
+	}
+	if table != "" {
+		known := false
+		for s := sc; s != nil; s = s.parent {
+			for _, c := range s.cols {
+				if c.Table == table {
+					known = true
+				}
+			}
+		}
+		if !known {
+			return 0, 0, t, posErr(pgerror.New(pgerror.CodeUndefinedTable, "missing FROM-clause entry for table %q", table), loc)
+		}
+		return 0, 0, t, posErr(pgerror.New(pgerror.CodeUndefinedColumn, "column %s.%s does not exist", table, name), loc)
+	}
+	return 0, 0, t, posErr(pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", name), loc)
+}
+
+// Expr binds an expression with no columns in scope (VALUES, defaults).
+func (b *Binder) Expr(n *pg.Node) (Expr, error) { return b.expr(n, &scope{}, tUnknown) }
+
+// expr binds n; hint is the type an unknown literal or parameter should
+// take (tUnknown: none).
+func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
+	switch {
+	case n.GetAConst() != nil:
+		return b.constant(n.GetAConst(), hint)
+	case n.GetColumnRef() != nil:
+		return b.columnRef(n.GetColumnRef(), sc)
+	case n.GetParamRef() != nil:
+		return b.param(n.GetParamRef(), hint)
+	case n.GetTypeCast() != nil:
+		tc := n.GetTypeCast()
+		to, err := types.FromTypeName(tc.GetTypeName())
+		if err != nil {
+			return nil, posErr(pgerror.From(err), tc.GetLocation())
+		}
+		e, err := b.expr(tc.GetArg(), sc, to)
+		if err != nil {
+			return nil, err
+		}
+		return b.cast(e, to, types.CastExplicit, tc.GetLocation())
+	case n.GetAExpr() != nil:
+		return b.aExpr(n.GetAExpr(), sc)
+	case n.GetBoolExpr() != nil:
+		be := n.GetBoolExpr()
+		args := make([]Expr, len(be.GetArgs()))
+		for i, a := range be.GetArgs() {
+			e, err := b.expr(a, sc, tBool)
+			if err != nil {
+				return nil, err
+			}
+			if e, err = b.coerceTo(e, tBool, "argument of "+strings.TrimSuffix(strings.TrimPrefix(be.GetBoolop().String(), ""), "_EXPR"), be.GetLocation()); err != nil {
+				return nil, err
+			}
+			args[i] = e
+		}
+		switch be.GetBoolop() {
+		case pg.BoolExprType_AND_EXPR:
+			out := args[0]
+			for _, a := range args[1:] {
+				out = &And{L: out, R: a}
+			}
+			return out, nil
+		case pg.BoolExprType_OR_EXPR:
+			out := args[0]
+			for _, a := range args[1:] {
+				out = &Or{L: out, R: a}
+			}
+			return out, nil
+		default:
+			return &Not{E: args[0]}, nil
+		}
+	case n.GetNullTest() != nil:
+		nt := n.GetNullTest()
+		e, err := b.expr(nt.GetArg(), sc, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		return &IsNull{E: e, Not: nt.GetNulltesttype() == pg.NullTestType_IS_NOT_NULL}, nil
+	case n.GetBooleanTest() != nil:
+		bt := n.GetBooleanTest()
+		e, err := b.expr(bt.GetArg(), sc, tBool)
+		if err != nil {
+			return nil, err
+		}
+		if e, err = b.coerceTo(e, tBool, "argument of IS TRUE", bt.GetLocation()); err != nil {
+			return nil, err
+		}
+		out := &BoolTest{E: e}
+		switch bt.GetBooltesttype() {
+		case pg.BoolTestType_IS_TRUE:
+			out.Want = 1
+		case pg.BoolTestType_IS_NOT_TRUE:
+			out.Want, out.Not = 1, true
+		case pg.BoolTestType_IS_FALSE:
+			out.Want = 0
+		case pg.BoolTestType_IS_NOT_FALSE:
+			out.Want, out.Not = 0, true
+		case pg.BoolTestType_IS_UNKNOWN:
+			out.Want = -1
+		default:
+			out.Want, out.Not = -1, true
+		}
+		return out, nil
+	case n.GetFuncCall() != nil:
+		return b.funcCall(n.GetFuncCall(), sc)
+	case n.GetCaseExpr() != nil:
+		return b.caseExpr(n.GetCaseExpr(), sc)
+	case n.GetCoalesceExpr() != nil:
+		ce := n.GetCoalesceExpr()
+		args, t, err := b.common(ce.GetArgs(), sc, "COALESCE", ce.GetLocation())
+		if err != nil {
+			return nil, err
+		}
+		return &Coalesce{Args: args, T: t}, nil
+	case n.GetMinMaxExpr() != nil:
+		me := n.GetMinMaxExpr()
+		args, t, err := b.common(me.GetArgs(), sc, "GREATEST/LEAST", me.GetLocation())
+		if err != nil {
+			return nil, err
+		}
+		if err := b.checkOrderable(t, me.GetLocation()); err != nil {
+			return nil, err
+		}
+		return &MinMax{Args: args, T: t, Greatest: me.GetOp() == pg.MinMaxOp_IS_GREATEST}, nil
+	case n.GetSqlvalueFunction() != nil:
+		return b.sqlValueFunction(n.GetSqlvalueFunction())
+	case n.GetSubLink() != nil:
+		return b.subLink(n.GetSubLink(), sc)
+	case n.GetCollateClause() != nil:
+		// Only the C collation exists: "default", "C" and "POSIX" are it.
+		cc := n.GetCollateClause()
+		names := cc.GetCollname()
+		coll := strings.ToLower(names[len(names)-1].GetString_().GetSval())
+		if coll != "default" && coll != "c" && coll != "posix" {
+			return nil, posErr(pgerror.New(pgerror.CodeUndefinedObject, "collation %q for encoding \"UTF8\" does not exist", coll), cc.GetLocation())
+		}
+		return b.expr(cc.GetArg(), sc, hint)
+	case n.GetAArrayExpr() != nil:
+		return nil, posErr(pgerror.Unsupported("ARRAY expressions"), n.GetAArrayExpr().GetLocation())
+	}
+	return nil, pgerror.Unsupported("expression " + nodeName(n))
+}
+
+func nodeName(n *pg.Node) string {
+	s := strings.TrimPrefix(strings.SplitN(strings.TrimSpace(n.String()), ":", 2)[0], "node:")
+	if s == "" {
+		return "of this kind"
+	}
+	return s
+}
+
+func (b *Binder) constant(c *pg.A_Const, hint types.T) (Expr, error) {
+	if c.GetIsnull() {
+		if hint.OID == types.OIDUnknown || hint.OID == 0 {
+			return nullConst(tUnknown), nil
+		}
+		return nullConst(hint), nil
+	}
+	switch v := c.GetVal().(type) {
+	case *pg.A_Const_Ival:
+		return &Const{T: tInt4, D: types.DInt(int64(v.Ival.GetIval()))}, nil
+	case *pg.A_Const_Fval:
+		s := v.Fval.GetFval()
+		if !strings.ContainsAny(s, ".eE") {
+			if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return &Const{T: tInt8, D: types.DInt(i)}, nil
+			}
+		}
+		d, err := parseText(tNumeric, s)
+		if err != nil {
+			return nil, posErr(pgerror.From(err), c.GetLocation())
+		}
+		return &Const{T: tNumeric, D: d}, nil
+	case *pg.A_Const_Boolval:
+		return &Const{T: tBool, D: types.DBool(v.Boolval.GetBoolval())}, nil
+	case *pg.A_Const_Sval:
+		s := v.Sval.GetSval()
+		if hint.OID != types.OIDUnknown && hint.OID != 0 {
+			d, err := parseText(hint, s)
+			if err != nil {
+				return nil, posErr(pgerror.From(err), c.GetLocation())
+			}
+			return &Const{T: hint, D: d}, nil
+		}
+		return &Const{T: tUnknown, D: types.DString(s)}, nil
+	case *pg.A_Const_Bsval:
+		s := v.Bsval.GetBsval()
+		return &Const{T: tText, D: types.DString(s)}, nil
+	}
+	return nil, pgerror.Unsupported("this constant")
+}
+
+func (b *Binder) param(p *pg.ParamRef, hint types.T) (Expr, error) {
+	n := int(p.GetNumber())
+	if n < 1 || n > 65535 {
+		return nil, posErr(pgerror.New(pgerror.CodeUndefinedParameter, "there is no parameter $%d", n), p.GetLocation())
+	}
+	for len(b.Params) < n {
+		b.Params = append(b.Params, types.T{})
+	}
+	if b.Params[n-1].OID == 0 && hint.OID != 0 && hint.OID != types.OIDUnknown {
+		b.Params[n-1] = hint
+	}
+	t := b.Params[n-1]
+	if t.OID == 0 {
+		// Typed by a later use or text by default; the Param reads the
+		// final type at Bind through the statement's Params.
+		return &Param{Idx: n - 1, T: tUnknown}, nil
+	}
+	return &Param{Idx: n - 1, T: t}, nil
+}
+
+func (b *Binder) columnRef(cr *pg.ColumnRef, sc *scope) (Expr, error) {
+	var parts []string
+	for _, f := range cr.GetFields() {
+		if f.GetAStar() != nil {
+			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "* is not allowed here"), cr.GetLocation())
+		}
+		parts = append(parts, f.GetString_().GetSval())
+	}
+	var table, name string
+	switch len(parts) {
+	case 1:
+		name = parts[0]
+	case 2:
+		table, name = parts[0], parts[1]
+	case 3:
+		table, name = parts[1], parts[2]
+	default:
+		return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "improper qualified name (too many dotted names): %s", strings.Join(parts, ".")), cr.GetLocation())
+	}
+	idx, level, t, err := sc.resolve(table, name, cr.GetLocation())
+	if err != nil {
+		return nil, err
+	}
+	if level > 0 {
+		b.outerRefs++
+		return &OuterRef{Level: level, Idx: idx, T: t}, nil
+	}
+	if b.aggs != nil && !b.inAggArg {
+		return b.aggs.groupRef(idx, t, name, cr.GetLocation())
+	}
+	return &ColRef{Idx: idx, T: t, Name: name}, nil
+}
+
+// cast converts e to t in the given context, folding constants.
+func (b *Binder) cast(e Expr, to types.T, kind types.CastContext, loc int32) (Expr, error) {
+	from := e.Type()
+	if from == to {
+		return e, nil
+	}
+	if p, ok := e.(*Param); ok && p.T.OID == types.OIDUnknown {
+		b.Params[p.Idx] = to
+		return &Param{Idx: p.Idx, T: to}, nil
+	}
+	if from.OID == types.OIDUnknown {
+		if c, ok := e.(*Const); ok {
+			if c.D.Null {
+				return nullConst(to), nil
+			}
+			d, err := parseText(to, c.D.S)
+			if err != nil {
+				return nil, posErr(pgerror.From(err), loc)
+			}
+			return &Const{T: to, D: d}, nil
+		}
+		from = tText
+	}
+	if !canCast(from, to, kind) {
+		return nil, posErr(pgerror.New(pgerror.CodeCannotCoerce, "cannot cast type %s to %s", typeName(from), typeName(to)), loc)
+	}
+	if c, ok := e.(*Const); ok {
+		if c.D.Null {
+			return nullConst(to), nil
+		}
+		d, err := coerce(c.D, from, to, kind, nil)
+		if err != nil {
+			return nil, posErr(pgerror.From(err), loc)
+		}
+		return &Const{T: to, D: d}, nil
+	}
+	return &Cast{E: e, T: to, Kind: kind}, nil
+}
+
+// coerceTo converts e to t implicitly, with PostgreSQL's "argument of X
+// must be type boolean" style error.
+func (b *Binder) coerceTo(e Expr, t types.T, what string, loc int32) (Expr, error) {
+	if e.Type() == t {
+		return e, nil
+	}
+	if e.Type().OID == types.OIDUnknown || canCast(e.Type(), t, types.CastImplicit) {
+		return b.cast(e, t, types.CastImplicit, loc)
+	}
+	return nil, posErr(pgerror.New(pgerror.CodeDatatypeMismatch, "%s must be type %s, not type %s", what, typeName(t), typeName(e.Type())), loc)
+}
+
+// assign converts e to a column's type with assignment-cast rules (INSERT,
+// UPDATE).
+func (b *Binder) assign(e Expr, col *catalog.Column, loc int32) (Expr, error) {
+	if e.Type() == col.Type {
+		return e, nil
+	}
+	if e.Type().OID == types.OIDUnknown || canCast(e.Type(), col.Type, types.CastAssignment) {
+		return b.cast(e, col.Type, types.CastAssignment, loc)
+	}
+	return nil, posErr(pgerror.New(pgerror.CodeDatatypeMismatch, "column %q is of type %s but expression is of type %s", col.Name,
+		typeName(col.Type), typeName(e.Type())).WithHint("You will need to rewrite or cast the expression."), loc)
+}
+
+// common binds a list of expressions that must share a type (COALESCE,
+// CASE results, VALUES columns, UNION) and converts them to it.
+func (b *Binder) common(nodes []*pg.Node, sc *scope, what string, loc int32) ([]Expr, types.T, error) {
+	exprs := make([]Expr, len(nodes))
+	for i, n := range nodes {
+		e, err := b.expr(n, sc, tUnknown)
+		if err != nil {
+			return nil, types.T{}, err
+		}
+		exprs[i] = e
+	}
+	return b.unify(exprs, what, loc)
+}
+
+func (b *Binder) unify(exprs []Expr, what string, loc int32) ([]Expr, types.T, error) {
+	ts := make([]types.T, len(exprs))
+	for i, e := range exprs {
+		ts[i] = e.Type()
+	}
+	t, err := commonType(ts, what)
+	if err != nil {
+		return nil, t, posErr(pgerror.From(err), loc)
+	}
+	for i, e := range exprs {
+		if exprs[i], err = b.cast(e, t, types.CastImplicit, loc); err != nil {
+			return nil, t, err
+		}
+	}
+	return exprs, t, nil
+}
+
+func (b *Binder) caseExpr(ce *pg.CaseExpr, sc *scope) (Expr, error) {
+	var operand Expr
+	if ce.GetArg() != nil {
+		var err error
+		if operand, err = b.expr(ce.GetArg(), sc, tUnknown); err != nil {
+			return nil, err
+		}
+	}
+	out := &Case{}
+	var results []Expr
+	for _, w := range ce.GetArgs() {
+		cw := w.GetCaseWhen()
+		var cond Expr
+		var err error
+		if operand != nil {
+			r, err := b.expr(cw.GetExpr(), sc, operand.Type())
+			if err != nil {
+				return nil, err
+			}
+			cond, err = b.binary("=", operand, r, cw.GetLocation())
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			if cond, err = b.expr(cw.GetExpr(), sc, tBool); err != nil {
+				return nil, err
+			}
+			if cond, err = b.coerceTo(cond, tBool, "argument of CASE/WHEN", cw.GetLocation()); err != nil {
+				return nil, err
+			}
+		}
+		res, err := b.expr(cw.GetResult(), sc, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		out.Whens = append(out.Whens, cond)
+		results = append(results, res)
+	}
+	if ce.GetDefresult() != nil {
+		e, err := b.expr(ce.GetDefresult(), sc, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, e)
+	}
+	results, t, err := b.unify(results, "CASE", ce.GetLocation())
+	if err != nil {
+		return nil, err
+	}
+	out.T = t
+	out.Thens = results[:len(out.Whens)]
+	if ce.GetDefresult() != nil {
+		out.Else = results[len(results)-1]
+	}
+	return out, nil
+}
+
+func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
+	name := ""
+	if len(a.GetName()) > 0 {
+		name = a.GetName()[len(a.GetName())-1].GetString_().GetSval()
+	}
+	loc := a.GetLocation()
+	switch a.GetKind() {
+	case pg.A_Expr_Kind_AEXPR_OP:
+		if a.GetLexpr() == nil {
+			r, err := b.expr(a.GetRexpr(), sc, tUnknown)
+			if err != nil {
+				return nil, err
+			}
+			return b.unary(name, r, loc)
+		}
+		l, r, err := b.pair(a.GetLexpr(), a.GetRexpr(), sc)
+		if err != nil {
+			return nil, err
+		}
+		return b.binary(name, l, r, loc)
+	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE:
+		l, r, err := b.pair(a.GetLexpr(), a.GetRexpr(), sc)
+		if err != nil {
+			return nil, err
+		}
+		return b.binary(name, l, r, loc)
+	case pg.A_Expr_Kind_AEXPR_DISTINCT, pg.A_Expr_Kind_AEXPR_NOT_DISTINCT:
+		l, r, err := b.pair(a.GetLexpr(), a.GetRexpr(), sc)
+		if err != nil {
+			return nil, err
+		}
+		eq, err := b.binary("=", l, r, loc)
+		if err != nil {
+			return nil, err
+		}
+		op := eq.(*BinOp)
+		return &Distinct{L: op.L, R: op.R, Eq: op, Not: a.GetKind() == pg.A_Expr_Kind_AEXPR_NOT_DISTINCT}, nil
+	case pg.A_Expr_Kind_AEXPR_NULLIF:
+		l, r, err := b.pair(a.GetLexpr(), a.GetRexpr(), sc)
+		if err != nil {
+			return nil, err
+		}
+		eq, err := b.binary("=", l, r, loc)
+		if err != nil {
+			return nil, err
+		}
+		op := eq.(*BinOp)
+		return &NullIf{L: op.L, R: op.R, Eq: op}, nil
+	case pg.A_Expr_Kind_AEXPR_IN:
+		l, err := b.expr(a.GetLexpr(), sc, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		in := &InList{E: l, Not: name == "<>"}
+		for _, n := range a.GetRexpr().GetList().GetItems() {
+			r, err := b.expr(n, sc, l.Type())
+			if err != nil {
+				return nil, err
+			}
+			if l.Type().OID == types.OIDUnknown {
+				if l, err = b.cast(l, r.Type(), types.CastImplicit, loc); err != nil {
+					return nil, err
+				}
+				in.E = l
+			}
+			eq, err := b.binary("=", l, r, loc)
+			if err != nil {
+				return nil, err
+			}
+			op := eq.(*BinOp)
+			in.List = append(in.List, op.R)
+			in.Eq = append(in.Eq, op)
+			in.E = op.L
+		}
+		return in, nil
+	case pg.A_Expr_Kind_AEXPR_BETWEEN, pg.A_Expr_Kind_AEXPR_NOT_BETWEEN:
+		items := a.GetRexpr().GetList().GetItems()
+		l, err := b.expr(a.GetLexpr(), sc, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		lo, err := b.expr(items[0], sc, l.Type())
+		if err != nil {
+			return nil, err
+		}
+		hi, err := b.expr(items[1], sc, l.Type())
+		if err != nil {
+			return nil, err
+		}
+		ge, err := b.binary(">=", l, lo, loc)
+		if err != nil {
+			return nil, err
+		}
+		le, err := b.binary("<=", l, hi, loc)
+		if err != nil {
+			return nil, err
+		}
+		var out Expr = &And{L: ge, R: le}
+		if a.GetKind() == pg.A_Expr_Kind_AEXPR_NOT_BETWEEN {
+			out = &Not{E: out}
+		}
+		return out, nil
+	case pg.A_Expr_Kind_AEXPR_OP_ANY, pg.A_Expr_Kind_AEXPR_OP_ALL:
+		return nil, posErr(pgerror.Unsupported("ANY/ALL over arrays"), loc)
+	}
+	return nil, posErr(pgerror.Unsupported("operator kind "+a.GetKind().String()), loc)
+}
+
+// pair binds two operands so that an unknown literal on one side takes the
+// other side's type.
+func (b *Binder) pair(ln, rn *pg.Node, sc *scope) (Expr, Expr, error) {
+	l, err := b.expr(ln, sc, tUnknown)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := b.expr(rn, sc, l.Type())
+	if err != nil {
+		return nil, nil, err
+	}
+	if l.Type().OID == types.OIDUnknown && r.Type().OID != types.OIDUnknown {
+		if l, err = b.expr(ln, sc, r.Type()); err != nil {
+			return nil, nil, err
+		}
+	}
+	return l, r, nil
+}
+
+func (b *Binder) binary(name string, l, r Expr, loc int32) (Expr, error) {
+	lt, rt := l.Type(), r.Type()
+	op, err := lookupBinary(name, lt, rt)
+	if err != nil {
+		return nil, posErr(pgerror.From(err), loc)
+	}
+	if l, err = b.cast(l, op.Left, types.CastImplicit, loc); err != nil {
+		return nil, err
+	}
+	if r, err = b.cast(r, op.Right, types.CastImplicit, loc); err != nil {
+		return nil, err
+	}
+	out := &BinOp{Name: name, L: l, R: r, T: op.Result, Fn: op.Fn}
+	if lc, ok := l.(*Const); ok {
+		if rc, ok := r.(*Const); ok {
+			return foldBinary(out, lc, rc)
+		}
+	}
+	return out, nil
+}
+
+func foldBinary(op *BinOp, l, r *Const) (Expr, error) {
+	d, err := op.Eval(nil, nil)
+	if err != nil {
+		return op, nil // report at run time, as PostgreSQL would for a row
+	}
+	_ = l
+	_ = r
+	return &Const{T: op.T, D: d}, nil
+}
+
+func (b *Binder) unary(name string, e Expr, loc int32) (Expr, error) {
+	op, err := lookupUnary(name, e.Type())
+	if err != nil {
+		return nil, posErr(pgerror.From(err), loc)
+	}
+	if e, err = b.cast(e, op.Arg, types.CastImplicit, loc); err != nil {
+		return nil, err
+	}
+	out := &UnOp{Name: name, E: e, T: op.Result, Fn: op.Fn}
+	if _, ok := e.(*Const); ok {
+		if d, err := out.Eval(nil, nil); err == nil {
+			return &Const{T: out.T, D: d}, nil
+		}
+	}
+	return out, nil
+}
+
+func (b *Binder) checkOrderable(t types.T, loc int32) error {
+	if _, err := lookupBinary("<", t, t); err != nil {
+		return posErr(pgerror.New(pgerror.CodeUndefinedFunction, "could not identify an ordering operator for type %s", typeName(t)), loc)
+	}
+	return nil
+}
+
+func (b *Binder) sqlValueFunction(f *pg.SQLValueFunction) (Expr, error) {
+	name := map[pg.SQLValueFunctionOp]string{
+		pg.SQLValueFunctionOp_SVFOP_CURRENT_DATE:        "current_date",
+		pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP:   "now",
+		pg.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP_N: "now",
+		pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP:      "localtimestamp",
+		pg.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP_N:    "localtimestamp",
+		pg.SQLValueFunctionOp_SVFOP_CURRENT_TIME:        "current_time",
+		pg.SQLValueFunctionOp_SVFOP_CURRENT_TIME_N:      "current_time",
+		pg.SQLValueFunctionOp_SVFOP_LOCALTIME:           "localtime",
+		pg.SQLValueFunctionOp_SVFOP_LOCALTIME_N:         "localtime",
+		pg.SQLValueFunctionOp_SVFOP_CURRENT_ROLE:        "current_user",
+		pg.SQLValueFunctionOp_SVFOP_CURRENT_USER:        "current_user",
+		pg.SQLValueFunctionOp_SVFOP_USER:                "current_user",
+		pg.SQLValueFunctionOp_SVFOP_SESSION_USER:        "session_user",
+		pg.SQLValueFunctionOp_SVFOP_CURRENT_CATALOG:     "current_database",
+		pg.SQLValueFunctionOp_SVFOP_CURRENT_SCHEMA:      "current_schema",
+	}[f.GetOp()]
+	if name == "" {
+		return nil, posErr(pgerror.Unsupported("this SQL value function"), f.GetLocation())
+	}
+	return b.callFunction(name, nil, f.GetLocation())
+}

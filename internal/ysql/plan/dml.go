@@ -1,0 +1,417 @@
+package plan
+
+import (
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/parse"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// tableScope is the scope of a table's row (every column, hidden ones
+// included, in catalog order).
+func tableScope(t *catalog.Table, alias string) *scope {
+	sc := &scope{}
+	for _, c := range t.Columns {
+		sc.cols = append(sc.cols, scopeCol{Table: alias, Name: c.Name, T: c.Type, Hidden: c.Hidden})
+	}
+	return sc
+}
+
+// DefaultExpr binds column c's default (NULL when it has none).
+func (b *Binder) DefaultExpr(c *catalog.Column) (Expr, error) {
+	if c.Default == "" {
+		return nullConst(c.Type), nil
+	}
+	st, err := parse.One("SELECT " + c.Default)
+	if err != nil {
+		return nil, err
+	}
+	e, err := b.expr(st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal(), &scope{}, c.Type)
+	if err != nil {
+		return nil, err
+	}
+	return b.assign(e, c, -1)
+}
+
+// Checks binds a table's CHECK constraints over its row.
+func (b *Binder) Checks(t *catalog.Table) ([]Expr, error) { return b.checks(t) }
+
+// checks binds a table's CHECK constraints over its row.
+func (b *Binder) checks(t *catalog.Table) ([]Expr, error) {
+	var out []Expr
+	for _, ck := range t.Checks {
+		st, err := parse.One("SELECT " + ck.Expr)
+		if err != nil {
+			return nil, err
+		}
+		e, err := b.expr(st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal(), tableScope(t, t.Name), tBool)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (b *Binder) returning(list []*pg.Node, sc *scope) ([]Expr, []Column, error) {
+	var exprs []Expr
+	var cols []Column
+	for _, n := range list {
+		rt := n.GetResTarget()
+		if cr := rt.GetVal().GetColumnRef(); cr != nil && isStar(cr) {
+			es, cs, err := b.expandStar(cr, sc)
+			if err != nil {
+				return nil, nil, err
+			}
+			exprs, cols = append(exprs, es...), append(cols, cs...)
+			continue
+		}
+		e, err := b.expr(rt.GetVal(), sc, tUnknown)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.Type().OID == types.OIDUnknown {
+			if e, err = b.cast(e, tText, types.CastImplicit, -1); err != nil {
+				return nil, nil, err
+			}
+		}
+		name := rt.GetName()
+		if name == "" {
+			name = columnName(rt.GetVal())
+		}
+		exprs, cols = append(exprs, e), append(cols, Column{Name: name, T: e.Type()})
+	}
+	return exprs, cols, nil
+}
+
+// Insert plans an INSERT.
+func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
+	if s.GetWithClause() != nil {
+		return nil, pgerror.Unsupported("WITH in INSERT")
+	}
+	t, err := b.LookupTable(s.GetRelation())
+	if err != nil {
+		return nil, err
+	}
+	alias := t.Name
+	if a := s.GetRelation().GetAlias(); a != nil {
+		alias = a.GetAliasname()
+	}
+	// target[i] is the table column the i-th source column goes to.
+	var target []int
+	if len(s.GetCols()) == 0 {
+		for i, c := range t.Columns {
+			if !c.Hidden {
+				target = append(target, i)
+			}
+		}
+	} else {
+		seen := map[int]bool{}
+		for _, n := range s.GetCols() {
+			rt := n.GetResTarget()
+			i := t.ColumnIndex(rt.GetName())
+			if i < 0 {
+				return nil, posErr(pgerror.New(pgerror.CodeUndefinedColumn, "column %q of relation %q does not exist", rt.GetName(), t.Name), rt.GetLocation())
+			}
+			if seen[i] {
+				return nil, posErr(pgerror.New(pgerror.CodeDuplicateColumn, "column %q specified more than once", rt.GetName()), rt.GetLocation())
+			}
+			seen[i] = true
+			target = append(target, i)
+		}
+	}
+	defaults := make([]Expr, len(t.Columns))
+	for i := range t.Columns {
+		if defaults[i], err = b.DefaultExpr(&t.Columns[i]); err != nil {
+			return nil, err
+		}
+	}
+	full := func(src []Expr) ([]Expr, error) {
+		row := append([]Expr(nil), defaults...)
+		for j, e := range src {
+			i := target[j]
+			c := &t.Columns[i]
+			if _, isDef := e.(*defaultMarker); isDef {
+				continue
+			}
+			if c.Identity == "a" {
+				return nil, pgerror.New(pgerror.CodeGeneratedAlways, "cannot insert a non-DEFAULT value into column %q", c.Name).
+					WithDetail("Column %q is an identity column defined as GENERATED ALWAYS.", c.Name)
+			}
+			v, err := b.assign(e, c, -1)
+			if err != nil {
+				return nil, err
+			}
+			row[i] = v
+		}
+		return row, nil
+	}
+	ins := &Insert{Table: t}
+	sel := s.GetSelectStmt().GetSelectStmt()
+	// Without a column list, the values fill the leading columns and the
+	// rest take their defaults.
+	if len(s.GetCols()) == 0 && sel != nil {
+		width := -1
+		if len(sel.GetValuesLists()) > 0 {
+			width = len(sel.GetValuesLists()[0].GetList().GetItems())
+		} else if sel.GetOp() == pg.SetOperation_SETOP_NONE {
+			width = 0
+			for _, tl := range sel.GetTargetList() {
+				if cr := tl.GetResTarget().GetVal().GetColumnRef(); cr != nil && isStar(cr) {
+					width = -1
+					break
+				}
+				width++
+			}
+		}
+		if width >= 0 && width < len(target) {
+			target = target[:width]
+		}
+	}
+	switch {
+	case sel == nil: // DEFAULT VALUES
+		ins.Source = &Values{Rows: [][]Expr{defaults}, cols: tableColumns(t)}
+	case len(sel.GetValuesLists()) > 0 && sel.GetOp() == pg.SetOperation_SETOP_NONE && len(sel.GetSortClause()) == 0 && sel.GetLimitCount() == nil:
+		v := &Values{cols: tableColumns(t)}
+		for _, l := range sel.GetValuesLists() {
+			items := l.GetList().GetItems()
+			if len(items) > len(target) {
+				return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "INSERT has more expressions than target columns"), exprLocation(items[len(target)]))
+			}
+			if len(items) < len(target) {
+				return nil, pgerror.New(pgerror.CodeSyntaxError, "INSERT has more target columns than expressions")
+			}
+			src := make([]Expr, len(items))
+			for j, it := range items {
+				if it.GetSetToDefault() != nil {
+					src[j] = &defaultMarker{}
+					continue
+				}
+				e, err := b.expr(it, &scope{}, t.Columns[target[j]].Type)
+				if err != nil {
+					return nil, err
+				}
+				src[j] = e
+			}
+			row, err := full(src)
+			if err != nil {
+				return nil, err
+			}
+			v.Rows = append(v.Rows, row)
+		}
+		ins.Source = v
+	default:
+		n, err := b.selectStmt(sel, nil)
+		if err != nil {
+			return nil, err
+		}
+		cols := n.Columns()
+		if len(cols) > len(target) {
+			return nil, pgerror.New(pgerror.CodeSyntaxError, "INSERT has more expressions than target columns")
+		}
+		if len(cols) < len(target) {
+			return nil, pgerror.New(pgerror.CodeSyntaxError, "INSERT has more target columns than expressions")
+		}
+		src := make([]Expr, len(cols))
+		for j, c := range cols {
+			src[j] = &ColRef{Idx: j, T: c.T}
+		}
+		row, err := full(src)
+		if err != nil {
+			return nil, err
+		}
+		ins.Source = &Project{Input: n, Exprs: row, cols: tableColumns(t)}
+	}
+	if ins.Checks, err = b.checks(t); err != nil {
+		return nil, err
+	}
+	sc := tableScope(t, alias)
+	if oc := s.GetOnConflictClause(); oc != nil {
+		ins.OnConflict = &OnConflict{}
+		switch oc.GetAction() {
+		case pg.OnConflictAction_ONCONFLICT_NOTHING:
+			ins.OnConflict.DoNothing = true
+		case pg.OnConflictAction_ONCONFLICT_UPDATE:
+			if err := b.checkConflictTarget(t, oc); err != nil {
+				return nil, err
+			}
+			both := &scope{cols: append(append([]scopeCol(nil), sc.cols...), tableScope(t, "excluded").cols...)}
+			set, err := b.setList(t, oc.GetTargetList(), both)
+			if err != nil {
+				return nil, err
+			}
+			ins.OnConflict.Set = set
+			if w := oc.GetWhereClause(); w != nil {
+				if ins.OnConflict.Where, err = b.expr(w, both, tBool); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if ins.Returning, ins.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
+		return nil, err
+	}
+	return ins, nil
+}
+
+// checkConflictTarget accepts ON CONFLICT (cols) naming the primary key
+// (the only unique constraint tables have so far) or ON CONSTRAINT pkey.
+func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) error {
+	inf := oc.GetInfer()
+	if inf == nil {
+		return pgerror.New(pgerror.CodeSyntaxError, "ON CONFLICT DO UPDATE requires inference specification or constraint name").
+			WithHint("For example, ON CONFLICT (column_name).")
+	}
+	if inf.GetConname() != "" {
+		if inf.GetConname() != t.PKName {
+			return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q for table %q does not exist", inf.GetConname(), t.Name)
+		}
+		return nil
+	}
+	named := map[int]bool{}
+	for _, e := range inf.GetIndexElems() {
+		i := t.ColumnIndex(e.GetIndexElem().GetName())
+		if i < 0 {
+			return pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", e.GetIndexElem().GetName())
+		}
+		named[i] = true
+	}
+	match := len(named) == len(t.Key) && !t.RowID
+	for _, k := range t.Key {
+		match = match && named[k.Column]
+	}
+	if !match {
+		return pgerror.New(pgerror.CodeInvalidColumnReference, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+	}
+	return nil
+}
+
+func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[int]Expr, error) {
+	set := map[int]Expr{}
+	for _, n := range targets {
+		rt := n.GetResTarget()
+		i := t.ColumnIndex(rt.GetName())
+		if i < 0 {
+			return nil, posErr(pgerror.New(pgerror.CodeUndefinedColumn, "column %q of relation %q does not exist", rt.GetName(), t.Name), rt.GetLocation())
+		}
+		if len(rt.GetIndirection()) > 0 {
+			return nil, posErr(pgerror.Unsupported("assignment to a field or element"), rt.GetLocation())
+		}
+		if _, dup := set[i]; dup {
+			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "multiple assignments to same column %q", rt.GetName()), rt.GetLocation())
+		}
+		c := &t.Columns[i]
+		var e Expr
+		var err error
+		if rt.GetVal().GetSetToDefault() != nil {
+			e, err = b.DefaultExpr(c)
+		} else {
+			if e, err = b.expr(rt.GetVal(), sc, c.Type); err == nil {
+				e, err = b.assign(e, c, rt.GetLocation())
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		set[i] = e
+	}
+	return set, nil
+}
+
+// Update plans an UPDATE.
+func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
+	if s.GetWithClause() != nil || len(s.GetFromClause()) > 0 {
+		return nil, pgerror.Unsupported("UPDATE ... FROM and WITH")
+	}
+	t, err := b.LookupTable(s.GetRelation())
+	if err != nil {
+		return nil, err
+	}
+	alias := t.Name
+	if a := s.GetRelation().GetAlias(); a != nil {
+		alias = a.GetAliasname()
+	}
+	sc := tableScope(t, alias)
+	scan := newScan(t, alias)
+	if w := s.GetWhereClause(); w != nil {
+		cond, err := b.expr(w, sc, tBool)
+		if err != nil {
+			return nil, err
+		}
+		if cond, err = b.coerceTo(cond, tBool, "argument of WHERE", -1); err != nil {
+			return nil, err
+		}
+		b.addFilter(scan, cond)
+	}
+	scan.Lock = LockUpdate
+	u := &Update{Table: t, Source: scan}
+	if u.Set, err = b.setList(t, s.GetTargetList(), sc); err != nil {
+		return nil, err
+	}
+	if u.Checks, err = b.checks(t); err != nil {
+		return nil, err
+	}
+	if u.Returning, u.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// Delete plans a DELETE.
+func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
+	if s.GetWithClause() != nil || len(s.GetUsingClause()) > 0 {
+		return nil, pgerror.Unsupported("DELETE ... USING and WITH")
+	}
+	t, err := b.LookupTable(s.GetRelation())
+	if err != nil {
+		return nil, err
+	}
+	alias := t.Name
+	if a := s.GetRelation().GetAlias(); a != nil {
+		alias = a.GetAliasname()
+	}
+	sc := tableScope(t, alias)
+	scan := newScan(t, alias)
+	if w := s.GetWhereClause(); w != nil {
+		cond, err := b.expr(w, sc, tBool)
+		if err != nil {
+			return nil, err
+		}
+		if cond, err = b.coerceTo(cond, tBool, "argument of WHERE", -1); err != nil {
+			return nil, err
+		}
+		b.addFilter(scan, cond)
+	}
+	scan.Lock = LockUpdate
+	d := &Delete{Table: t, Source: scan}
+	if d.Returning, d.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func tableColumns(t *catalog.Table) []Column {
+	cols := make([]Column, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = Column{Name: c.Name, T: c.Type, Table: t.Name, TableOID: t.OID(), AttNum: int16(i + 1), Hidden: c.Hidden}
+	}
+	return cols
+}
+
+func exprLocation(n *pg.Node) int32 {
+	switch {
+	case n.GetAConst() != nil:
+		return n.GetAConst().GetLocation()
+	case n.GetColumnRef() != nil:
+		return n.GetColumnRef().GetLocation()
+	case n.GetFuncCall() != nil:
+		return n.GetFuncCall().GetLocation()
+	case n.GetTypeCast() != nil:
+		return n.GetTypeCast().GetLocation()
+	case n.GetAExpr() != nil:
+		return n.GetAExpr().GetLocation()
+	}
+	return -1
+}

@@ -1,0 +1,300 @@
+package plan
+
+import (
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// SessionFuncs resolves functions whose value comes from the session
+// (current_database(), version(), pg_backend_pid(), nextval(), ...); set by
+// the executor.
+type SessionFuncs func(name string, args []Expr) (Expr, bool, error)
+
+func funcName(fc *pg.FuncCall) string {
+	parts := fc.GetFuncname()
+	name := parts[len(parts)-1].GetString_().GetSval()
+	return strings.ToLower(name)
+}
+
+func allConst(args []Expr) bool {
+	for _, a := range args {
+		if _, ok := a.(*Const); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// hasAgg reports whether a parse tree contains an aggregate call outside
+// subqueries.
+func hasAgg(n *pg.Node) bool {
+	if n == nil {
+		return false
+	}
+	found := false
+	walk(n, func(x *pg.Node) bool {
+		if fc := x.GetFuncCall(); fc != nil && IsAggregate(funcName(fc)) && fc.GetOver() == nil {
+			found = true
+		}
+		return !found && x.GetSubLink() == nil
+	})
+	return found
+}
+
+// walk visits the expression nodes of a parse tree.
+func walk(n *pg.Node, f func(*pg.Node) bool) {
+	if n == nil || !f(n) {
+		return
+	}
+	switch {
+	case n.GetAExpr() != nil:
+		walk(n.GetAExpr().GetLexpr(), f)
+		walk(n.GetAExpr().GetRexpr(), f)
+	case n.GetBoolExpr() != nil:
+		for _, a := range n.GetBoolExpr().GetArgs() {
+			walk(a, f)
+		}
+	case n.GetFuncCall() != nil:
+		for _, a := range n.GetFuncCall().GetArgs() {
+			walk(a, f)
+		}
+	case n.GetTypeCast() != nil:
+		walk(n.GetTypeCast().GetArg(), f)
+	case n.GetNullTest() != nil:
+		walk(n.GetNullTest().GetArg(), f)
+	case n.GetCaseExpr() != nil:
+		ce := n.GetCaseExpr()
+		walk(ce.GetArg(), f)
+		for _, w := range ce.GetArgs() {
+			walk(w.GetCaseWhen().GetExpr(), f)
+			walk(w.GetCaseWhen().GetResult(), f)
+		}
+		walk(ce.GetDefresult(), f)
+	case n.GetCoalesceExpr() != nil:
+		for _, a := range n.GetCoalesceExpr().GetArgs() {
+			walk(a, f)
+		}
+	case n.GetList() != nil:
+		for _, a := range n.GetList().GetItems() {
+			walk(a, f)
+		}
+	case n.GetMinMaxExpr() != nil:
+		for _, a := range n.GetMinMaxExpr().GetArgs() {
+			walk(a, f)
+		}
+	}
+}
+
+// aggScope collects the aggregates of an aggregated SELECT; expressions
+// bound under it read the Agg node's output row.
+type aggScope struct {
+	agg   *Agg
+	b     *Binder
+	input *scope
+}
+
+// groupRef maps a column reference outside aggregate arguments to the
+// GROUP BY expression that is that column.
+func (a *aggScope) groupRef(idx int, t types.T, name string, loc int32) (Expr, error) {
+	for i, g := range a.agg.Groups {
+		if cr, ok := g.(*ColRef); ok && cr.Idx == idx {
+			return &ColRef{Idx: i, T: t, Name: name}, nil
+		}
+	}
+	table := a.input.cols[idx].Table
+	q := name
+	if table != "" {
+		q = table + "." + name
+	}
+	return nil, posErr(pgerror.New(pgerror.CodeGroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", q), loc)
+}
+
+// groupExpr binds a GROUP BY item: an output column position or name, or
+// an expression over the input.
+func (b *Binder) groupExpr(n *pg.Node, targets []*pg.Node, sc *scope) (Expr, error) {
+	if c := n.GetAConst(); c != nil && c.GetIval() != nil {
+		i := int(c.GetIval().GetIval())
+		if i < 1 || i > len(targets) {
+			return nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "GROUP BY position %d is not in select list", i), c.GetLocation())
+		}
+		n = targets[i-1].GetResTarget().GetVal()
+	} else if cr := n.GetColumnRef(); cr != nil && len(cr.GetFields()) == 1 {
+		name := cr.GetFields()[0].GetString_().GetSval()
+		if _, _, _, err := sc.resolve("", name, -1); err != nil {
+			for _, t := range targets {
+				if t.GetResTarget().GetName() == name {
+					n = t.GetResTarget().GetVal()
+				}
+			}
+		}
+	}
+	if hasAgg(n) {
+		return nil, pgerror.New(pgerror.CodeGroupingError, "aggregate functions are not allowed in GROUP BY")
+	}
+	return b.expr(n, sc, tUnknown)
+}
+
+func (b *Binder) funcCall(fc *pg.FuncCall, sc *scope) (Expr, error) {
+	name := funcName(fc)
+	loc := fc.GetLocation()
+	if fc.GetOver() != nil {
+		return nil, posErr(pgerror.Unsupported("window functions"), loc)
+	}
+	if IsAggregate(name) {
+		return b.aggCall(name, fc, sc)
+	}
+	if fc.GetAggStar() || fc.GetAggDistinct() {
+		return nil, posErr(pgerror.New(pgerror.CodeWrongObjectType, "%s is not an aggregate function", name), loc)
+	}
+	args := make([]Expr, len(fc.GetArgs()))
+	for i, a := range fc.GetArgs() {
+		e, err := b.expr(a, sc, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = e
+	}
+	return b.callFunction(name, args, loc)
+}
+
+func (b *Binder) callFunction(name string, args []Expr, loc int32) (Expr, error) {
+	if b.Session != nil {
+		if e, ok, err := b.Session(name, args); ok || err != nil {
+			if err != nil {
+				return nil, posErr(pgerror.From(err), loc)
+			}
+			return e, nil
+		}
+	}
+	ts := make([]types.T, len(args))
+	for i, a := range args {
+		ts[i] = a.Type()
+	}
+	fn, err := lookupFunction(name, ts)
+	if err != nil {
+		return nil, posErr(pgerror.From(err), loc)
+	}
+	for i := range args {
+		if i < len(fn.Args) {
+			if args[i], err = b.cast(args[i], fn.Args[i], types.CastImplicit, loc); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := &FuncExpr{Name: name, Args: args, T: fn.Result, Fn: fn.Fn, Strict: fn.Strict, Volatile: fn.Volatile}
+	if !fn.Volatile && allConst(args) {
+		if d, err := out.Eval(nil, nil); err == nil {
+			return &Const{T: out.T, D: d}, nil
+		}
+	}
+	return out, nil
+}
+
+func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) {
+	loc := fc.GetLocation()
+	if b.aggs == nil {
+		return nil, posErr(pgerror.New(pgerror.CodeGroupingError, "aggregate functions are not allowed here"), loc)
+	}
+	if b.inAggArg {
+		return nil, posErr(pgerror.New(pgerror.CodeGroupingError, "aggregate function calls cannot be nested"), loc)
+	}
+	b.inAggArg = true
+	defer func() { b.inAggArg = false }()
+	call := AggCall{Name: name, Distinct: fc.GetAggDistinct()}
+	var argTypes []types.T
+	if !fc.GetAggStar() {
+		for i, a := range fc.GetArgs() {
+			e, err := b.expr(a, b.aggs.input, tUnknown)
+			if err != nil {
+				return nil, err
+			}
+			if e.Type().OID == types.OIDUnknown {
+				if e, err = b.cast(e, tText, types.CastImplicit, loc); err != nil {
+					return nil, err
+				}
+			}
+			if i == 0 {
+				call.Arg = e
+			} else {
+				call.Arg2 = e
+			}
+			argTypes = append(argTypes, e.Type())
+		}
+	}
+	if f := fc.GetAggFilter(); f != nil {
+		e, err := b.expr(f, b.aggs.input, tBool)
+		if err != nil {
+			return nil, err
+		}
+		call.Filter = e
+	}
+	if len(fc.GetAggOrder()) > 0 {
+		return nil, posErr(pgerror.Unsupported("ORDER BY inside an aggregate"), loc)
+	}
+	agg, err := lookupAggregate(name, argTypes, fc.GetAggStar())
+	if err != nil {
+		return nil, posErr(pgerror.From(err), loc)
+	}
+	call.T, call.New = agg.Result, agg.New
+	if call.Arg != nil && len(agg.Args) > 0 {
+		if call.Arg, err = b.cast(call.Arg, agg.Args[0], types.CastImplicit, loc); err != nil {
+			return nil, err
+		}
+	}
+	if call.Arg2 != nil && len(agg.Args) > 1 {
+		if call.Arg2, err = b.cast(call.Arg2, agg.Args[1], types.CastImplicit, loc); err != nil {
+			return nil, err
+		}
+	}
+	a := b.aggs.agg
+	a.Aggs = append(a.Aggs, call)
+	return &ColRef{Idx: len(a.Groups) + len(a.Aggs) - 1, T: call.T, Name: name}, nil
+}
+
+func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
+	sel := sl.GetSubselect().GetSelectStmt()
+	saved, savedArg := b.aggs, b.inAggArg
+	b.aggs, b.inAggArg = nil, false
+	refs := b.outerRefs
+	// The subquery's FROM scope has sc as its parent: sc's columns are its
+	// level-1 outer columns, the row the executor passes when it runs it.
+	n, err := b.selectStmt(sel, sc)
+	b.aggs, b.inAggArg = saved, savedArg
+	if err != nil {
+		return nil, err
+	}
+	// Any outer reference made while binding it (possibly by a subquery
+	// nested in it) makes it correlated: it is run again for each row.
+	sq := &Subquery{Plan: n, Correlated: b.outerRefs > refs}
+	cols := n.Columns()
+	switch sl.GetSubLinkType() {
+	case pg.SubLinkType_EXISTS_SUBLINK:
+		sq.Kind, sq.T = ExistsSubquery, tBool
+	case pg.SubLinkType_EXPR_SUBLINK:
+		if len(cols) != 1 {
+			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "subquery must return only one column"), sl.GetLocation())
+		}
+		sq.Kind, sq.T = ScalarSubquery, cols[0].T
+	case pg.SubLinkType_ANY_SUBLINK:
+		if len(cols) != 1 {
+			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "subquery has too many columns"), sl.GetLocation())
+		}
+		test, err := b.expr(sl.GetTestexpr(), sc, cols[0].T)
+		if err != nil {
+			return nil, err
+		}
+		eq, err := b.binary("=", test, &ColRef{Idx: 0, T: cols[0].T}, sl.GetLocation())
+		if err != nil {
+			return nil, err
+		}
+		op := eq.(*BinOp)
+		sq.Kind, sq.T, sq.Test, sq.Eq = InSubquery, tBool, op.L, op
+	default:
+		return nil, posErr(pgerror.Unsupported("this kind of subquery"), sl.GetLocation())
+	}
+	return sq, nil
+}

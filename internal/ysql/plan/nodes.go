@@ -1,0 +1,333 @@
+package plan
+
+import (
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Column describes one output column of a node.
+type Column struct {
+	Name     string
+	T        types.T
+	Table    string // the FROM item's name or alias, for qualified references
+	TableOID uint32
+	AttNum   int16
+	Hidden   bool
+}
+
+// Node is a plan node: it produces rows of Columns().
+type Node interface {
+	Columns() []Column
+}
+
+// AccessKind is how a Scan reaches a table's rows.
+type AccessKind int
+
+// Access kinds, cheapest first.
+const (
+	// PointGet reads one row by its full primary key.
+	PointGet AccessKind = iota + 1
+	// KeyRange reads the rows whose leading key columns equal Eq and
+	// whose next range column lies within Lo/Hi.
+	KeyRange
+	// FullScan reads every tablet.
+	FullScan
+)
+
+func (k AccessKind) String() string {
+	return [...]string{"", "Point Get", "Key Range Scan", "Seq Scan"}[k]
+}
+
+// Access is a Scan's access path.
+type Access struct {
+	Kind AccessKind
+	// Eq are the values of the leading key columns in key order: all of
+	// them for PointGet, all hash columns and some range columns for
+	// KeyRange.
+	Eq []Expr
+	// Lo and Hi bound the next range key column (nil: unbounded).
+	Lo, Hi         Expr
+	LoIncl, HiIncl bool
+}
+
+// LockStrength is the row lock a SELECT ... FOR ... takes.
+type LockStrength int
+
+// Lock strengths.
+const (
+	NoLock LockStrength = iota
+	LockShare
+	LockUpdate
+)
+
+// WaitPolicy is NOWAIT / SKIP LOCKED.
+type WaitPolicy int
+
+// Wait policies.
+const (
+	Wait WaitPolicy = iota
+	NoWait
+	SkipLocked
+)
+
+// Scan reads a table: its rows have every column of the table in catalog
+// order (hidden ones included).
+type Scan struct {
+	Table  *catalog.Table
+	Alias  string
+	Access Access
+	// Filter is the rest of the WHERE clause, over the table row.
+	Filter Expr
+	Lock   LockStrength
+	Wait   WaitPolicy
+	// Reverse asks the rows in descending key order (ORDER BY key DESC).
+	Reverse bool
+	// LimitHint, when positive, is how many rows the consumer needs at
+	// most (a LIMIT with nothing in between that filters).
+	LimitHint int
+	cols      []Column
+}
+
+// Columns of a scan: the table's columns.
+func (s *Scan) Columns() []Column { return s.cols }
+
+// VirtualTable is a catalog relation generated in memory (pg_catalog,
+// information_schema).
+type VirtualTable struct {
+	Schema, Name string
+	OID          uint32
+	Cols         []Column
+	Rows         func() ([]Row, error)
+}
+
+// VirtualScan reads a virtual table.
+type VirtualScan struct {
+	Table  *VirtualTable
+	Alias  string
+	Filter Expr
+	cols   []Column
+}
+
+// Columns of the virtual table.
+func (v *VirtualScan) Columns() []Column { return v.cols }
+
+// Values is a VALUES list (or the single empty row of a SELECT without
+// FROM).
+type Values struct {
+	Rows [][]Expr
+	cols []Column
+}
+
+// Columns of the VALUES list.
+func (v *Values) Columns() []Column { return v.cols }
+
+// Filter keeps the rows for which Cond is true.
+type Filter struct {
+	Input Node
+	Cond  Expr
+}
+
+// Columns are the input's.
+func (f *Filter) Columns() []Column { return f.Input.Columns() }
+
+// Project computes Exprs over each input row.
+type Project struct {
+	Input Node
+	Exprs []Expr
+	cols  []Column
+}
+
+// Columns of the projection.
+func (p *Project) Columns() []Column { return p.cols }
+
+// JoinKind is the kind of a join.
+type JoinKind int
+
+// Join kinds.
+const (
+	InnerJoin JoinKind = iota
+	LeftJoin
+	RightJoin
+	FullJoin
+)
+
+// Join joins Left and Right; its rows are the left columns then the right
+// ones. EqLeft/EqRight, when set, are equi-join keys (hash join); Cond is
+// the rest of the ON condition.
+type Join struct {
+	Kind            JoinKind
+	Left, Right     Node
+	Cond            Expr
+	EqLeft, EqRight []Expr
+	cols            []Column
+}
+
+// Columns of the join.
+func (j *Join) Columns() []Column { return j.cols }
+
+// AggCall is one aggregate of an Agg node.
+type AggCall struct {
+	Name     string
+	Arg      Expr // nil for count(*)
+	Arg2     Expr // string_agg's delimiter
+	Distinct bool
+	Filter   Expr
+	T        types.T
+	New      func() Aggregator
+}
+
+// Aggregator accumulates one group's values.
+type Aggregator interface {
+	Add(args []types.Datum) error
+	Result() (types.Datum, error)
+}
+
+// Agg groups its input: its rows are the group values then the aggregate
+// results.
+type Agg struct {
+	Input  Node
+	Groups []Expr
+	Aggs   []AggCall
+	cols   []Column
+}
+
+// Columns of the aggregation.
+func (a *Agg) Columns() []Column { return a.cols }
+
+// SortKey is one ORDER BY key.
+type SortKey struct {
+	E          Expr
+	Desc       bool
+	NullsFirst bool
+}
+
+// Sort orders its input.
+type Sort struct {
+	Input Node
+	Keys  []SortKey
+}
+
+// Columns are the input's.
+func (s *Sort) Columns() []Column { return s.Input.Columns() }
+
+// Limit is LIMIT/OFFSET.
+type Limit struct {
+	Input         Node
+	Count, Offset Expr // nil: none
+}
+
+// Columns are the input's.
+func (l *Limit) Columns() []Column { return l.Input.Columns() }
+
+// DistinctNode removes duplicate rows (over the first N columns when N > 0:
+// ORDER BY columns appended for sorting are not compared).
+type DistinctNode struct {
+	Input Node
+	N     int
+}
+
+// Columns are the input's.
+func (d *DistinctNode) Columns() []Column { return d.Input.Columns() }
+
+// SetOp is UNION / INTERSECT / EXCEPT [ALL].
+type SetOp struct {
+	Op          string // "union", "intersect", "except"
+	All         bool
+	Left, Right Node
+}
+
+// Columns are the left side's.
+func (s *SetOp) Columns() []Column { return s.Left.Columns() }
+
+// Truncate hides columns past N (sort keys appended to a projection).
+type Truncate struct {
+	Input Node
+	N     int
+}
+
+// Columns are the first N of the input's.
+func (t *Truncate) Columns() []Column { return t.Input.Columns()[:t.N] }
+
+// OnConflict is INSERT's ON CONFLICT clause.
+type OnConflict struct {
+	DoNothing bool
+	// Set, for DO UPDATE, maps a column index to its new value over the
+	// existing row followed by the EXCLUDED row; Where filters.
+	Set   map[int]Expr
+	Where Expr
+}
+
+// Insert inserts the rows of Source; Source's rows have one value per
+// table column (defaults already filled in).
+type Insert struct {
+	Table      *catalog.Table
+	Source     Node
+	OnConflict *OnConflict
+	Checks     []Expr
+	Returning  []Expr
+	cols       []Column
+}
+
+// Columns are the RETURNING columns.
+func (i *Insert) Columns() []Column { return i.cols }
+
+// Update changes the rows Source finds; Set maps a column index to its new
+// value over the old row.
+type Update struct {
+	Table     *catalog.Table
+	Source    Node // a Scan, possibly under a Filter/Join
+	Set       map[int]Expr
+	Checks    []Expr
+	Returning []Expr
+	cols      []Column
+}
+
+// Columns are the RETURNING columns.
+func (u *Update) Columns() []Column { return u.cols }
+
+// Delete deletes the rows Source finds.
+type Delete struct {
+	Table     *catalog.Table
+	Source    Node
+	Returning []Expr
+	cols      []Column
+}
+
+// Columns are the RETURNING columns.
+func (d *Delete) Columns() []Column { return d.cols }
+
+// Rows is a node over rows computed elsewhere (a table rewrite copies
+// rows through an Insert with it).
+type Rows struct {
+	Data []Row
+	cols []Column
+}
+
+// Columns of the rows.
+func (r *Rows) Columns() []Column { return r.cols }
+
+// NewScan returns a full scan of t.
+func NewScan(t *catalog.Table) *Scan { return newScan(t, t.Name) }
+
+// InsertRows plans an INSERT of ready table rows into t (no defaults, no
+// RETURNING).
+func InsertRows(t *catalog.Table, rows []Row) *Insert {
+	return &Insert{Table: t, Source: &Rows{Data: rows, cols: tableColumns(t)}}
+}
+
+// Lateral marks a LATERAL subquery while its FROM list is planned.
+type Lateral struct{ Sub Node }
+
+// Columns are the subquery's.
+func (l *Lateral) Columns() []Column { return l.Sub.Columns() }
+
+// LateralJoin runs Sub once per row of Left, with that row as the
+// enclosing query's row, and joins each row with Sub's rows.
+type LateralJoin struct {
+	Left Node
+	Sub  Node
+	cols []Column
+}
+
+// Columns are the left's then the subquery's.
+func (l *LateralJoin) Columns() []Column { return l.cols }

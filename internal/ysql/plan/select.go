@@ -1,0 +1,993 @@
+package plan
+
+import (
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Select plans a SELECT (or VALUES, or a set operation).
+func (b *Binder) Select(s *pg.SelectStmt) (Node, error) { return b.selectStmt(s, nil) }
+
+func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
+	if s.GetWithClause() != nil {
+		return nil, pgerror.Unsupported("WITH queries")
+	}
+	if s.GetOp() != pg.SetOperation_SETOP_NONE {
+		return b.setOp(s, parent)
+	}
+	if len(s.GetValuesLists()) > 0 {
+		n, err := b.values(s.GetValuesLists(), &scope{parent: parent}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return b.orderLimit(s, n, nil, parent)
+	}
+	from, sc, err := b.fromList(s.GetFromClause(), parent)
+	if err != nil {
+		return nil, err
+	}
+	if w := s.GetWhereClause(); w != nil {
+		cond, err := b.expr(w, sc, tBool)
+		if err != nil {
+			return nil, err
+		}
+		if cond, err = b.coerceTo(cond, tBool, "argument of WHERE", -1); err != nil {
+			return nil, err
+		}
+		if hasAgg(w) {
+			return nil, pgerror.New(pgerror.CodeGroupingError, "aggregate functions are not allowed in WHERE")
+		}
+		from = b.addFilter(from, cond)
+	}
+	if lc := s.GetLockingClause(); len(lc) > 0 {
+		if err := b.applyLocking(from, lc); err != nil {
+			return nil, err
+		}
+	}
+	aggregated := len(s.GetGroupClause()) > 0 || s.GetHavingClause() != nil
+	for _, t := range s.GetTargetList() {
+		if hasAgg(t.GetResTarget().GetVal()) {
+			aggregated = true
+		}
+	}
+	for _, o := range s.GetSortClause() {
+		if hasAgg(o.GetSortBy().GetNode()) {
+			aggregated = true
+		}
+	}
+	input := from
+	inputScope := sc
+	if aggregated {
+		agg := &Agg{Input: from}
+		as := &aggScope{agg: agg, b: b, input: sc}
+		for _, g := range s.GetGroupClause() {
+			e, err := b.groupExpr(g, s.GetTargetList(), sc)
+			if err != nil {
+				return nil, err
+			}
+			agg.Groups = append(agg.Groups, e)
+		}
+		b.aggs = as
+		defer func() { b.aggs = nil }()
+		input = agg
+		inputScope = sc
+	}
+	// Target list.
+	var exprs []Expr
+	var cols []Column
+	for _, t := range s.GetTargetList() {
+		rt := t.GetResTarget()
+		if cr := rt.GetVal().GetColumnRef(); cr != nil && isStar(cr) {
+			if aggregated {
+				return nil, pgerror.New(pgerror.CodeGroupingError, "SELECT * is not allowed with GROUP BY or aggregates")
+			}
+			es, cs, err := b.expandStar(cr, sc)
+			if err != nil {
+				return nil, err
+			}
+			exprs, cols = append(exprs, es...), append(cols, cs...)
+			continue
+		}
+		e, err := b.expr(rt.GetVal(), inputScope, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		if e.Type().OID == types.OIDUnknown {
+			if e, err = b.cast(e, tText, types.CastImplicit, -1); err != nil {
+				return nil, err
+			}
+		}
+		col := Column{Name: rt.GetName(), T: e.Type()}
+		if col.Name == "" {
+			col.Name = columnName(rt.GetVal())
+		}
+		if cr, ok := e.(*ColRef); ok && !aggregated {
+			src := sc.cols[cr.Idx]
+			col.Table = src.Table
+			if fc := from.Columns(); cr.Idx < len(fc) {
+				col.TableOID, col.AttNum = fc[cr.Idx].TableOID, fc[cr.Idx].AttNum
+			}
+		}
+		exprs = append(exprs, e)
+		cols = append(cols, col)
+	}
+	if aggregated {
+		agg := b.aggs.agg
+		if h := s.GetHavingClause(); h != nil {
+			cond, err := b.expr(h, inputScope, tBool)
+			if err != nil {
+				return nil, err
+			}
+			if cond, err = b.coerceTo(cond, tBool, "argument of HAVING", -1); err != nil {
+				return nil, err
+			}
+			agg.cols = aggColumns(agg)
+			input = &Filter{Input: agg, Cond: cond}
+		}
+		agg.cols = aggColumns(agg)
+	}
+	proj := &Project{Input: input, Exprs: exprs, cols: cols}
+	return b.orderLimitProject(s, proj, inputScope, parent)
+}
+
+func aggColumns(a *Agg) []Column {
+	var cols []Column
+	for _, g := range a.Groups {
+		cols = append(cols, Column{Name: "?column?", T: g.Type()})
+	}
+	for _, c := range a.Aggs {
+		cols = append(cols, Column{Name: c.Name, T: c.T})
+	}
+	return cols
+}
+
+// orderLimitProject adds DISTINCT, ORDER BY and LIMIT to a projection. Sort
+// keys that are not output columns are computed as extra columns of the
+// projection and cut off after sorting.
+func (b *Binder) orderLimitProject(s *pg.SelectStmt, proj *Project, inputScope *scope, parent *scope) (Node, error) {
+	n := len(proj.Exprs)
+	var keys []SortKey
+	for _, o := range s.GetSortClause() {
+		sb := o.GetSortBy()
+		idx, err := b.outputRef(sb.GetNode(), proj)
+		if err != nil {
+			return nil, err
+		}
+		if idx < 0 {
+			if len(s.GetDistinctClause()) > 0 {
+				return nil, pgerror.New(pgerror.CodeInvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+			}
+			e, err := b.expr(sb.GetNode(), inputScope, tUnknown)
+			if err != nil {
+				return nil, err
+			}
+			proj.Exprs = append(proj.Exprs, e)
+			proj.cols = append(proj.cols, Column{Name: "?sort?", T: e.Type(), Hidden: true})
+			idx = len(proj.Exprs) - 1
+		}
+		k := SortKey{E: &ColRef{Idx: idx, T: proj.cols[idx].T}, Desc: sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC}
+		switch sb.GetSortbyNulls() {
+		case pg.SortByNulls_SORTBY_NULLS_FIRST:
+			k.NullsFirst = true
+		case pg.SortByNulls_SORTBY_NULLS_LAST:
+		default:
+			k.NullsFirst = k.Desc // PostgreSQL: NULLs are larger than everything
+		}
+		if _, err := lookupBinary("<", k.E.Type(), k.E.Type()); err != nil {
+			return nil, pgerror.New(pgerror.CodeUndefinedFunction, "could not identify an ordering operator for type %s", typeName(k.E.Type()))
+		}
+		keys = append(keys, k)
+	}
+	var node Node = proj
+	if len(s.GetDistinctClause()) > 0 {
+		if len(s.GetDistinctClause()) > 1 || s.GetDistinctClause()[0].GetNode() != nil {
+			return nil, pgerror.Unsupported("SELECT DISTINCT ON")
+		}
+		node = &DistinctNode{Input: node, N: n}
+	}
+	if len(keys) > 0 {
+		if sc, ok := scanUnder(proj.Input); ok && b.sortByKey(sc, proj, keys) {
+			// rows come in key order already
+		} else {
+			node = &Sort{Input: node, Keys: keys}
+		}
+	}
+	if len(proj.Exprs) > n {
+		node = &Truncate{Input: node, N: n}
+	}
+	return b.limit(s, node, parent)
+}
+
+func (b *Binder) orderLimit(s *pg.SelectStmt, n Node, _ *scope, parent *scope) (Node, error) {
+	if len(s.GetSortClause()) > 0 {
+		cols := n.Columns()
+		var keys []SortKey
+		for _, o := range s.GetSortClause() {
+			sb := o.GetSortBy()
+			idx := -1
+			if c := sb.GetNode().GetAConst(); c != nil && c.GetIval() != nil {
+				idx = int(c.GetIval().GetIval()) - 1
+			} else if cr := sb.GetNode().GetColumnRef(); cr != nil && len(cr.GetFields()) == 1 {
+				for i, col := range cols {
+					if col.Name == cr.GetFields()[0].GetString_().GetSval() {
+						idx = i
+					}
+				}
+			}
+			if idx < 0 || idx >= len(cols) {
+				return nil, pgerror.Unsupported("this ORDER BY over a set operation or VALUES")
+			}
+			desc := sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC
+			keys = append(keys, SortKey{E: &ColRef{Idx: idx, T: cols[idx].T}, Desc: desc,
+				NullsFirst: sb.GetSortbyNulls() == pg.SortByNulls_SORTBY_NULLS_FIRST || (desc && sb.GetSortbyNulls() != pg.SortByNulls_SORTBY_NULLS_LAST)})
+		}
+		n = &Sort{Input: n, Keys: keys}
+	}
+	return b.limit(s, n, parent)
+}
+
+func (b *Binder) limit(s *pg.SelectStmt, n Node, parent *scope) (Node, error) {
+	if s.GetLimitCount() == nil && s.GetLimitOffset() == nil {
+		return n, nil
+	}
+	l := &Limit{Input: n}
+	for i, src := range []*pg.Node{s.GetLimitCount(), s.GetLimitOffset()} {
+		if src == nil || (src.GetAConst() != nil && src.GetAConst().GetIsnull()) {
+			continue
+		}
+		e, err := b.expr(src, &scope{parent: parent}, tInt8)
+		if err != nil {
+			return nil, err
+		}
+		what := "argument of LIMIT"
+		if i == 1 {
+			what = "argument of OFFSET"
+		}
+		if e, err = b.coerceTo(e, tInt8, what, -1); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			l.Count = e
+		} else {
+			l.Offset = e
+		}
+	}
+	if c, ok := l.Count.(*Const); ok && l.Offset == nil && !c.D.Null {
+		if sc, ok := limitable(n); ok {
+			sc.LimitHint = int(c.D.I)
+		}
+	}
+	return l, nil
+}
+
+// limitable finds a Scan whose rows reach the limit unfiltered and in
+// order.
+func limitable(n Node) (*Scan, bool) {
+	switch x := n.(type) {
+	case *Project:
+		return limitable(x.Input)
+	case *Truncate:
+		return limitable(x.Input)
+	case *Scan:
+		return x, x.Filter == nil
+	}
+	return nil, false
+}
+
+func scanUnder(n Node) (*Scan, bool) {
+	switch x := n.(type) {
+	case *Scan:
+		return x, true
+	case *Filter:
+		return scanUnder(x.Input)
+	}
+	return nil, false
+}
+
+// sortByKey reports whether ORDER BY keys are the scan's key order (or its
+// reverse) so no sort is needed: a range-keyed table scanned by its range
+// columns in order, with every hash column fixed.
+func (b *Binder) sortByKey(sc *Scan, proj *Project, keys []SortKey) bool {
+	t := sc.Table
+	nh := t.HashKeyCount()
+	if nh > 0 && (sc.Access.Kind != KeyRange && sc.Access.Kind != PointGet || len(sc.Access.Eq) < nh) {
+		return false
+	}
+	start := len(sc.Access.Eq)
+	if sc.Access.Kind == PointGet {
+		return true
+	}
+	if len(keys) == 0 {
+		return false
+	}
+	reverse := keys[0].Desc != t.Key[start].Desc
+	for i, k := range keys {
+		kc := start + i
+		if kc >= len(t.Key) {
+			return false
+		}
+		cr, ok := proj.Exprs[k.E.(*ColRef).Idx].(*ColRef)
+		if !ok || cr.Idx != t.Key[kc].Column || (k.Desc != t.Key[kc].Desc) != reverse {
+			return false
+		}
+		// Key columns are NOT NULL, so NULLS FIRST/LAST does not matter.
+	}
+	sc.Reverse = reverse
+	return true
+}
+
+// outputRef resolves an ORDER BY item naming an output column (by name or
+// position); -1 when it is an expression to compute.
+func (b *Binder) outputRef(n *pg.Node, proj *Project) (int, error) {
+	if c := n.GetAConst(); c != nil && c.GetIval() != nil {
+		i := int(c.GetIval().GetIval())
+		if i < 1 || i > len(proj.Exprs) {
+			return 0, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "ORDER BY position %d is not in select list", i), c.GetLocation())
+		}
+		return i - 1, nil
+	}
+	if cr := n.GetColumnRef(); cr != nil && len(cr.GetFields()) == 1 && cr.GetFields()[0].GetString_() != nil {
+		name := cr.GetFields()[0].GetString_().GetSval()
+		found := -1
+		for i, c := range proj.cols {
+			if c.Name == name && !c.Hidden {
+				if found >= 0 {
+					if same(proj.Exprs[found], proj.Exprs[i]) {
+						continue
+					}
+					return 0, posErr(pgerror.New(pgerror.CodeAmbiguousColumn, "ORDER BY %q is ambiguous", name), cr.GetLocation())
+				}
+				found = i
+			}
+		}
+		if found >= 0 {
+			return found, nil
+		}
+	}
+	return -1, nil
+}
+
+func same(a, b Expr) bool {
+	ca, ok1 := a.(*ColRef)
+	cb, ok2 := b.(*ColRef)
+	return ok1 && ok2 && ca.Idx == cb.Idx
+}
+
+func isStar(cr *pg.ColumnRef) bool {
+	f := cr.GetFields()
+	return len(f) > 0 && f[len(f)-1].GetAStar() != nil
+}
+
+func (b *Binder) expandStar(cr *pg.ColumnRef, sc *scope) ([]Expr, []Column, error) {
+	table := ""
+	if f := cr.GetFields(); len(f) > 1 {
+		table = f[len(f)-2].GetString_().GetSval()
+	}
+	var exprs []Expr
+	var cols []Column
+	for i, c := range sc.cols {
+		if c.Hidden || (table != "" && c.Table != table) {
+			continue
+		}
+		exprs = append(exprs, &ColRef{Idx: i, T: c.T, Name: c.Name})
+		cols = append(cols, Column{Name: c.Name, T: c.T, Table: c.Table})
+	}
+	if table != "" && len(exprs) == 0 {
+		return nil, nil, posErr(pgerror.New(pgerror.CodeUndefinedTable, "missing FROM-clause entry for table %q", table), cr.GetLocation())
+	}
+	if len(sc.cols) == 0 && table == "" {
+		return nil, nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "SELECT * with no tables specified is not valid"), cr.GetLocation())
+	}
+	return exprs, cols, nil
+}
+
+// columnName is PostgreSQL's default output name of an expression.
+func columnName(n *pg.Node) string {
+	switch {
+	case n.GetColumnRef() != nil:
+		f := n.GetColumnRef().GetFields()
+		if s := f[len(f)-1].GetString_(); s != nil {
+			return s.GetSval()
+		}
+	case n.GetFuncCall() != nil:
+		f := n.GetFuncCall().GetFuncname()
+		return f[len(f)-1].GetString_().GetSval()
+	case n.GetTypeCast() != nil:
+		if name := columnName(n.GetTypeCast().GetArg()); name != "?column?" {
+			return name
+		}
+		tn := n.GetTypeCast().GetTypeName().GetNames()
+		return tn[len(tn)-1].GetString_().GetSval()
+	case n.GetCaseExpr() != nil:
+		return "case"
+	case n.GetCoalesceExpr() != nil:
+		return "coalesce"
+	case n.GetMinMaxExpr() != nil:
+		if n.GetMinMaxExpr().GetOp() == pg.MinMaxOp_IS_GREATEST {
+			return "greatest"
+		}
+		return "least"
+	case n.GetSqlvalueFunction() != nil:
+		s := strings.ToLower(strings.TrimPrefix(n.GetSqlvalueFunction().GetOp().String(), "SVFOP_"))
+		return strings.TrimSuffix(s, "_n")
+	case n.GetSubLink() != nil:
+		if n.GetSubLink().GetSubLinkType() == pg.SubLinkType_EXISTS_SUBLINK {
+			return "exists"
+		}
+		if sel := n.GetSubLink().GetSubselect().GetSelectStmt(); sel != nil && len(sel.GetTargetList()) == 1 {
+			rt := sel.GetTargetList()[0].GetResTarget()
+			if rt.GetName() != "" {
+				return rt.GetName()
+			}
+			return columnName(rt.GetVal())
+		}
+	case n.GetBoolExpr() != nil, n.GetAExpr() != nil, n.GetNullTest() != nil:
+		return "?column?"
+	}
+	return "?column?"
+}
+
+func (b *Binder) addFilter(n Node, cond Expr) Node {
+	if c, ok := cond.(*Const); ok && !c.D.Null && c.D.Bool() {
+		return n
+	}
+	switch x := n.(type) {
+	case *Scan:
+		x.Filter = and(x.Filter, cond)
+		b.chooseAccess(x)
+		return x
+	case *VirtualScan:
+		x.Filter = and(x.Filter, cond)
+		return x
+	}
+	return &Filter{Input: n, Cond: cond}
+}
+
+func and(a, b Expr) Expr {
+	if a == nil {
+		return b
+	}
+	return &And{L: a, R: b}
+}
+
+func conjuncts(e Expr, out []Expr) []Expr {
+	if a, ok := e.(*And); ok {
+		return conjuncts(a.R, conjuncts(a.L, out))
+	}
+	return append(out, e)
+}
+
+// rowIndependent reports whether e reads nothing of the current row, so it
+// can be evaluated once to address a key.
+func rowIndependent(e Expr) bool {
+	switch x := e.(type) {
+	case *Const, *Param, *OuterRef:
+		return true
+	case *Cast:
+		return rowIndependent(x.E)
+	case *BinOp:
+		return rowIndependent(x.L) && rowIndependent(x.R)
+	case *UnOp:
+		return rowIndependent(x.E)
+	case *FuncExpr:
+		for _, a := range x.Args {
+			if !rowIndependent(a) {
+				return false
+			}
+		}
+		return !x.Volatile
+	}
+	return false
+}
+
+// keyCond matches "col op value" (either way round) for table column idx.
+func keyCond(c Expr, idx int) (op string, val Expr, ok bool) {
+	bo, isOp := c.(*BinOp)
+	if !isOp {
+		return "", nil, false
+	}
+	flip := map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+	if _, known := flip[bo.Name]; !known {
+		return "", nil, false
+	}
+	if cr, isCol := bo.L.(*ColRef); isCol && cr.Idx == idx && rowIndependent(bo.R) && bo.L.Type() == bo.R.Type() {
+		return bo.Name, bo.R, true
+	}
+	if cr, isCol := bo.R.(*ColRef); isCol && cr.Idx == idx && rowIndependent(bo.L) && bo.L.Type() == bo.R.Type() {
+		return flip[bo.Name], bo.L, true
+	}
+	return "", nil, false
+}
+
+// chooseAccess picks the scan's access path from its filter's conjuncts.
+// The filter is kept whole: the access path only narrows what is read.
+func (b *Binder) chooseAccess(s *Scan) {
+	t := s.Table
+	s.Access = Access{Kind: FullScan}
+	if s.Filter == nil || len(t.Key) == 0 {
+		return
+	}
+	cs := conjuncts(s.Filter, nil)
+	var eq []Expr
+	for _, k := range t.Key {
+		var v Expr
+		for _, c := range cs {
+			if op, val, ok := keyCond(c, k.Column); ok && op == "=" {
+				v = val
+				break
+			}
+		}
+		if v == nil {
+			break
+		}
+		eq = append(eq, v)
+	}
+	nh := t.HashKeyCount()
+	switch {
+	case len(eq) == len(t.Key):
+		s.Access = Access{Kind: PointGet, Eq: eq}
+		return
+	case len(eq) < nh:
+		return // a hash table needs every hash column to narrow the scan
+	}
+	acc := Access{Kind: KeyRange, Eq: eq}
+	next := t.Key[len(eq)]
+	for _, c := range cs {
+		op, val, ok := keyCond(c, next.Column)
+		if !ok {
+			continue
+		}
+		switch op {
+		case ">", ">=":
+			if acc.Lo == nil {
+				acc.Lo, acc.LoIncl = val, op == ">="
+			}
+		case "<", "<=":
+			if acc.Hi == nil {
+				acc.Hi, acc.HiIncl = val, op == "<="
+			}
+		}
+	}
+	if len(eq) == 0 && acc.Lo == nil && acc.Hi == nil {
+		return
+	}
+	s.Access = acc
+}
+
+func (b *Binder) applyLocking(n Node, clauses []*pg.Node) error {
+	for _, c := range clauses {
+		lc := c.GetLockingClause()
+		sc, ok := scanUnder(n)
+		if !ok {
+			if j, isJoin := n.(*Join); isJoin {
+				if err := b.applyLocking(j.Left, clauses); err != nil {
+					return err
+				}
+				return b.applyLocking(j.Right, clauses)
+			}
+			return pgerror.Unsupported("FOR UPDATE/SHARE on this query")
+		}
+		switch lc.GetStrength() {
+		case pg.LockClauseStrength_LCS_FORUPDATE, pg.LockClauseStrength_LCS_FORNOKEYUPDATE:
+			sc.Lock = LockUpdate
+		default:
+			if sc.Lock != LockUpdate {
+				sc.Lock = LockShare
+			}
+		}
+		switch lc.GetWaitPolicy() {
+		case pg.LockWaitPolicy_LockWaitError:
+			sc.Wait = NoWait
+		case pg.LockWaitPolicy_LockWaitSkip:
+			sc.Wait = SkipLocked
+		}
+	}
+	return nil
+}
+
+// fromList plans the FROM clause: a cross join of its items.
+func (b *Binder) fromList(items []*pg.Node, parent *scope) (Node, *scope, error) {
+	if len(items) == 0 {
+		return &Values{Rows: [][]Expr{{}}}, &scope{parent: parent}, nil
+	}
+	var node Node
+	sc := &scope{parent: parent}
+	for _, it := range items {
+		n, cols, err := b.fromItem(it, sc, parent)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case node == nil:
+			node = n
+		case isLateral(n):
+			node = &LateralJoin{Left: node, Sub: n.(*Lateral).Sub, cols: append(append([]Column(nil), node.Columns()...), n.Columns()...)}
+		default:
+			node = &Join{Kind: InnerJoin, Left: node, Right: n, cols: append(append([]Column(nil), node.Columns()...), n.Columns()...)}
+		}
+		sc.cols = append(sc.cols, cols...)
+	}
+	return node, sc, nil
+}
+
+func scopeCols(cols []Column) []scopeCol {
+	out := make([]scopeCol, len(cols))
+	for i, c := range cols {
+		out[i] = scopeCol{Table: c.Table, Name: c.Name, T: c.T, Hidden: c.Hidden}
+	}
+	return out
+}
+
+func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCol, error) {
+	switch {
+	case n.GetRangeVar() != nil:
+		rv := n.GetRangeVar()
+		alias := rv.GetRelname()
+		if a := rv.GetAlias(); a != nil {
+			alias = a.GetAliasname()
+		}
+		node, err := b.relation(rv, alias)
+		if err != nil {
+			return nil, nil, err
+		}
+		cols := node.Columns()
+		if a := rv.GetAlias(); a != nil && len(a.GetColnames()) > 0 {
+			cols = append([]Column(nil), cols...)
+			vi := 0
+			for i := range cols {
+				if cols[i].Hidden {
+					continue
+				}
+				if vi < len(a.GetColnames()) {
+					cols[i].Name = a.GetColnames()[vi].GetString_().GetSval()
+				}
+				vi++
+			}
+			setCols(node, cols)
+		}
+		return node, scopeCols(cols), nil
+	case n.GetJoinExpr() != nil:
+		return b.join(n.GetJoinExpr(), sc, parent)
+	case n.GetRangeSubselect() != nil:
+		rs := n.GetRangeSubselect()
+		subParent := parent
+		if rs.GetLateral() {
+			// A LATERAL subquery sees the FROM items before it as an
+			// enclosing query's columns; it is run once per row of them.
+			subParent = &scope{cols: sc.cols, parent: parent}
+		}
+		sub, err := b.selectStmt(rs.GetSubquery().GetSelectStmt(), subParent)
+		if err != nil {
+			return nil, nil, err
+		}
+		alias := rs.GetAlias().GetAliasname()
+		cols := append([]Column(nil), sub.Columns()...)
+		for i := range cols {
+			cols[i].Table = alias
+			if a := rs.GetAlias(); a != nil && i < len(a.GetColnames()) {
+				cols[i].Name = a.GetColnames()[i].GetString_().GetSval()
+			}
+		}
+		exprs := make([]Expr, len(cols))
+		for i, c := range cols {
+			exprs[i] = &ColRef{Idx: i, T: c.T, Name: c.Name}
+		}
+		var node Node = &Project{Input: sub, Exprs: exprs, cols: cols}
+		if rs.GetLateral() {
+			node = &Lateral{Sub: node}
+		}
+		return node, scopeCols(cols), nil
+	case n.GetRangeFunction() != nil:
+		return nil, nil, pgerror.Unsupported("functions in FROM")
+	}
+	return nil, nil, pgerror.Unsupported("this FROM item")
+}
+
+func setCols(n Node, cols []Column) {
+	switch x := n.(type) {
+	case *Scan:
+		x.cols = cols
+	case *VirtualScan:
+		x.cols = cols
+	}
+}
+
+// relation resolves a table name to a scan of a user or virtual table.
+func (b *Binder) relation(rv *pg.RangeVar, alias string) (Node, error) {
+	name := rv.GetRelname()
+	loc := rv.GetLocation()
+	if rv.GetCatalogname() != "" && rv.GetCatalogname() != b.Database {
+		return nil, posErr(pgerror.Unsupported("cross-database references"), loc)
+	}
+	schemas := b.SearchPath
+	if rv.GetSchemaname() != "" {
+		schemas = []string{rv.GetSchemaname()}
+	} else {
+		schemas = append([]string{"pg_catalog"}, schemas...)
+	}
+	for _, s := range schemas {
+		if t, ok := b.Cat.Table(b.Database, s, name); ok {
+			return newScan(t, alias), nil
+		}
+		if b.Virtual != nil {
+			if vt, ok := b.Virtual(s, name); ok {
+				cols := append([]Column(nil), vt.Cols...)
+				for i := range cols {
+					cols[i].Table = alias
+				}
+				return &VirtualScan{Table: vt, Alias: alias, cols: cols}, nil
+			}
+		}
+	}
+	qual := name
+	if rv.GetSchemaname() != "" {
+		qual = rv.GetSchemaname() + "." + name
+	}
+	return nil, posErr(pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", qual), loc)
+}
+
+// LookupTable resolves a possibly qualified table name for DML and DDL.
+func (b *Binder) LookupTable(rv *pg.RangeVar) (*catalog.Table, error) {
+	n, err := b.relation(rv, rv.GetRelname())
+	if err != nil {
+		return nil, err
+	}
+	s, ok := n.(*Scan)
+	if !ok {
+		return nil, posErr(pgerror.New(pgerror.CodeWrongObjectType, "cannot change system relation %q", rv.GetRelname()), rv.GetLocation())
+	}
+	return s.Table, nil
+}
+
+func newScan(t *catalog.Table, alias string) *Scan {
+	s := &Scan{Table: t, Alias: alias, Access: Access{Kind: FullScan}}
+	for i, c := range t.Columns {
+		s.cols = append(s.cols, Column{Name: c.Name, T: c.Type, Table: alias, TableOID: t.OID(), AttNum: int16(i + 1), Hidden: c.Hidden})
+	}
+	return s
+}
+
+func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCol, error) {
+	left, lcols, err := b.fromItem(j.GetLarg(), sc, parent)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The right side of a join may be LATERAL over the left one.
+	right, rcols, err := b.fromItem(j.GetRarg(), &scope{cols: append(append([]scopeCol(nil), sc.cols...), lcols...), parent: parent}, parent)
+	if err != nil {
+		return nil, nil, err
+	}
+	if lat, ok := right.(*Lateral); ok {
+		if j.GetJointype() != pg.JoinType_JOIN_INNER || j.GetQuals() != nil && !isTrueConst(j.GetQuals()) {
+			return nil, nil, pgerror.Unsupported("LATERAL in this kind of join")
+		}
+		cols := append(append([]scopeCol(nil), lcols...), rcols...)
+		return &LateralJoin{Left: left, Sub: lat.Sub, cols: append(append([]Column(nil), left.Columns()...), right.Columns()...)}, cols, nil
+	}
+	out := &Join{Left: left, Right: right, cols: append(append([]Column(nil), left.Columns()...), right.Columns()...)}
+	switch j.GetJointype() {
+	case pg.JoinType_JOIN_INNER:
+		out.Kind = InnerJoin
+	case pg.JoinType_JOIN_LEFT:
+		out.Kind = LeftJoin
+	case pg.JoinType_JOIN_RIGHT:
+		out.Kind = RightJoin
+	case pg.JoinType_JOIN_FULL:
+		out.Kind = FullJoin
+	default:
+		return nil, nil, pgerror.Unsupported("this join type")
+	}
+	cols := append(append([]scopeCol(nil), lcols...), rcols...)
+	js := &scope{cols: cols, parent: parent}
+	switch {
+	case j.GetQuals() != nil:
+		cond, err := b.expr(j.GetQuals(), js, tBool)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cond, err = b.coerceTo(cond, tBool, "argument of JOIN/ON", -1); err != nil {
+			return nil, nil, err
+		}
+		b.setJoinCond(out, cond, len(lcols))
+	case len(j.GetUsingClause()) > 0 || j.GetIsNatural():
+		var names []string
+		for _, u := range j.GetUsingClause() {
+			names = append(names, u.GetString_().GetSval())
+		}
+		if j.GetIsNatural() {
+			for _, l := range lcols {
+				for _, r := range rcols {
+					if l.Name == r.Name && !l.Hidden {
+						names = append(names, l.Name)
+					}
+				}
+			}
+		}
+		var cond Expr
+		for _, name := range names {
+			li, ri := -1, -1
+			for i, c := range lcols {
+				if c.Name == name {
+					li = i
+				}
+			}
+			for i, c := range rcols {
+				if c.Name == name {
+					ri = i
+				}
+			}
+			if li < 0 || ri < 0 {
+				return nil, nil, pgerror.New(pgerror.CodeUndefinedColumn, "column %q specified in USING clause does not exist in %s table", name, map[bool]string{true: "left", false: "right"}[li < 0])
+			}
+			eq, err := b.binary("=", &ColRef{Idx: li, T: lcols[li].T, Name: name}, &ColRef{Idx: len(lcols) + ri, T: rcols[ri].T, Name: name}, -1)
+			if err != nil {
+				return nil, nil, err
+			}
+			cond = and(cond, eq)
+			cols[len(lcols)+ri].Hidden = true // USING columns appear once in *
+		}
+		b.setJoinCond(out, cond, len(lcols))
+	}
+	return out, cols, nil
+}
+
+// setJoinCond splits the ON condition into equi-join keys (left column =
+// right column) for a hash join and the rest.
+func (b *Binder) setJoinCond(j *Join, cond Expr, nLeft int) {
+	var rest Expr
+	for _, c := range conjuncts(cond, nil) {
+		if bo, ok := c.(*BinOp); ok && bo.Name == "=" && bo.L.Type() == bo.R.Type() {
+			ls, rs := sideOf(bo.L, nLeft), sideOf(bo.R, nLeft)
+			if ls == 1 && rs == 2 {
+				j.EqLeft, j.EqRight = append(j.EqLeft, bo.L), append(j.EqRight, shift(bo.R, nLeft))
+				continue
+			}
+			if ls == 2 && rs == 1 {
+				j.EqLeft, j.EqRight = append(j.EqLeft, bo.R), append(j.EqRight, shift(bo.L, nLeft))
+				continue
+			}
+		}
+		rest = and(rest, c)
+	}
+	j.Cond = rest
+	if len(j.EqLeft) == 0 {
+		j.Cond = cond
+	} else if rest != nil {
+		j.Cond = cond // evaluated on the joined row; keys only pick candidates
+	} else {
+		j.Cond = cond
+	}
+}
+
+// sideOf: 1 if e reads only left columns (idx < nLeft), 2 if only right,
+// 0 otherwise (mixed, none, or not a plain column).
+func sideOf(e Expr, nLeft int) int {
+	cr, ok := e.(*ColRef)
+	if !ok {
+		return 0
+	}
+	if cr.Idx < nLeft {
+		return 1
+	}
+	return 2
+}
+
+func shift(e Expr, n int) Expr {
+	cr := e.(*ColRef)
+	return &ColRef{Idx: cr.Idx - n, T: cr.T, Name: cr.Name}
+}
+
+func (b *Binder) values(lists []*pg.Node, sc *scope, hints []types.T) (*Values, error) {
+	v := &Values{}
+	width := len(lists[0].GetList().GetItems())
+	for _, l := range lists {
+		items := l.GetList().GetItems()
+		if len(items) != width {
+			return nil, pgerror.New(pgerror.CodeSyntaxError, "VALUES lists must all be the same length")
+		}
+		row := make([]Expr, width)
+		for i, it := range items {
+			hint := tUnknown
+			if i < len(hints) {
+				hint = hints[i]
+			}
+			if it.GetSetToDefault() != nil {
+				row[i] = &defaultMarker{}
+				continue
+			}
+			e, err := b.expr(it, sc, hint)
+			if err != nil {
+				return nil, err
+			}
+			row[i] = e
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	if hints == nil {
+		for c := 0; c < width; c++ {
+			col := make([]Expr, len(v.Rows))
+			for r := range v.Rows {
+				col[r] = v.Rows[r][c]
+			}
+			col, t, err := b.unify(col, "VALUES", -1)
+			if err != nil {
+				return nil, err
+			}
+			if t.OID == types.OIDUnknown {
+				t = tText
+				for r := range col {
+					if col[r], err = b.cast(col[r], t, types.CastImplicit, -1); err != nil {
+						return nil, err
+					}
+				}
+			}
+			for r := range v.Rows {
+				v.Rows[r][c] = col[r]
+			}
+			v.cols = append(v.cols, Column{Name: "column" + itoa(c+1), T: t})
+		}
+	}
+	return v, nil
+}
+
+// defaultMarker is DEFAULT in a VALUES row of an INSERT.
+type defaultMarker struct{}
+
+func (*defaultMarker) Type() types.T { return tUnknown }
+func (*defaultMarker) Eval(*EvalContext, Row) (types.Datum, error) {
+	return types.NullDatum, pgerror.New(pgerror.CodeSyntaxError, "DEFAULT is not allowed in this context")
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+func (b *Binder) setOp(s *pg.SelectStmt, parent *scope) (Node, error) {
+	l, err := b.selectStmt(s.GetLarg(), parent)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.selectStmt(s.GetRarg(), parent)
+	if err != nil {
+		return nil, err
+	}
+	lc, rc := l.Columns(), r.Columns()
+	if len(lc) != len(rc) {
+		return nil, pgerror.New(pgerror.CodeSyntaxError, "each %s query must have the same number of columns", strings.ToUpper(opName(s.GetOp())))
+	}
+	for i := range lc {
+		if lc[i].T != rc[i].T {
+			if _, err := commonType([]types.T{lc[i].T, rc[i].T}, strings.ToUpper(opName(s.GetOp()))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var n Node = &SetOp{Op: opName(s.GetOp()), All: s.GetAll(), Left: l, Right: r}
+	return b.orderLimit(s, n, nil, parent)
+}
+
+func opName(op pg.SetOperation) string {
+	switch op {
+	case pg.SetOperation_SETOP_UNION:
+		return "union"
+	case pg.SetOperation_SETOP_INTERSECT:
+		return "intersect"
+	}
+	return "except"
+}
+
+func isLateral(n Node) bool { _, ok := n.(*Lateral); return ok }
+
+func isTrueConst(n *pg.Node) bool {
+	c := n.GetAConst()
+	return c != nil && c.GetBoolval() != nil && c.GetBoolval().GetBoolval()
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/server/servertest"
 )
@@ -158,4 +159,59 @@ func BenchmarkTxnContended(b *testing.B) {
 // tabletOf is the id of the tablet holding key k.
 func tabletOf(b *testing.B, tb *client.Table, k string) (uint64, error) {
 	return tb.TabletOf(context.Background(), client.Row{"k": docdb.Text(k)})
+}
+
+// BenchmarkTxnLargeApply: one transaction inserts 100,000 rows (pgbench
+// -i's load at scale 1) into a 3-tablet table of a 3-node RF3 cluster, in
+// statements of 1,000 rows, and commits; reports how long its intents take
+// to be applied on every replica after the commit (apply-s) next to the
+// writes (write-s). Run it with -benchtime 1x.
+func BenchmarkTxnLargeApply(b *testing.B) {
+	const rows, batch = 100_000, 1_000
+	c := servertest.NewCluster(b, 3)
+	cl := open(b, c)
+	ctx := context.Background()
+	filler := docdb.Text(fmt.Sprintf("%84s", ""))
+	var write, apply time.Duration
+	for i := 0; i < b.N; i++ {
+		tb := create(b, cl, hashTable(fmt.Sprint("large", i), 3))
+		start := time.Now()
+		tx, err := cl.Begin(ctx, client.TxnOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for r := 0; r < rows; r += batch {
+			ops := make([]client.Op, batch)
+			for j := range ops {
+				ops[j] = client.Op{Kind: client.OpInsert, Row: client.Row{"k": docdb.Text(fmt.Sprintf("aid:%07d", r+j)), "v": docdb.Int64(0), "s": filler}}
+			}
+			if err := tx.Apply(ctx, tb, ops); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+		committed := time.Now()
+		write += committed.Sub(start)
+		// A replica forgets a transaction once the batch that applied its
+		// intents there is in the engine.
+		consensustest.WaitFor(b, 10*time.Minute, "every intent applied on every replica", func() bool {
+			for _, s := range c.Servers {
+				for _, tab := range s.Node().Tablets() {
+					if len(tab.StaleTxns(0)) > 0 {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		apply += time.Since(committed)
+		res, err := tb.Aggregate(ctx, client.ScanOptions{Aggregates: []client.Aggregate{client.CountStar()}})
+		if err != nil || res[0].Int != rows {
+			b.Fatalf("%v rows after the commit (%v), want %d", res, err, rows)
+		}
+	}
+	b.ReportMetric(write.Seconds()/float64(b.N), "write-s")
+	b.ReportMetric(apply.Seconds()/float64(b.N), "apply-s")
 }

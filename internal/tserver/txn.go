@@ -177,7 +177,9 @@ func (s *service) TxnResolve(ctx context.Context, req *pb.TxnResolveRequest) (*p
 			if req.GetCommitTime() == 0 {
 				return fmt.Errorf("%w: apply without a commit time", errInvalid)
 			}
-			return tb.ApplyTxn(ctx, id, hlc.Timestamp(req.GetCommitTime()))
+			// Nobody waits for the apply: it may ride on the tablet's
+			// next entry (tablet.ApplyTxnLater).
+			return tb.ApplyTxnLater(ctx, id, hlc.Timestamp(req.GetCommitTime()))
 		case pb.TxnResolveRequest_REMOVE:
 			return tb.RemoveTxn(ctx, id, false, 0)
 		case pb.TxnResolveRequest_REMOVE_FROM_WRITE_ID:

@@ -218,3 +218,52 @@ func TestTxnRecordCreatedByHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnRecordCommitRacesGet: a COMMIT of a transaction with no record
+// races a GET (a reader or writer that met its intents). For an old
+// transaction the GET writes the record ABORTED, so exactly one of them
+// wins: never a GET answering ABORTED (after which intents are removed)
+// and a COMMIT answering COMMITTED. For a young one the GET answers
+// PENDING and the COMMIT always succeeds.
+func TestTxnRecordCommitRacesGet(t *testing.T) {
+	_, cl, tb := txnSetup(t, "record-race", 2)
+	ctx := ctxT(t)
+	warmUp(t, cl, tb)
+	commits := 0
+	for i := 0; i < 40; i++ {
+		old := i%2 == 0
+		born := time.Now()
+		if old {
+			born = born.Add(-10 * time.Second) // beyond the window and the 2 s expiry
+		}
+		id := txn.NewID(born, [8]byte{byte(i), 0xac})
+		var get, commit client.TxnStatusResult
+		var getErr, commitErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			get, getErr = cl.TxnStatus(ctx, tspb.TxnStatusRequest_GET, id, 0, nil)
+		}()
+		commit, commitErr = cl.TxnStatus(ctx, tspb.TxnStatusRequest_COMMIT, id, 0, nil)
+		<-done
+		if getErr != nil || commitErr != nil {
+			t.Fatalf("get: %v, commit: %v", getErr, commitErr)
+		}
+		switch {
+		case commit.State == tspb.TxnState_COMMITTED && get.State == tspb.TxnState_ABORTED:
+			t.Fatalf("txn %d (old %v): GET answered ABORTED and COMMIT COMMITTED", i, old)
+		case !old && commit.State != tspb.TxnState_COMMITTED:
+			t.Fatalf("txn %d: a young transaction's COMMIT answered %v (GET %v)", i, commit.State, get.State)
+		case old && commit.State == tspb.TxnState_ABORTED && get.State != tspb.TxnState_ABORTED:
+			t.Fatalf("txn %d: COMMIT answered ABORTED, GET %v", i, get.State)
+		}
+		if commit.State == tspb.TxnState_COMMITTED {
+			commits++
+		}
+		st, found := statusRecord(t, cl, id)
+		if want := tablet.TxnState(commit.State); !found || st != want {
+			t.Fatalf("txn %d: record %v (found %v), COMMIT answered %v", i, st, found, commit.State)
+		}
+	}
+	t.Logf("%d of 40 commits won", commits)
+}

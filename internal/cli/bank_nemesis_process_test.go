@@ -125,7 +125,7 @@ func TestBankNemesis(t *testing.T) {
 	masters := "127.0.0.1:" + strconv.Itoa(rpcPort)
 	killNodesOnCleanup(t, base)
 	r.must("cluster", "create", "--nodes", "3", "--rf", "3", "--base-dir", base,
-		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort), "--wait", "60s")
+		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort), "--ysql-port", "0", "--wait", "60s")
 	st, err := loadClusterState(base)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,8 @@ import (
 	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
-// The data path (Read, Write and Scan) travels over one long-lived Data stream
+// The data path (Read, Write and Scan, and the transaction calls TxnWrite,
+// TxnResolve and TxnStatus) travels over one long-lived Data stream
 // per tserver, multiplexed by request id, rather than one unary call per
 // operation: a unary call costs an HTTP/2 stream, request headers, response
 // headers and trailers on both sides, which was most of the client's and a
@@ -305,4 +306,47 @@ func (c *Client) scanAt(ctx context.Context, ts tspb.TabletServerClient, addr st
 		return ts.Scan(ctx, req)
 	}
 	return r.Scan, nil
+}
+
+// A node that does not know a request kind of the stream answers it with
+// a Read error without running it; the txn calls below then fall back to
+// the unary call (a node older than the transaction calls on the stream).
+
+// txnWriteAt is the TxnWrite of one replica, over the data stream when it
+// can.
+func (c *Client) txnWriteAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.TxnWriteRequest) (*tspb.TxnWriteResponse, error) {
+	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnWrite{TxnWrite: req}})
+	if err != nil && !errors.Is(err, errNoDataStream) {
+		return nil, err
+	}
+	if w, ok := resp.GetResp().(*tspb.DataResponse_TxnWrite); ok {
+		return w.TxnWrite, nil
+	}
+	return ts.TxnWrite(ctx, req)
+}
+
+// txnResolveAt is the TxnResolve of one replica, over the data stream
+// when it can.
+func (c *Client) txnResolveAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.TxnResolveRequest) (*tspb.TxnResolveResponse, error) {
+	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnResolve{TxnResolve: req}})
+	if err != nil && !errors.Is(err, errNoDataStream) {
+		return nil, err
+	}
+	if r, ok := resp.GetResp().(*tspb.DataResponse_TxnResolve); ok {
+		return r.TxnResolve, nil
+	}
+	return ts.TxnResolve(ctx, req)
+}
+
+// txnStatusAt is the TxnStatus of one replica, over the data stream when
+// it can.
+func (c *Client) txnStatusAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.TxnStatusRequest) (*tspb.TxnStatusResponse, error) {
+	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnStatus{TxnStatus: req}})
+	if err != nil && !errors.Is(err, errNoDataStream) {
+		return nil, err
+	}
+	if r, ok := resp.GetResp().(*tspb.DataResponse_TxnStatus); ok {
+		return r.TxnStatus, nil
+	}
+	return ts.TxnStatus(ctx, req)
 }

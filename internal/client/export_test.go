@@ -1,6 +1,11 @@
 package client
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/txn"
+)
 
 // Abandon drops a transaction as a dead coordinator would: no more
 // heartbeats, no commit, no rollback.
@@ -21,3 +26,11 @@ func (t *Table) TabletOf(ctx context.Context, key Row) (uint64, error) {
 	}
 	return m.locate(rk).id, nil
 }
+
+// LazyRecordWindow: a transaction whose first write comes this soon after
+// Begin writes no status record before its commit.
+const LazyRecordWindow = txn.LazyRecordWindow
+
+// Age makes the coordinator take the transaction for d older than it is
+// (its id keeps its start time).
+func (tx *Txn) Age(d time.Duration) { tx.begin = tx.begin.Add(-d) }

@@ -81,24 +81,27 @@ const heartbeatInterval = time.Second
 // Txn is a distributed transaction. Its methods must not be called
 // concurrently. Every Txn ends with Commit or Rollback.
 type Txn struct {
-	c    *Client
-	id   docdb.TxnID
-	opts TxnOptions
+	c     *Client
+	id    docdb.TxnID
+	opts  TxnOptions
+	begin time.Time
 
 	readTime    hlc.Timestamp // snapshot and serializable: fixed by the first operation
 	globalLimit hlc.Timestamp
 	maxTime     hlc.Timestamp // the latest time the transaction used
 	writeID     uint32
-	record      bool // the status record exists
-	done        bool
+	// intents: the transaction has written (or tried to write) intents;
+	// from then on it has a heartbeat and a status record (see
+	// withRecord), and Commit and Rollback have work to do.
+	intents bool
+	done    bool
 	// participants: tablets with intents, by id.
 	participants map[uint64]*tabletMeta
 	// writes buffers the transaction's own writes for reading them back.
 	writes     []ownWrite
 	savepoints []savepoint
 
-	hbStop chan struct{}
-	hbDone chan struct{}
+	hbStop context.CancelFunc // stops the heartbeat
 	hbErr  error
 	hbMu   sync.Mutex
 }
@@ -121,7 +124,8 @@ func (c *Client) Begin(ctx context.Context, opts TxnOptions) (*Txn, error) {
 	if _, err := crand.Read(r[:]); err != nil {
 		return nil, err
 	}
-	return &Txn{c: c, id: txn.NewID(time.Now(), r), opts: opts, participants: map[uint64]*tabletMeta{}}, nil
+	now := time.Now()
+	return &Txn{c: c, id: txn.NewID(now, r), opts: opts, begin: now, participants: map[uint64]*tabletMeta{}}, nil
 }
 
 // ID is the transaction's id.
@@ -162,12 +166,38 @@ func (tx *Txn) noteTime(t hlc.Timestamp) {
 	tx.maxTime = max(tx.maxTime, t)
 }
 
-// ensureRecord creates the status record (before the first intent) and
-// starts heartbeating it.
-func (tx *Txn) ensureRecord(ctx context.Context) error {
-	if tx.record {
-		return tx.heartbeatErr()
+// withRecord runs write (intents or locks) with the status record taken
+// care of. A short transaction (the first write within
+// txn.LazyRecordWindow of Begin) never creates its record separately:
+// Commit writes it COMMITTED in one Raft write, so the create and commit
+// rounds of the classic protocol collapse into one (docs/transactions.md);
+// its heartbeat creates the record PENDING if it lives longer than the
+// window. A later first write creates the record PENDING before its
+// intents (status tablets give up on a missing record soon after the
+// window), and so does the client's first transaction, which creates the
+// status table on first use.
+func (tx *Txn) withRecord(ctx context.Context, op string, write func() error) error {
+	if err := tx.heartbeatErr(); err != nil {
+		return tx.txnErr(op, err)
 	}
+	if !tx.intents {
+		created := false
+		if time.Since(tx.begin) >= txn.LazyRecordWindow || !tx.c.statusTableOpen() {
+			if err := tx.createRecord(ctx); err != nil {
+				return tx.txnErr(op, err)
+			}
+			created = true
+		}
+		tx.intents = true
+		hbCtx, stop := context.WithCancel(context.Background())
+		tx.hbStop = stop
+		go tx.heartbeat(hbCtx, created)
+	}
+	return write()
+}
+
+// createRecord creates the status record PENDING (or finds it).
+func (tx *Txn) createRecord(ctx context.Context) error {
 	res, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_CREATE, tx.id, 0, nil)
 	if err != nil {
 		return err
@@ -175,31 +205,45 @@ func (tx *Txn) ensureRecord(ctx context.Context) error {
 	if res.State != tspb.TxnState_PENDING {
 		return &Error{Code: CodeTxnAborted, Message: "transaction " + tx.id.String() + " is " + res.State.String()}
 	}
-	tx.record = true
-	tx.hbStop, tx.hbDone = make(chan struct{}), make(chan struct{})
-	go tx.heartbeat()
 	return nil
 }
 
-func (tx *Txn) heartbeat() {
-	defer close(tx.hbDone)
-	t := time.NewTicker(heartbeatInterval)
+// heartbeat keeps the status record alive until ctx ends: it creates it
+// first unless created, at txn.LazyRecordWindow after Begin, then
+// heartbeats it. A record found ABORTED (expired, or a deadlock victim)
+// fails the transaction's next operation. A call in flight when the
+// transaction finishes is cancelled, not waited for: whether it lands
+// before or after the commit or abort, the record ends the same.
+func (tx *Txn) heartbeat(hbCtx context.Context, created bool) {
+	wait := heartbeatInterval
+	if !created {
+		wait = time.Until(tx.begin.Add(txn.LazyRecordWindow))
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
-		case <-tx.hbStop:
+		case <-hbCtx.Done():
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), heartbeatInterval)
-		res, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_HEARTBEAT, tx.id, 0, nil)
+		ctx, cancel := context.WithTimeout(hbCtx, heartbeatInterval)
+		op := tspb.TxnStatusRequest_HEARTBEAT
+		if !created {
+			op = tspb.TxnStatusRequest_CREATE
+		}
+		res, err := tx.c.TxnStatus(ctx, op, tx.id, 0, nil)
 		cancel()
-		if err == nil && res.State == tspb.TxnState_ABORTED {
+		if err == nil && res.State != tspb.TxnState_PENDING {
 			tx.hbMu.Lock()
 			tx.hbErr = &Error{Code: CodeTxnAborted, Message: "transaction " + tx.id.String() + " was aborted (expired or a deadlock victim)"}
 			tx.hbMu.Unlock()
 			return
 		}
+		if err == nil {
+			created = true
+		}
+		t.Reset(heartbeatInterval)
 	}
 }
 
@@ -211,8 +255,7 @@ func (tx *Txn) heartbeatErr() error {
 
 func (tx *Txn) stopHeartbeat() {
 	if tx.hbStop != nil {
-		close(tx.hbStop)
-		<-tx.hbDone
+		tx.hbStop()
 		tx.hbStop = nil
 	}
 }
@@ -249,9 +292,6 @@ func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
 		}
 		prepared = append(prepared, k)
 	}
-	if err := tx.ensureRecord(ctx); err != nil {
-		return tx.txnErr("txn-write", err)
-	}
 	tx.fixReadTime()
 	// Write ids follow the order of each row's ops (byTablet only groups
 	// them by tablet), so the newest write of a key wins when the intents
@@ -259,7 +299,9 @@ func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
 	base := tx.writeID
 	wops, owner := byTablet(ctx, t, prepared)
 	tx.writeID += uint32(len(wops))
-	err := tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil)
+	err := tx.withRecord(ctx, "txn-write", func() error {
+		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil)
+	})
 	if err != nil {
 		return tx.applyFailed(ctx, err, owner, base)
 	}
@@ -320,7 +362,7 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 			}
 			err := s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
 				req.ClientTime = tx.c.now()
-				resp, err := ts.TxnWrite(ctx, req)
+				resp, err := tx.c.txnWriteAt(ctx, ts, r.addr, req)
 				if err != nil {
 					return nil, err
 				}
@@ -359,14 +401,14 @@ func (tx *Txn) Lock(ctx context.Context, t *Table, keys []Row, mode LockMode, wa
 		rows = append(rows, rk)
 		byKey[string(rk)] = k
 	}
-	if err := tx.ensureRecord(ctx); err != nil {
-		return nil, tx.txnErr("lock", err)
-	}
 	tx.fixReadTime()
 	var sk [][]byte
 	// Locks take the current write id, so a savepoint rollback releases
 	// the locks taken after it.
-	if err := tx.send(ctx, t, nil, rows, mode, wait, tx.writeID, &sk); err != nil {
+	err = tx.withRecord(ctx, "lock", func() error {
+		return tx.send(ctx, t, nil, rows, mode, wait, tx.writeID, &sk)
+	})
+	if err != nil {
 		return nil, err
 	}
 	tx.writeID++
@@ -562,13 +604,17 @@ func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 	if tx.opts.Isolation != Serializable {
 		return tx.scan(ctx, t, opts, false)
 	}
-	// Range locks are intents: the status record comes first. They take
-	// the current write id, so a savepoint rollback releases them.
-	if err := tx.ensureRecord(ctx); err != nil {
-		return nil, tx.txnErr("scan", err)
-	}
+	// Range locks are intents: the status record is taken care of as for
+	// any write. They take the current write id, so a savepoint rollback
+	// releases them.
 	defer func() { tx.writeID++ }()
-	return tx.scan(ctx, t, opts, true)
+	var rows []Row
+	err := tx.withRecord(ctx, "scan", func() error {
+		var err error
+		rows, err = tx.scan(ctx, t, opts, true)
+		return err
+	})
+	return rows, err
 }
 
 // scan runs a scan in the transaction; with lock, every page read-locks
@@ -866,7 +912,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 		return err
 	}
 	tx.done = true
-	if !tx.record {
+	if !tx.intents {
 		return nil // read only: nothing to commit
 	}
 	tx.stopHeartbeat()
@@ -891,9 +937,15 @@ func (tx *Txn) Rollback(ctx context.Context) error {
 		return nil
 	}
 	tx.done = true
-	if !tx.record {
+	if !tx.intents {
 		return nil
 	}
+	return tx.abort(ctx)
+}
+
+// abort writes the record ABORTED (creating it so if it does not exist)
+// and removes the intents.
+func (tx *Txn) abort(ctx context.Context) error {
 	tx.stopHeartbeat()
 	if _, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_ABORT, tx.id, 0, nil); err != nil {
 		return err
@@ -913,7 +965,7 @@ func (tx *Txn) resolveAll(ctx context.Context, req *tspb.TxnResolveRequest) erro
 			errs <- s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
 				rq := &tspb.TxnResolveRequest{TabletId: tab.id, TxnId: req.GetTxnId(), Kind: req.GetKind(),
 					CommitTime: req.GetCommitTime(), FromWriteId: req.GetFromWriteId(), ClientTime: tx.c.now()}
-				resp, err := ts.TxnResolve(ctx, rq)
+				resp, err := tx.c.txnResolveAt(ctx, ts, r.addr, rq)
 				if err != nil {
 					return nil, err
 				}

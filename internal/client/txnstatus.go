@@ -40,6 +40,13 @@ func (c *Client) statusTable(ctx context.Context) (*Table, error) {
 	return t, nil
 }
 
+// statusTableOpen reports whether the client has opened the status table.
+func (c *Client) statusTableOpen() bool {
+	c.status.mu.Lock()
+	defer c.status.mu.Unlock()
+	return c.status.t != nil
+}
+
 // TxnStatusResult is a status record operation's answer.
 type TxnStatusResult struct {
 	State      tspb.TxnState
@@ -69,7 +76,7 @@ func (c *Client) TxnStatus(ctx context.Context, op tspb.TxnStatusRequest_Op, id 
 	var resp *tspb.TxnStatusResponse
 	err = st.routeKey(ctx, s, rowKey, func(tab *tabletMeta) call {
 		return func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
-			out, err := ts.TxnStatus(ctx, &tspb.TxnStatusRequest{TabletId: tab.id, RowKey: rowKey, TxnId: id[:], Op: op,
+			out, err := c.txnStatusAt(ctx, ts, r.addr, &tspb.TxnStatusRequest{TabletId: tab.id, RowKey: rowKey, TxnId: id[:], Op: op,
 				Time: uint64(t), WaitingFor: waits, ClientTime: c.now()})
 			if err != nil {
 				return nil, err

@@ -601,7 +601,11 @@ func Conflicts(r pebble.Reader, txn TxnID, want []Access) ([]Conflict, error) {
 			return nil, fmt.Errorf("docdb: Conflicts: bad access %s %s", a.Type, a.Key)
 		}
 		span := intentSubKeySpan(a.Key.RowKey, a.Key.Column)
-		for valid := it.SeekGE(span.Start); valid && bytes.Compare(it.Key(), span.End) < 0; valid = it.Next() {
+		// The limit stops the seek at the row's end rather than walking
+		// the deleted intents (of applied transactions) beyond it up to
+		// the next live one, which made this the costliest part of a
+		// transactional write. It is best-effort, hence the key check.
+		for st := it.SeekGEWithLimit(span.Start, span.End); st == pebble.IterValid && bytes.Compare(it.Key(), span.End) < 0; st = it.NextWithLimit(span.End) {
 			key := it.Key()
 			if len(key) != len(span.Start)+intentSuffixLen {
 				return nil, corruptf("bad intent key %x", key)
@@ -664,28 +668,98 @@ func indexedIntentKeys(r pebble.Reader, tablet uint64, txn TxnID) ([][]byte, err
 	return keys, it.Close()
 }
 
-// getIntent reads and decodes the intent at key, which the index of txn
-// names. The result owns its memory.
-func getIntent(r pebble.Reader, key []byte, txn TxnID) (Intent, error) {
-	k, err := decodeIntentKey(key)
+// intentWalker walks the intents of one transaction in one tablet in key
+// order: its index, and the intents themselves with one forward iterator
+// that moves from each intent to the next (a Next when the next intent of
+// the transaction is the next key, which is the rule for a transaction's
+// rows; a forward seek otherwise) rather than a lookup of its own per
+// intent, which costs a fresh iterator stack each.
+type intentWalker struct {
+	txn     TxnID
+	idx, it *pebble.Iterator
+	started bool
+	key     []byte // the current intent key (reused)
+	// adjacent: the current intent is the key right after the previous
+	// one (no other key between them).
+	adjacent bool
+	err      error
+}
+
+func newIntentWalker(r pebble.Reader, tablet uint64, txn TxnID) (*intentWalker, error) {
+	prefix := txnIndexPrefix(nil, tablet, txn)
+	idx, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: storage.PrefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{storage.IntentPrefix}, UpperBound: []byte{storage.IntentPrefix + 1}})
+	if err != nil {
+		_ = idx.Close()
+		return nil, err
+	}
+	return &intentWalker{txn: txn, idx: idx, it: it}, nil
+}
+
+// next moves to the next intent; false at the end or on an error (Err).
+func (w *intentWalker) next() bool {
+	if w.err != nil {
+		return false
+	}
+	var valid bool
+	if !w.started {
+		w.started, valid = true, w.idx.First()
+	} else {
+		valid = w.idx.Next()
+	}
+	if !valid {
+		w.err = w.idx.Error()
+		return false
+	}
+	ik := w.idx.Key()
+	if len(ik) <= txnIndexPrefixLn {
+		w.err = corruptf("not a txn index key: %x", ik)
+		return false
+	}
+	w.key = append(append(w.key[:0], storage.IntentPrefix), ik[txnIndexPrefixLn:]...)
+	w.adjacent = w.it.Valid() && w.it.Next() && bytes.Equal(w.it.Key(), w.key)
+	if !w.adjacent && (!w.it.SeekGE(w.key) || !bytes.Equal(w.it.Key(), w.key)) {
+		if w.err = w.it.Error(); w.err == nil {
+			w.err = corruptf("txn index names a missing intent %x", w.key)
+		}
+		return false
+	}
+	return true
+}
+
+// value is the current intent's raw value (valid until next).
+func (w *intentWalker) value() ([]byte, error) { return w.it.ValueAndErr() }
+
+func (w *intentWalker) close() error {
+	err := w.err
+	if e := w.idx.Close(); err == nil {
+		err = e
+	}
+	if e := w.it.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// intent decodes the current intent (its memory owned by the result).
+func (w *intentWalker) intent() (Intent, error) {
+	k, err := decodeIntentKey(w.key)
 	if err != nil {
 		return Intent{}, err
 	}
-	raw, closer, err := r.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return Intent{}, corruptf("txn index names a missing intent %x", key)
-	}
+	raw, err := w.value()
 	if err != nil {
 		return Intent{}, err
 	}
-	val := append([]byte(nil), raw...)
-	_ = closer.Close()
-	iv, err := decodeIntentValue(k.typ, val)
+	iv, err := decodeIntentValue(k.typ, append([]byte(nil), raw...))
 	if err != nil {
 		return Intent{}, err
 	}
-	if iv.txn != txn {
-		return Intent{}, corruptf("txn index of %s names an intent of %s at %x", txn, iv.txn, key)
+	if iv.txn != w.txn {
+		return Intent{}, corruptf("txn index of %s names an intent of %s at %x", w.txn, iv.txn, w.key)
 	}
 	return makeIntent(k, iv), nil
 }
@@ -699,19 +773,20 @@ func makeIntent(k decodedIntentKey, iv intentValue) Intent {
 
 // IntentsOf lists the intents of txn in tablet, in key order.
 func IntentsOf(r pebble.Reader, tablet uint64, txn TxnID) ([]Intent, error) {
-	keys, err := indexedIntentKeys(r, tablet, txn)
+	w, err := newIntentWalker(r, tablet, txn)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Intent, 0, len(keys))
-	for _, k := range keys {
-		in, err := getIntent(r, k, txn)
+	var out []Intent
+	for w.next() {
+		in, err := w.intent()
 		if err != nil {
-			return nil, err
+			w.err = err
+			break
 		}
 		out = append(out, in)
 	}
-	return out, nil
+	return out, w.close()
 }
 
 // TxnsWithIntents lists the transactions that have intents in tablet, in id
@@ -754,45 +829,66 @@ func TxnsWithIntents(r pebble.Reader, tablet uint64) ([]TxnID, error) {
 // intents (the engine, or w when w is an indexed batch); the writes go to w
 // atomically. Applying again finds nothing: it is idempotent.
 func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp) (int, error) {
-	keys, err := indexedIntentKeys(r, tablet, txn)
-	if err != nil {
-		return 0, err
-	}
-	intents := make([]Intent, 0, len(keys))
-	for _, k := range keys {
-		in, err := getIntent(r, k, txn)
-		if err != nil {
-			return 0, err
-		}
-		intents = append(intents, in)
-	}
 	n := 0
-	err = atomically(w, func(w pebble.Writer) error {
-		var key, val []byte
-		for i, in := range intents {
-			if in.Type == StrongWrite {
-				v := version{ht: commitHT, wid: in.WriteID}
-				if in.Column == LivenessColumn {
-					key = rowVersionKey(key[:0], in.RowKey, v)
-				} else {
-					key = columnVersionKey(key[:0], in.RowKey, in.Column, v)
-				}
-				hasExpiry := in.TTL > 0 && !in.Tombstone
-				var expiry hlc.Timestamp
-				if hasExpiry {
-					expiry = expiryOf(commitHT, in.TTL)
-				}
-				val = appendStoredValue(val[:0], in.Tombstone, hasExpiry, expiry, in.Value)
-				if err := w.Set(key, val, pebble.NoSync); err != nil {
-					return err
-				}
-				n++
-			}
-			if err := deleteIntent(w, tablet, txn, keys[i]); err != nil {
-				return err
-			}
+	err := atomically(w, func(w pebble.Writer) error {
+		// One pass, writing as it reads: an iterator does not see writes
+		// made to its batch after it was opened. The intents' deletions
+		// go in ranges over runs of adjacent intents (a large
+		// transaction's rows), the index in one range (intentDeleter).
+		walk, err := newIntentWalker(r, tablet, txn)
+		if err != nil {
+			return err
 		}
-		_, err := removeRangeLocks(r, w, tablet, txn, func(uint32) bool { return true })
+		del := intentDeleter{w: w, tablet: tablet, txn: txn}
+		var key, val, row []byte
+		for walk.next() {
+			k, err := decodeIntentKey(walk.key)
+			if err != nil {
+				walk.err = err
+				break
+			}
+			if err := del.add(walk.key, walk.adjacent); err != nil {
+				walk.err = err
+				break
+			}
+			if k.typ != StrongWrite {
+				continue
+			}
+			raw, err := walk.value()
+			if err != nil {
+				walk.err = err
+				break
+			}
+			if len(raw) < txnIDLen || TxnID(raw[:txnIDLen]) != txn {
+				walk.err = corruptf("txn index of %s names an intent of another transaction at %x", txn, walk.key)
+				break
+			}
+			tomb, hasTTL, ttl, enc, err := splitIntentPayload(raw[txnIDLen:])
+			if err != nil {
+				walk.err = err
+				break
+			}
+			row = append(append(row[:0], storage.DataPrefix), k.row[1:]...)
+			v := version{ht: commitHT, wid: k.wid}
+			if k.col == LivenessColumn {
+				key = rowVersionKey(key[:0], row, v)
+			} else {
+				key = columnVersionKey(key[:0], row, k.col, v)
+			}
+			val = appendStoredRaw(val[:0], tomb, hasTTL, expiryOf(commitHT, ttl), enc)
+			if err := w.Set(key, val, pebble.NoSync); err != nil {
+				walk.err = err
+				break
+			}
+			n++
+		}
+		if err := walk.close(); err != nil {
+			return err
+		}
+		if err := del.finish(); err != nil {
+			return err
+		}
+		_, err = removeRangeLocks(r, w, tablet, txn, func(uint32) bool { return true })
 		return err
 	})
 	if err != nil {
@@ -801,18 +897,186 @@ func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, co
 	return n, nil
 }
 
-func deleteIntent(w pebble.Writer, tablet uint64, txn TxnID, intentKey []byte) error {
-	if err := w.Delete(intentKey, pebble.NoSync); err != nil {
+// splitIntentPayload checks the payload of a strong write intent (after the
+// transaction id) and splits it: tombstone, TTL, and the value's encoding.
+func splitIntentPayload(b []byte) (tombstone, hasTTL bool, ttl time.Duration, enc []byte, err error) {
+	if len(b) == 0 {
+		return false, false, 0, nil, errTruncated
+	}
+	flags := b[0]
+	b = b[1:]
+	switch flags {
+	case 0:
+	case ivTombstone:
+		if len(b) != 0 {
+			return false, false, 0, nil, corruptf("tombstone intent with a %d-byte value", len(b))
+		}
+		return true, false, 0, nil, nil
+	case ivTTL:
+		if len(b) < 8 {
+			return false, false, 0, nil, errTruncated
+		}
+		t := binary.BigEndian.Uint64(b)
+		if t == 0 || t > math.MaxInt64 {
+			return false, false, 0, nil, corruptf("bad intent TTL %d", t)
+		}
+		hasTTL, ttl, b = true, time.Duration(t), b[8:]
+	default:
+		return false, false, 0, nil, corruptf("bad intent flags %#x", flags)
+	}
+	if len(b) == 0 {
+		return false, false, 0, nil, errTruncated
+	}
+	return false, hasTTL, ttl, b, nil
+}
+
+// appendStoredRaw is appendStoredValue with the value already encoded.
+func appendStoredRaw(dst []byte, tombstone, hasExpiry bool, expiry hlc.Timestamp, enc []byte) []byte {
+	var flags byte
+	if tombstone {
+		flags |= flagTombstone
+	}
+	if hasExpiry {
+		flags |= flagExpiry
+	}
+	dst = append(dst, flags)
+	if hasExpiry {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(expiry))
+	}
+	return append(dst, enc...)
+}
+
+// intentDeleter deletes the intents of one transaction in one tablet, as a
+// walk (in key order) meets them, and their index. A run of at least
+// rangeDeleteMin adjacent intents goes as one range deletion, and so does
+// the index once it has that many entries; fewer go one key at a time, so
+// the small transactions of the hot path leave no range tombstones for
+// reads to step over.
+type intentDeleter struct {
+	w      pebble.Writer
+	tablet uint64
+	txn    TxnID
+	run    [][]byte // the current run of adjacent intents (copies), up to rangeDeleteMin
+	start  []byte   // of a long run
+	last   []byte   // of a long run
+	n      int      // intents seen (index entries)
+	small  [][]byte // intents deleted one by one, for the index (while n < rangeDeleteMin)
+}
+
+func (d *intentDeleter) add(key []byte, adjacent bool) error {
+	if !adjacent {
+		if err := d.flushRun(); err != nil {
+			return err
+		}
+	}
+	d.n++
+	if d.n <= rangeDeleteMin {
+		d.small = append(d.small, append([]byte(nil), key...))
+	}
+	if d.start != nil {
+		d.last = append(d.last[:0], key...)
+		return nil
+	}
+	d.run = append(d.run, append([]byte(nil), key...))
+	if len(d.run) == rangeDeleteMin {
+		d.start = d.run[0]
+		d.last = append(d.last[:0], key...)
+		d.run = d.run[:0]
+	}
+	return nil
+}
+
+func (d *intentDeleter) flushRun() error {
+	if d.start != nil {
+		// [start, last] exactly: last's immediate successor ends it.
+		if err := d.w.DeleteRange(d.start, append(d.last, 0), pebble.NoSync); err != nil {
+			return err
+		}
+		d.start, d.last = nil, nil
+	}
+	for _, k := range d.run {
+		if err := d.w.Delete(k, pebble.NoSync); err != nil {
+			return err
+		}
+	}
+	d.run = d.run[:0]
+	return nil
+}
+
+func (d *intentDeleter) finish() error {
+	if err := d.flushRun(); err != nil {
 		return err
 	}
-	return w.Delete(txnIndexKey(nil, tablet, txn, intentKey), pebble.NoSync)
+	if d.n >= rangeDeleteMin {
+		prefix := txnIndexPrefix(nil, d.tablet, d.txn)
+		return d.w.DeleteRange(prefix, storage.PrefixEnd(prefix), pebble.NoSync)
+	}
+	for _, k := range d.small {
+		if err := d.w.Delete(txnIndexKey(nil, d.tablet, d.txn, k), pebble.NoSync); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// deleteIndexed deletes intents (keys) of txn in tablet and their index
+// entries. With whole (keys is txn's whole index there) a large index goes
+// by one range deletion: a large transaction's apply would otherwise write
+// as many deletions again as it has intents.
+func deleteIndexed(w pebble.Writer, tablet uint64, txn TxnID, keys [][]byte, whole bool) error {
+	ranged := whole && len(keys) >= rangeDeleteMin
+	for _, k := range keys {
+		if err := w.Delete(k, pebble.NoSync); err != nil {
+			return err
+		}
+		if !ranged {
+			if err := w.Delete(txnIndexKey(nil, tablet, txn, k), pebble.NoSync); err != nil {
+				return err
+			}
+		}
+	}
+	if !ranged {
+		return nil
+	}
+	prefix := txnIndexPrefix(nil, tablet, txn)
+	return w.DeleteRange(prefix, storage.PrefixEnd(prefix), pebble.NoSync)
+}
+
+// rangeDeleteMin: from this many index entries on, a transaction's whole
+// index goes in one range deletion rather than one deletion per entry.
+const rangeDeleteMin = 64
 
 // RemoveIntents deletes every intent of txn in tablet and its index keys,
 // and its range locks there: the cleanup of an aborted transaction. It
 // returns the number of intents and range locks removed.
 func RemoveIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID) (int, error) {
-	return removeIntents(r, w, tablet, txn, func(uint32) bool { return true })
+	n := 0
+	err := atomically(w, func(w pebble.Writer) error {
+		walk, err := newIntentWalker(r, tablet, txn)
+		if err != nil {
+			return err
+		}
+		del := intentDeleter{w: w, tablet: tablet, txn: txn}
+		for walk.next() {
+			if err := del.add(walk.key, walk.adjacent); err != nil {
+				walk.err = err
+				break
+			}
+		}
+		if err := walk.close(); err != nil {
+			return err
+		}
+		if err := del.finish(); err != nil {
+			return err
+		}
+		m, err := removeRangeLocks(r, w, tablet, txn, func(uint32) bool { return true })
+		n = del.n + m
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // RemoveIntentsAfter deletes the intents and range locks of txn in tablet
@@ -827,20 +1091,20 @@ func removeIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, r
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	del := keys[:0:0]
+	for _, ik := range keys {
+		k, err := decodeIntentKey(ik)
+		if err != nil {
+			return 0, err
+		}
+		if remove(k.wid) {
+			del = append(del, ik)
+		}
+	}
+	n := len(del)
 	err = atomically(w, func(w pebble.Writer) error {
-		for _, ik := range keys {
-			k, err := decodeIntentKey(ik)
-			if err != nil {
-				return err
-			}
-			if !remove(k.wid) {
-				continue
-			}
-			if err := deleteIntent(w, tablet, txn, ik); err != nil {
-				return err
-			}
-			n++
+		if err := deleteIndexed(w, tablet, txn, del, len(del) == len(keys)); err != nil {
+			return err
 		}
 		m, err := removeRangeLocks(r, w, tablet, txn, remove)
 		n += m

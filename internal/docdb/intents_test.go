@@ -505,11 +505,16 @@ func TestIntentsConflictMatrix(t *testing.T) {
 // randomOps returns n random valid ops on a few rows and columns of table 1.
 func randomOps(rng *rand.Rand, n int) []WriteOp {
 	rows := []string{"a", "b", "c", "d"}
+	return randomOpsOn(rng, n, func(int) []byte { return testRowKey(rows[rng.Intn(len(rows))]) })
+}
+
+// randomOpsOn is randomOps on the rows row returns (op i's).
+func randomOpsOn(rng *rand.Rand, n int, row func(i int) []byte) []WriteOp {
 	ops := make([]WriteOp, n)
 	for i := range ops {
 		op := &ops[i]
 		op.Kind = OpKind(1 + rng.Intn(int(maxOpKind)))
-		op.RowKey = testRowKey(rows[rng.Intn(len(rows))])
+		op.RowKey = row(i)
 		if rng.Intn(4) == 0 {
 			op.TTL = time.Duration(1+rng.Intn(20)) * time.Second
 		}
@@ -755,4 +760,121 @@ func FuzzIntentKeyDecode(f *testing.F) {
 			t.Fatalf("re-encoding %x gave %x", key, enc)
 		}
 	})
+}
+
+// TestApplyIntentsLargeRuns: a transaction with long runs of adjacent
+// intents (its rows in a row, as a bulk load writes them) is applied with
+// range deletions. Checked, in one indexed batch as the tablet's apply
+// cycle uses: another transaction's intents between its rows (on the
+// engine, and written to the batch just before the apply) survive, and so
+// do intents written to the batch after the apply inside the deleted
+// ranges; the data equals one ApplyWriteBatch of the same ops; nothing of
+// the applied transaction remains. Then the removal of a large aborted
+// transaction leaves the other's intents alone too.
+func TestApplyIntentsLargeRuns(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	eng, plain := openTestEngine(t), openTestEngine(t)
+	row := func(i int, suffix string) []byte { return testRowKey(fmt.Sprintf("r%04d%s", i, suffix)) }
+	var ops []WriteOp
+	for i := 0; i < 500; i++ {
+		op := WriteOp{Kind: OpPutRow, RowKey: row(i, ""), Columns: []ColumnValue{{ID: 2, Value: Int64(int64(i))}, {ID: 3, Value: Text("v")}}}
+		switch rng.Intn(10) {
+		case 0:
+			op = WriteOp{Kind: OpDeleteRow, RowKey: op.RowKey}
+		case 1:
+			op.TTL = 5 * time.Second
+		}
+		ops = append(ops, op)
+	}
+	// Rewrites of some rows in a later statement (higher write ids).
+	ops = append(ops, randomOpsOn(rng, 40, func(int) []byte { return row(rng.Intn(500), "") })...)
+	txnA, txnB, txnC := testTxn("a"), testTxn("b"), testTxn("c")
+	between := func(i int) WriteOp {
+		return WriteOp{Kind: OpPutRow, RowKey: row(i, "x"), Columns: []ColumnValue{{ID: 2, Value: Int64(-1)}}}
+	}
+	if err := WriteIntents(eng, 1, txnB, hlc.FromMicros(9e6, 0), []WriteOp{between(100), between(300), between(499)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(ops); i += 100 {
+		if err := WriteIntents(eng, 1, txnA, hlc.FromMicros(int64(10e6+i), 0), ops[i:min(i+100, len(ops))], uint32(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eng.Flush(); err != nil { // part on sstables, part in the batch
+		t.Fatal(err)
+	}
+	commit := hlc.FromMicros(20e6, 1)
+	b := eng.NewIndexedBatch()
+	if err := WriteIntents(b, 1, txnB, hlc.FromMicros(11e6, 0), []WriteOp{between(200)}, 3); err != nil {
+		t.Fatal(err)
+	}
+	n, err := ApplyIntents(b, b, 1, txnA, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteIntents(b, 1, txnC, hlc.FromMicros(21e6, 0), []WriteOp{between(250), {Kind: OpDeleteRow, RowKey: row(260, "")}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ApplyWriteBatch(plain, commit, &WriteBatch{Ops: ops}); err != nil {
+		t.Fatal(err)
+	}
+	got, want := engineKVs(t, eng, storage.DataSpan()), engineKVs(t, plain, storage.DataSpan())
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("data after ApplyIntents (%d versions) differs from ApplyWriteBatch: %d keys, want %d", n, len(got), len(want))
+	}
+	if ins, err := IntentsOf(eng, 1, txnA); err != nil || len(ins) != 0 {
+		t.Fatalf("intents of a after apply: %d %v", len(ins), err)
+	}
+	for _, c := range []struct {
+		txn  TxnID
+		rows int
+	}{{txnB, 4}, {txnC, 2}} {
+		ins, err := IntentsOf(eng, 1, c.txn)
+		rows := map[string]bool{}
+		for _, in := range ins {
+			rows[string(in.RowKey)] = true
+		}
+		if err != nil || len(rows) != c.rows {
+			t.Fatalf("intents of %s: on %d rows (%v), want %d", fmtTxn(c.txn), len(rows), err, c.rows)
+		}
+	}
+	// A large aborted transaction: removed, the others' intents stay.
+	txnD := testTxn("d")
+	if err := WriteIntents(eng, 1, txnD, hlc.FromMicros(30e6, 0), ops[:500], 0); err != nil {
+		t.Fatal(err)
+	}
+	before := func() string {
+		var s []string
+		for _, x := range []TxnID{txnB, txnC} {
+			ins, err := IntentsOf(eng, 1, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = append(s, fmt.Sprint(ins))
+		}
+		return strings.Join(s, "|")
+	}
+	others := before()
+	if n, err := RemoveIntents(eng, eng, 1, txnD); err != nil || n == 0 {
+		t.Fatalf("remove d: %d %v", n, err)
+	}
+	if ins, err := IntentsOf(eng, 1, txnD); err != nil || len(ins) != 0 {
+		t.Fatalf("intents of d after removal: %d %v", len(ins), err)
+	}
+	if after := before(); after != others {
+		t.Fatalf("the removal changed other transactions' intents:\n%s\n%s", others, after)
+	}
+	for _, x := range []TxnID{txnB, txnC} {
+		if _, err := RemoveIntents(eng, eng, 1, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, span := range []storage.Span{storage.IntentSpan(), storage.TxnIndexSpan()} {
+		if n, err := countKeys(eng, span); err != nil || n != 0 {
+			t.Fatalf("%d keys left in %s (%v)", n, span, err)
+		}
+	}
 }

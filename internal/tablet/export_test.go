@@ -1,6 +1,10 @@
 package tablet
 
-import "github.com/shaledb/shaledb/internal/docdb"
+import (
+	"time"
+
+	"github.com/shaledb/shaledb/internal/docdb"
+)
 
 // SetTestHooks installs test hooks (see testHooks) until the returned
 // function is called.
@@ -8,3 +12,14 @@ func SetTestHooks(txnApplied func(t *Tablet, txn docdb.TxnID), scanLockedRead fu
 	hooks.Store(&testHooks{txnApplied: txnApplied, scanLockedRead: scanLockedRead})
 	return func() { hooks.Store(nil) }
 }
+
+// SetApplyLinger sets how long a deferred apply waits for an entry to ride
+// on, until the returned function is called.
+func SetApplyLinger(d time.Duration) (restore func()) {
+	old := applyLinger.Swap(int64(d))
+	return func() { applyLinger.Store(old) }
+}
+
+// DeferMaxIntents: a transaction with more intents on a tablet is applied
+// at once rather than deferred.
+const DeferMaxIntents = deferMaxIntents

@@ -71,6 +71,7 @@ type Tablet struct {
 	// Transactions (txn.go).
 	resolver Resolver
 	txns     txnTracker
+	applyQ   applyQueue
 	ranges   rangeLockSet // range read locks (rangelock.go)
 	// leaseTerm is the term whose lease leaderReady last saw; leaseReady
 	// is when that leader may serve (after the clock offset wait).
@@ -350,6 +351,13 @@ func (sm *stateMachine) Apply(b *pebble.Batch, e consensus.Entry) any {
 	}
 	if len(e.Data) > 0 && e.Data[0] >= cmdIntents && e.Data[0] <= cmdRemoveTxn {
 		return sm.applyTxnCmd(b, e)
+	}
+	if len(e.Data) > 0 && e.Data[0] == cmdApplyTxns {
+		return sm.applyTxns(b, entryData{index: e.Index, data: e.Data, inner: func(cmd []byte) any {
+			inner := e
+			inner.Data = cmd
+			return sm.Apply(b, inner)
+		}})
 	}
 	if len(e.Data) < 9 || e.Data[0] != cmdWrite {
 		return fmt.Errorf("tablet %d: unknown command at index %d", sm.desc.ID, e.Index)

@@ -179,6 +179,9 @@ type txnTracker struct {
 	// live: transactions with intents on this replica, with when this
 	// replica first saw them (for the background resolver).
 	live map[docdb.TxnID]time.Time
+	// size: how many ops and locks each live transaction wrote here
+	// (deferMaxIntents+1 when unknown: loaded from disk).
+	size map[docdb.TxnID]int
 	// done: closed when the transaction's intents here are applied or
 	// removed (waiters of a wait queue).
 	done map[docdb.TxnID]chan struct{}
@@ -190,7 +193,17 @@ type txnTracker struct {
 
 func (tr *txnTracker) init() {
 	tr.live = map[docdb.TxnID]time.Time{}
+	tr.size = map[docdb.TxnID]int{}
 	tr.done = map[docdb.TxnID]chan struct{}{}
+}
+
+// info reports whether txn is live here, its size, and whether someone
+// waits for it.
+func (tr *txnTracker) info(txn docdb.TxnID) (live bool, size int, waited bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	_, live = tr.live[txn]
+	return live, tr.size[txn], tr.done[txn] != nil
 }
 
 func (tr *txnTracker) any() bool { return tr.count.Load() > 0 }
@@ -198,10 +211,11 @@ func (tr *txnTracker) any() bool { return tr.count.Load() > 0 }
 // addLocked records txn as having intents here (under mu). Intents
 // written after a removal was queued in the same cycle (a late write of an
 // aborted transaction) keep it live.
-func (tr *txnTracker) addLocked(txn docdb.TxnID, now time.Time) {
+func (tr *txnTracker) addLocked(txn docdb.TxnID, now time.Time, size int) {
 	if len(tr.resolved) > 0 {
 		tr.resolved = slices.DeleteFunc(tr.resolved, func(id docdb.TxnID) bool { return id == txn })
 	}
+	tr.size[txn] += size
 	if _, ok := tr.live[txn]; !ok {
 		tr.live[txn] = now
 		tr.count.Store(int64(len(tr.live)))
@@ -243,6 +257,7 @@ func (tr *txnTracker) wake() {
 	defer tr.mu.Unlock()
 	for _, txn := range tr.resolved {
 		delete(tr.live, txn)
+		delete(tr.size, txn)
 		if ch := tr.done[txn]; ch != nil {
 			close(ch)
 			delete(tr.done, txn)
@@ -271,8 +286,9 @@ func (t *Tablet) loadTxns() error {
 	defer t.txns.mu.Unlock()
 	now := time.Now()
 	clear(t.txns.live)
+	clear(t.txns.size)
 	for _, id := range txns {
-		t.txns.addLocked(id, now)
+		t.txns.addLocked(id, now, deferMaxIntents+1)
 	}
 	t.txns.count.Store(int64(len(t.txns.live)))
 	return nil
@@ -451,7 +467,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 			}
 		}
 		t.txns.mu.Lock()
-		t.txns.addLocked(txn, time.Now())
+		t.txns.addLocked(txn, time.Now(), len(ops)+len(locks)+len(spans))
 		t.txns.mu.Unlock()
 		t.noteApplied(ht)
 		return ht
@@ -462,17 +478,8 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		var txn docdb.TxnID
 		copy(txn[:], data[1:])
 		commit := hlc.Timestamp(binary.BigEndian.Uint64(data[17:]))
-		t.clock.ForceUpdate(commit)
-		if _, err := docdb.ApplyIntents(b, b, t.desc.ID, txn, commit); err != nil {
+		if err := t.applyCommitted(b, txn, commit); err != nil {
 			return err
-		}
-		if t.ranges.has(txn) {
-			t.ranges.replaceTxn(txn, nil) // ApplyIntents released them
-		}
-		t.noteApplied(commit)
-		t.txns.remove(txn)
-		if h := hooks.Load(); h != nil && h.txnApplied != nil {
-			h.txnApplied(t, txn)
 		}
 		return commit
 	case cmdRemoveTxn:
@@ -503,6 +510,24 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		return hlc.Timestamp(0)
 	}
 	return fmt.Errorf("tablet %d: unknown command at index %d", t.desc.ID, e.Index)
+}
+
+// applyCommitted applies committed txn's intents here at its commit time
+// (into the apply batch b).
+func (t *Tablet) applyCommitted(b *pebble.Batch, txn docdb.TxnID, commit hlc.Timestamp) error {
+	t.clock.ForceUpdate(commit)
+	if _, err := docdb.ApplyIntents(b, b, t.desc.ID, txn, commit); err != nil {
+		return err
+	}
+	if t.ranges.has(txn) {
+		t.ranges.replaceTxn(txn, nil) // ApplyIntents released them
+	}
+	t.noteApplied(commit)
+	t.txns.remove(txn)
+	if h := hooks.Load(); h != nil && h.txnApplied != nil {
+		h.txnApplied(t, txn)
+	}
+	return nil
 }
 
 func (t *Tablet) noteApplied(ht hlc.Timestamp) {
@@ -771,7 +796,7 @@ func (t *Tablet) proposeLatched(ctx context.Context, encode func(ht hlc.Timestam
 		return 0, err
 	}
 	ht, done := t.stamp()
-	pd, err := t.group.ProposeAsync(encode(ht))
+	pd, err := t.group.ProposeAsync(t.withQueuedApplies(encode(ht)))
 	if err != nil {
 		done()
 		release()
@@ -860,7 +885,7 @@ func (t *Tablet) resolveReadIntents(ctx context.Context, txns []docdb.TxnID, pus
 		if t.resolver == nil {
 			return nil, nil, ErrNoResolver
 		}
-		st, err := t.resolver.Status(ctx, txn, push)
+		st, err := t.statusOf(ctx, txn, push)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -1098,7 +1123,7 @@ func (t *Tablet) ResolveTxn(ctx context.Context, txn docdb.TxnID) (pending bool,
 	if t.resolver == nil {
 		return false, ErrNoResolver
 	}
-	st, err := t.resolver.Status(ctx, txn, 0)
+	st, err := t.statusOf(ctx, txn, 0)
 	if err != nil {
 		return false, err
 	}
@@ -1111,20 +1136,34 @@ func (t *Tablet) ResolveTxn(ctx context.Context, txn docdb.TxnID) (pending bool,
 	return true, nil
 }
 
+// statusOf is the status of a transaction whose intents are here: from
+// the queue of deferred applies if it is there (committed), else from its
+// status record (see Resolver.Status).
+func (t *Tablet) statusOf(ctx context.Context, txn docdb.TxnID, readTime hlc.Timestamp) (TxnStatus, error) {
+	if commit, ok := t.queuedCommit(txn); ok {
+		return TxnStatus{State: TxnCommitted, CommitHT: commit}, nil
+	}
+	return t.resolver.Status(ctx, txn, readTime)
+}
+
 // IntentCount counts the intents and range locks stored for this tablet
-// (tests and metrics).
+// (tests and metrics). It reads one snapshot: an apply or removal
+// committing midway would otherwise leave an index entry whose intent is
+// gone.
 func (t *Tablet) IntentCount() (int, error) {
-	txns, err := docdb.TxnsWithIntents(t.eng, t.desc.ID)
+	snap := t.eng.NewSnapshot()
+	defer snap.Close()
+	txns, err := docdb.TxnsWithIntents(snap, t.desc.ID)
 	if err != nil {
 		return 0, err
 	}
-	ranges, err := docdb.RangeLocks(t.eng, t.desc.ID)
+	ranges, err := docdb.RangeLocks(snap, t.desc.ID)
 	if err != nil {
 		return 0, err
 	}
 	n := len(ranges)
 	for _, id := range txns {
-		ins, err := docdb.IntentsOf(t.eng, t.desc.ID, id)
+		ins, err := docdb.IntentsOf(snap, t.desc.ID, id)
 		if err != nil {
 			return 0, err
 		}

@@ -9,7 +9,8 @@ import (
 )
 
 // Data serves the multiplexed data stream: every request is handled as
-// the unary Read, Write or Scan of the same payload would be, concurrently, and
+// the unary call (Read, Write, Scan, TxnWrite, TxnResolve, TxnStatus) of the
+// same payload would be, concurrently, and
 // answered under its id when done; a cancel message cancels the context
 // of the call it names, as the cancellation of a unary call would. A pool of workers that lives as long as
 // the stream runs the calls (no fresh goroutine stack per request).
@@ -102,6 +103,15 @@ func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataRe
 	case *pb.DataRequest_Scan:
 		resp, _ := s.Scan(ctx, r.Scan)
 		out.Resp = &pb.DataResponse_Scan{Scan: resp}
+	case *pb.DataRequest_TxnWrite:
+		resp, _ := s.TxnWrite(ctx, r.TxnWrite)
+		out.Resp = &pb.DataResponse_TxnWrite{TxnWrite: resp}
+	case *pb.DataRequest_TxnResolve:
+		resp, _ := s.TxnResolve(ctx, r.TxnResolve)
+		out.Resp = &pb.DataResponse_TxnResolve{TxnResolve: resp}
+	case *pb.DataRequest_TxnStatus:
+		resp, _ := s.TxnStatus(ctx, r.TxnStatus)
+		out.Resp = &pb.DataResponse_TxnStatus{TxnStatus: resp}
 	default:
 		// A request kind this node does not know: answer as the unary
 		// call of an unknown kind would, with an error the client sees.

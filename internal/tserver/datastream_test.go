@@ -16,7 +16,8 @@ import (
 
 // TestDataStream: many reads and writes multiplexed on one Data stream are
 // each answered once, under their own id, with what the unary calls would
-// answer; a cancelled call gets no answer, and the stream goes on.
+// answer; a cancelled call gets no answer, and the stream goes on; the
+// transaction calls are served on it too.
 func TestDataStream(t *testing.T) {
 	n, err := tserver.Start(tserver.Config{NodeID: 1, ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(), Raft: testRaft(), Engine: storageOpts})
 	if err != nil {
@@ -94,6 +95,41 @@ func TestDataStream(t *testing.T) {
 		if err != nil || string(v.Bytes) != fmt.Sprintf("v%d", i) {
 			t.Fatalf("read %d: %v %v", i, v, err)
 		}
+	}
+	// Transaction calls travel the same way: intents written, then
+	// removed.
+	txnID := make([]byte, 16)
+	txnID[0] = 1
+	call := func(id uint64, req *pb.DataRequest) *pb.DataResponse {
+		req.Id = id
+		if err := st.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.Recv()
+		if err != nil || r.GetId() != id {
+			t.Fatalf("answer %v, err %v", r, err)
+		}
+		return r
+	}
+	tb, ok := n.Tablet(desc.ID)
+	if !ok {
+		t.Fatal("no tablet")
+	}
+	r := call(3000, &pb.DataRequest{Req: &pb.DataRequest_TxnWrite{TxnWrite: &pb.TxnWriteRequest{
+		TabletId: desc.ID, TxnId: txnID, Batch: put(0, 1).Marshal()}}})
+	if w := r.GetTxnWrite(); w == nil || w.GetError() != nil || w.GetWriteTime() == 0 {
+		t.Fatalf("transactional write: %v", r)
+	}
+	if c, err := tb.IntentCount(); err != nil || c == 0 {
+		t.Fatalf("%d intents after a transactional write (%v)", c, err)
+	}
+	r = call(3001, &pb.DataRequest{Req: &pb.DataRequest_TxnResolve{TxnResolve: &pb.TxnResolveRequest{
+		TabletId: desc.ID, TxnId: txnID, Kind: pb.TxnResolveRequest_REMOVE}}})
+	if rs := r.GetTxnResolve(); rs == nil || rs.GetError() != nil {
+		t.Fatalf("resolve: %v", r)
+	}
+	if c, err := tb.IntentCount(); err != nil || c != 0 {
+		t.Fatalf("%d intents after removing them (%v)", c, err)
 	}
 	if err := st.CloseSend(); err != nil {
 		t.Fatal(err)

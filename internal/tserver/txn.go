@@ -177,7 +177,9 @@ func (s *service) TxnResolve(ctx context.Context, req *pb.TxnResolveRequest) (*p
 			if req.GetCommitTime() == 0 {
 				return fmt.Errorf("%w: apply without a commit time", errInvalid)
 			}
-			return tb.ApplyTxn(ctx, id, hlc.Timestamp(req.GetCommitTime()))
+			// Nobody waits for the apply: it may ride on the tablet's
+			// next entry (tablet.ApplyTxnLater).
+			return tb.ApplyTxnLater(ctx, id, hlc.Timestamp(req.GetCommitTime()))
 		case pb.TxnResolveRequest_REMOVE:
 			return tb.RemoveTxn(ctx, id, false, 0)
 		case pb.TxnResolveRequest_REMOVE_FROM_WRITE_ID:
@@ -247,7 +249,7 @@ func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.
 				}
 			}
 			now := clock.Now()
-			next, write, ans := txn.Transition(op, cur, ok, now, clock.Now(), n.txn.expiry)
+			next, write, ans := txn.Transition(op, id, cur, ok, now, clock.Now(), n.txn.expiry)
 			answer = ans
 			if !write {
 				return nil, nil

@@ -34,6 +34,14 @@ const FinishedTTL = 7 * 24 * time.Hour
 // DefaultExpiry is how long a PENDING record lives without a heartbeat.
 const DefaultExpiry = 5 * time.Second
 
+// LazyRecordWindow: a transaction whose first write comes this soon after
+// it began writes intents before its record exists; its coordinator
+// creates the record (with its commit, or with its first heartbeat when
+// the transaction is this old). A missing record therefore reads as
+// PENDING until the transaction is LazyRecordWindow + expiry old: as a
+// record, it may go expiry without hearing from its coordinator.
+const LazyRecordWindow = 500 * time.Millisecond
+
 // Schema is the status table's schema.
 func Schema() *masterpb.Schema {
 	return &masterpb.Schema{Columns: []*masterpb.ColumnSchema{
@@ -87,30 +95,49 @@ const (
 
 // Transition is the state machine of a status record. It runs on the
 // status tablet's leader with the record's row latched: cur is the record
-// (found false: none), now the leader's clock. It returns the record to
-// write (write false: nothing to write) and the state to answer.
+// of transaction id (found false: none), now the leader's clock. It returns
+// the record to write (write false: nothing to write) and the state to
+// answer.
 //
 // The rules: a record is created PENDING and only a PENDING record changes,
 // once, to COMMITTED (at commitHT, which the caller takes from its clock
 // under the latch) or ABORTED; a PENDING record whose last heartbeat is
-// older than expiry is ABORTED by whoever looks at it; a missing record
-// reads as ABORTED (intents are written only after their record exists).
-func Transition(op Op, cur Record, found bool, now, commitHT hlc.Timestamp, expiry time.Duration) (next Record, write bool, answer Record) {
+// older than expiry is ABORTED by whoever looks at it.
+//
+// A missing record: a short transaction writes its intents without a
+// record and creates it with its COMMIT (or ABORT); a longer one creates it
+// PENDING with its first heartbeat, at the latest half a second after it
+// began (see docs/transactions.md). So a participant may meet intents whose
+// record does not exist yet. GET answers PENDING while the transaction is
+// young (its id, which starts with its start time, is at most
+// LazyRecordWindow + expiry old);
+// after that it writes the record ABORTED, so that a CREATE or COMMIT
+// arriving later fails rather than reviving a transaction whose intents
+// may be gone. Every ABORTED decision about a missing record is written
+// before anyone acts on it, so COMMIT may create the record COMMITTED:
+// no participant can have removed the transaction's intents. HEARTBEAT
+// comes only after a CREATE succeeded: for it a missing record reads as
+// ABORTED.
+func Transition(op Op, id docdb.TxnID, cur Record, found bool, now, commitHT hlc.Timestamp, expiry time.Duration) (next Record, write bool, answer Record) {
 	expired := found && cur.State == tablet.TxnPending && now.Time().Sub(cur.Heartbeat.Time()) > expiry
 	aborted := Record{State: tablet.TxnAborted, Heartbeat: cur.Heartbeat}
-	switch op {
-	case OpCreate:
-		if !found {
+	if !found {
+		switch op {
+		case OpCreate:
 			r := Record{State: tablet.TxnPending, Heartbeat: now}
 			return r, true, r
-		}
-	case OpGet, OpHeartbeat, OpCommit, OpAbort:
-		if !found {
-			if op == OpAbort {
-				return aborted, true, aborted
+		case OpCommit:
+			r := Record{State: tablet.TxnCommitted, CommitHT: commitHT, Heartbeat: now}
+			return r, true, r
+		case OpGet:
+			if now.Time().Sub(IDTime(id)) <= LazyRecordWindow+expiry {
+				return Record{}, false, Record{State: tablet.TxnPending}
 			}
-			return Record{}, false, aborted
+			return aborted, true, aborted
+		case OpAbort:
+			return aborted, true, aborted
 		}
+		return Record{}, false, aborted
 	}
 	if cur.State != tablet.TxnPending {
 		return Record{}, false, cur // finished: nothing changes
@@ -159,4 +186,13 @@ func NewID(now time.Time, random [8]byte) docdb.TxnID {
 	}
 	copy(id[8:], random[:])
 	return id
+}
+
+// IDTime is the start time NewID put in id.
+func IDTime(id docdb.TxnID) time.Time {
+	var ns uint64
+	for i := 0; i < 8; i++ {
+		ns = ns<<8 | uint64(id[i])
+	}
+	return time.Unix(0, int64(ns))
 }

@@ -3207,6 +3207,9 @@ type DataRequest struct {
 	//	*DataRequest_Read
 	//	*DataRequest_Write
 	//	*DataRequest_Scan
+	//	*DataRequest_TxnWrite
+	//	*DataRequest_TxnResolve
+	//	*DataRequest_TxnStatus
 	Req           isDataRequest_Req `protobuf_oneof:"req"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3297,6 +3300,33 @@ func (x *DataRequest) GetScan() *ScanRequest {
 	return nil
 }
 
+func (x *DataRequest) GetTxnWrite() *TxnWriteRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_TxnWrite); ok {
+			return x.TxnWrite
+		}
+	}
+	return nil
+}
+
+func (x *DataRequest) GetTxnResolve() *TxnResolveRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_TxnResolve); ok {
+			return x.TxnResolve
+		}
+	}
+	return nil
+}
+
+func (x *DataRequest) GetTxnStatus() *TxnStatusRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_TxnStatus); ok {
+			return x.TxnStatus
+		}
+	}
+	return nil
+}
+
 type isDataRequest_Req interface {
 	isDataRequest_Req()
 }
@@ -3313,11 +3343,29 @@ type DataRequest_Scan struct {
 	Scan *ScanRequest `protobuf:"bytes,6,opt,name=scan,proto3,oneof"`
 }
 
+type DataRequest_TxnWrite struct {
+	TxnWrite *TxnWriteRequest `protobuf:"bytes,7,opt,name=txn_write,json=txnWrite,proto3,oneof"`
+}
+
+type DataRequest_TxnResolve struct {
+	TxnResolve *TxnResolveRequest `protobuf:"bytes,8,opt,name=txn_resolve,json=txnResolve,proto3,oneof"`
+}
+
+type DataRequest_TxnStatus struct {
+	TxnStatus *TxnStatusRequest `protobuf:"bytes,9,opt,name=txn_status,json=txnStatus,proto3,oneof"`
+}
+
 func (*DataRequest_Read) isDataRequest_Req() {}
 
 func (*DataRequest_Write) isDataRequest_Req() {}
 
 func (*DataRequest_Scan) isDataRequest_Req() {}
+
+func (*DataRequest_TxnWrite) isDataRequest_Req() {}
+
+func (*DataRequest_TxnResolve) isDataRequest_Req() {}
+
+func (*DataRequest_TxnStatus) isDataRequest_Req() {}
 
 // DataResponse answers the DataRequest with the same id.
 type DataResponse struct {
@@ -3328,6 +3376,9 @@ type DataResponse struct {
 	//	*DataResponse_Read
 	//	*DataResponse_Write
 	//	*DataResponse_Scan
+	//	*DataResponse_TxnWrite
+	//	*DataResponse_TxnResolve
+	//	*DataResponse_TxnStatus
 	Resp          isDataResponse_Resp `protobuf_oneof:"resp"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3404,6 +3455,33 @@ func (x *DataResponse) GetScan() *ScanResponse {
 	return nil
 }
 
+func (x *DataResponse) GetTxnWrite() *TxnWriteResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_TxnWrite); ok {
+			return x.TxnWrite
+		}
+	}
+	return nil
+}
+
+func (x *DataResponse) GetTxnResolve() *TxnResolveResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_TxnResolve); ok {
+			return x.TxnResolve
+		}
+	}
+	return nil
+}
+
+func (x *DataResponse) GetTxnStatus() *TxnStatusResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_TxnStatus); ok {
+			return x.TxnStatus
+		}
+	}
+	return nil
+}
+
 type isDataResponse_Resp interface {
 	isDataResponse_Resp()
 }
@@ -3420,11 +3498,29 @@ type DataResponse_Scan struct {
 	Scan *ScanResponse `protobuf:"bytes,4,opt,name=scan,proto3,oneof"`
 }
 
+type DataResponse_TxnWrite struct {
+	TxnWrite *TxnWriteResponse `protobuf:"bytes,5,opt,name=txn_write,json=txnWrite,proto3,oneof"`
+}
+
+type DataResponse_TxnResolve struct {
+	TxnResolve *TxnResolveResponse `protobuf:"bytes,6,opt,name=txn_resolve,json=txnResolve,proto3,oneof"`
+}
+
+type DataResponse_TxnStatus struct {
+	TxnStatus *TxnStatusResponse `protobuf:"bytes,7,opt,name=txn_status,json=txnStatus,proto3,oneof"`
+}
+
 func (*DataResponse_Read) isDataResponse_Resp() {}
 
 func (*DataResponse_Write) isDataResponse_Resp() {}
 
 func (*DataResponse_Scan) isDataResponse_Resp() {}
+
+func (*DataResponse_TxnWrite) isDataResponse_Resp() {}
+
+func (*DataResponse_TxnResolve) isDataResponse_Resp() {}
+
+func (*DataResponse_TxnStatus) isDataResponse_Resp() {}
 
 var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
@@ -3724,7 +3820,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\aLEARNER\x10\x02\x12\r\n" +
 	"\tCANDIDATE\x10\x03\"N\n" +
 	"\x13ListTabletsResponse\x127\n" +
-	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\xfa\x01\n" +
+	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\xc6\x03\n" +
 	"\vDataRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
@@ -3732,13 +3828,23 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x06cancel\x18\x05 \x01(\bR\x06cancel\x122\n" +
 	"\x04read\x18\x03 \x01(\v2\x1c.shaledb.tserver.ReadRequestH\x00R\x04read\x125\n" +
 	"\x05write\x18\x04 \x01(\v2\x1d.shaledb.tserver.WriteRequestH\x00R\x05write\x122\n" +
-	"\x04scan\x18\x06 \x01(\v2\x1c.shaledb.tserver.ScanRequestH\x00R\x04scanB\x05\n" +
-	"\x03req\"\xc8\x01\n" +
+	"\x04scan\x18\x06 \x01(\v2\x1c.shaledb.tserver.ScanRequestH\x00R\x04scan\x12?\n" +
+	"\ttxn_write\x18\a \x01(\v2 .shaledb.tserver.TxnWriteRequestH\x00R\btxnWrite\x12E\n" +
+	"\vtxn_resolve\x18\b \x01(\v2\".shaledb.tserver.TxnResolveRequestH\x00R\n" +
+	"txnResolve\x12B\n" +
+	"\n" +
+	"txn_status\x18\t \x01(\v2!.shaledb.tserver.TxnStatusRequestH\x00R\ttxnStatusB\x05\n" +
+	"\x03req\"\x97\x03\n" +
 	"\fDataResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x123\n" +
 	"\x04read\x18\x02 \x01(\v2\x1d.shaledb.tserver.ReadResponseH\x00R\x04read\x126\n" +
 	"\x05write\x18\x03 \x01(\v2\x1e.shaledb.tserver.WriteResponseH\x00R\x05write\x123\n" +
-	"\x04scan\x18\x04 \x01(\v2\x1d.shaledb.tserver.ScanResponseH\x00R\x04scanB\x06\n" +
+	"\x04scan\x18\x04 \x01(\v2\x1d.shaledb.tserver.ScanResponseH\x00R\x04scan\x12@\n" +
+	"\ttxn_write\x18\x05 \x01(\v2!.shaledb.tserver.TxnWriteResponseH\x00R\btxnWrite\x12F\n" +
+	"\vtxn_resolve\x18\x06 \x01(\v2#.shaledb.tserver.TxnResolveResponseH\x00R\n" +
+	"txnResolve\x12C\n" +
+	"\n" +
+	"txn_status\x18\a \x01(\v2\".shaledb.tserver.TxnStatusResponseH\x00R\ttxnStatusB\x06\n" +
 	"\x04resp*=\n" +
 	"\x0fReadConsistency\x12\n" +
 	"\n" +
@@ -3891,42 +3997,48 @@ var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	19, // 44: shaledb.tserver.DataRequest.read:type_name -> shaledb.tserver.ReadRequest
 	17, // 45: shaledb.tserver.DataRequest.write:type_name -> shaledb.tserver.WriteRequest
 	22, // 46: shaledb.tserver.DataRequest.scan:type_name -> shaledb.tserver.ScanRequest
-	21, // 47: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
-	18, // 48: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
-	25, // 49: shaledb.tserver.DataResponse.scan:type_name -> shaledb.tserver.ScanResponse
-	17, // 50: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
-	19, // 51: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
-	22, // 52: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
-	32, // 53: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
-	47, // 54: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
-	26, // 55: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
-	28, // 56: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
-	30, // 57: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
-	34, // 58: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
-	36, // 59: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
-	38, // 60: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
-	40, // 61: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
-	42, // 62: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
-	44, // 63: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
-	18, // 64: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
-	21, // 65: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
-	25, // 66: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
-	33, // 67: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
-	48, // 68: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
-	27, // 69: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
-	29, // 70: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
-	31, // 71: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
-	35, // 72: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
-	37, // 73: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
-	39, // 74: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
-	41, // 75: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
-	43, // 76: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
-	46, // 77: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
-	64, // [64:78] is the sub-list for method output_type
-	50, // [50:64] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	26, // 47: shaledb.tserver.DataRequest.txn_write:type_name -> shaledb.tserver.TxnWriteRequest
+	28, // 48: shaledb.tserver.DataRequest.txn_resolve:type_name -> shaledb.tserver.TxnResolveRequest
+	30, // 49: shaledb.tserver.DataRequest.txn_status:type_name -> shaledb.tserver.TxnStatusRequest
+	21, // 50: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
+	18, // 51: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
+	25, // 52: shaledb.tserver.DataResponse.scan:type_name -> shaledb.tserver.ScanResponse
+	27, // 53: shaledb.tserver.DataResponse.txn_write:type_name -> shaledb.tserver.TxnWriteResponse
+	29, // 54: shaledb.tserver.DataResponse.txn_resolve:type_name -> shaledb.tserver.TxnResolveResponse
+	31, // 55: shaledb.tserver.DataResponse.txn_status:type_name -> shaledb.tserver.TxnStatusResponse
+	17, // 56: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
+	19, // 57: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
+	22, // 58: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
+	32, // 59: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
+	47, // 60: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
+	26, // 61: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
+	28, // 62: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
+	30, // 63: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
+	34, // 64: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
+	36, // 65: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
+	38, // 66: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
+	40, // 67: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
+	42, // 68: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
+	44, // 69: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
+	18, // 70: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
+	21, // 71: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
+	25, // 72: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
+	33, // 73: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
+	48, // 74: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
+	27, // 75: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
+	29, // 76: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
+	31, // 77: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
+	35, // 78: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
+	37, // 79: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
+	39, // 80: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
+	41, // 81: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
+	43, // 82: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
+	46, // 83: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
+	70, // [70:84] is the sub-list for method output_type
+	56, // [56:70] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_internal_tserver_tserverpb_tserver_proto_init() }
@@ -3938,11 +4050,17 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 		(*DataRequest_Read)(nil),
 		(*DataRequest_Write)(nil),
 		(*DataRequest_Scan)(nil),
+		(*DataRequest_TxnWrite)(nil),
+		(*DataRequest_TxnResolve)(nil),
+		(*DataRequest_TxnStatus)(nil),
 	}
 	file_internal_tserver_tserverpb_tserver_proto_msgTypes[37].OneofWrappers = []any{
 		(*DataResponse_Read)(nil),
 		(*DataResponse_Write)(nil),
 		(*DataResponse_Scan)(nil),
+		(*DataResponse_TxnWrite)(nil),
+		(*DataResponse_TxnResolve)(nil),
+		(*DataResponse_TxnStatus)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

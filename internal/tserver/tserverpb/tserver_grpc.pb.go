@@ -54,10 +54,11 @@ type TabletServerClient interface {
 	// stamped at or below safe_time is applied at or below applied_index.
 	// Followers use it to serve bounded-staleness reads.
 	SafeTime(ctx context.Context, in *SafeTimeRequest, opts ...grpc.CallOption) (*SafeTimeResponse, error)
-	// Data multiplexes Reads, Writes and Scans over one long-lived stream
-	// per client and node: each request is exactly the unary call of the same
-	// name, answered out of order under its id. It saves the per-call HTTP/2
-	// stream and headers of a unary call.
+	// Data multiplexes Reads, Writes, Scans and the transaction calls
+	// (TxnWrite, TxnResolve, TxnStatus) over one long-lived stream per client
+	// and node: each request is exactly the unary call of the same name,
+	// answered out of order under its id. It saves the per-call HTTP/2 stream
+	// and headers of a unary call.
 	Data(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DataRequest, DataResponse], error)
 	// Transactions: intents and locks on a participant tablet, apply or
 	// remove a transaction's intents there, and status record operations on
@@ -238,10 +239,11 @@ type TabletServerServer interface {
 	// stamped at or below safe_time is applied at or below applied_index.
 	// Followers use it to serve bounded-staleness reads.
 	SafeTime(context.Context, *SafeTimeRequest) (*SafeTimeResponse, error)
-	// Data multiplexes Reads, Writes and Scans over one long-lived stream
-	// per client and node: each request is exactly the unary call of the same
-	// name, answered out of order under its id. It saves the per-call HTTP/2
-	// stream and headers of a unary call.
+	// Data multiplexes Reads, Writes, Scans and the transaction calls
+	// (TxnWrite, TxnResolve, TxnStatus) over one long-lived stream per client
+	// and node: each request is exactly the unary call of the same name,
+	// answered out of order under its id. It saves the per-call HTTP/2 stream
+	// and headers of a unary call.
 	Data(grpc.BidiStreamingServer[DataRequest, DataResponse]) error
 	// Transactions: intents and locks on a participant tablet, apply or
 	// remove a transaction's intents there, and status record operations on

@@ -106,3 +106,22 @@ func TestStartupOptions(t *testing.T) {
 		t.Error("unknown setting accepted")
 	}
 }
+
+// TestNoticesFollowClientMinMessages: notices below client_min_messages
+// are not sent.
+func TestNoticesFollowClientMinMessages(t *testing.T) {
+	s := &Session{settings: defaultSettings("u")}
+	s.notice("NOTICE", "00000", "table %q does not exist, skipping", "t")
+	s.notice("WARNING", "25P01", "there is no transaction in progress")
+	if n := s.Notices(); len(n) != 2 {
+		t.Fatalf("default level: %d notices", len(n))
+	}
+	s.settings["client_min_messages"] = "warning"
+	s.notice("NOTICE", "00000", "skipping")
+	s.notice("WARNING", "25P01", "there is no transaction in progress")
+	s.notice("INFO", "00000", "info goes anyway")
+	n := s.Notices()
+	if len(n) != 2 || n[0].Severity != "WARNING" || n[1].Severity != "INFO" {
+		t.Fatalf("at warning: %+v", n)
+	}
+}

@@ -312,11 +312,37 @@ func rollback(ctx context.Context, tx *client.Txn) {
 	cancel()
 }
 
-// Notices drains the pending notices.
+// Notices drains the pending notices. Those below client_min_messages are
+// dropped, as PostgreSQL does (INFO always goes to the client).
 func (s *Session) Notices() []*pgwire.Notice {
 	n := s.notices
 	s.notices = nil
-	return n
+	min := noticeLevel(s.settings["client_min_messages"])
+	out := n[:0]
+	for _, x := range n {
+		if sev := strings.ToLower(x.Severity); sev == "info" || noticeLevel(sev) >= min {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// noticeLevel orders PostgreSQL's message levels (client_min_messages
+// values and notice severities); unknown ones rank as notice.
+func noticeLevel(level string) int {
+	switch level {
+	case "debug5", "debug4", "debug3", "debug2", "debug1", "debug":
+		return 0
+	case "log":
+		return 1
+	case "info":
+		return 2
+	case "warning":
+		return 4
+	case "error":
+		return 5
+	}
+	return 3 // notice
 }
 
 func (s *Session) notice(severity, code, format string, args ...any) {

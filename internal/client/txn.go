@@ -75,8 +75,16 @@ type TxnOptions struct {
 }
 
 // heartbeatInterval: how often a transaction with a status record
-// heartbeats it (records expire after txn.DefaultExpiry without one).
-const heartbeatInterval = time.Second
+// heartbeats it (records expire after the node's TxnExpiry without one:
+// txn.DefaultExpiry, 5 s, or 2 s in test clusters). A heartbeat that fails
+// or times out (heartbeatTimeout: a loaded status tablet, a leader change)
+// is retried after heartbeatRetry, so one slow call does not cost the
+// transaction its record.
+const (
+	heartbeatInterval = 500 * time.Millisecond
+	heartbeatTimeout  = time.Second
+	heartbeatRetry    = 50 * time.Millisecond
+)
 
 // Txn is a distributed transaction. Its methods must not be called
 // concurrently. Every Txn ends with Commit or Rollback.
@@ -227,7 +235,7 @@ func (tx *Txn) heartbeat(hbCtx context.Context, created bool) {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(hbCtx, heartbeatInterval)
+		ctx, cancel := context.WithTimeout(hbCtx, heartbeatTimeout)
 		op := tspb.TxnStatusRequest_HEARTBEAT
 		if !created {
 			op = tspb.TxnStatusRequest_CREATE
@@ -240,9 +248,11 @@ func (tx *Txn) heartbeat(hbCtx context.Context, created bool) {
 			tx.hbMu.Unlock()
 			return
 		}
-		if err == nil {
-			created = true
+		if err != nil {
+			t.Reset(heartbeatRetry)
+			continue
 		}
+		created = true
 		t.Reset(heartbeatInterval)
 	}
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // Deferred applies. After a commit the coordinator asks every participant
-// to apply the transaction's intents (TxnResolve APPLY), and nobody waits
-// for that. So the leader does not give each such apply a Raft entry of its
+// to apply the transaction's intents (an APPLY notification riding on its
+// next call to the node, or a TxnResolve), and nobody waits for that. So the leader does not give each such apply a Raft entry of its
 // own: it queues the (small) transaction, and the next entry it proposes
 // carries the apply in front of its own command (cmdApplyTxns); if none
 // comes within applyLinger, an entry of its own carries every queued apply.

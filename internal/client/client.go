@@ -44,6 +44,7 @@ type Client struct {
 	followerOffUntil atomic.Int64
 	data             dataConns // data streams to tservers
 	status           statusTable
+	resolves         resolveQueues // APPLY notifications waiting for a call to ride on
 }
 
 // Open returns a client of the cluster whose masters are cfg.Masters and
@@ -79,6 +80,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 
 // Close releases the client's connections (if it owns its pool).
 func (c *Client) Close() {
+	c.flushAllResolves()
 	c.closeData()
 	if c.ownPool {
 		c.pool.Close()

@@ -255,6 +255,9 @@ func (c *Client) dataCall(ctx context.Context, ts tspb.TabletServerClient, addr 
 	if err != nil {
 		return nil, err
 	}
+	if rs := c.takeResolves(addr); len(rs) > 0 {
+		req.Resolves = append(req.Resolves, rs...) // piggybacked applies (resolveq.go)
+	}
 	return ds.call(ctx, req)
 }
 

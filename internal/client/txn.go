@@ -916,7 +916,8 @@ func (tx *Txn) ReleaseSavepoint(name string) error {
 // ---- Commit and rollback ----
 
 // Commit commits the transaction: one write of its status record. The
-// participants apply the intents afterwards, in the background.
+// participants apply the intents afterwards, in the background: the
+// client tells them with its next calls to their nodes (resolveq.go).
 func (tx *Txn) Commit(ctx context.Context) error {
 	if err := tx.check(); err != nil {
 		return err
@@ -937,7 +938,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 		return &Error{Code: CodeTxnAborted, Op: "commit", Message: "transaction " + tx.id.String() + " was aborted"}
 	}
 	tx.c.clock.ForceUpdate(res.CommitTime)
-	tx.resolveAsync(&tspb.TxnResolveRequest{TxnId: tx.id[:], Kind: tspb.TxnResolveRequest_APPLY, CommitTime: uint64(res.CommitTime)})
+	tx.queueApplies(tx.id, res.CommitTime)
 	return nil
 }
 

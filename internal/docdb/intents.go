@@ -501,6 +501,7 @@ type intentWriter struct {
 	ht         hlc.Timestamp
 	key, index []byte
 	val        []byte
+	known      *KnownIntents // if not nil, records what is written
 }
 
 func (iw *intentWriter) put(k IntentKey, typ IntentType, wid uint32, iv intentValue) error {
@@ -509,6 +510,9 @@ func (iw *intentWriter) put(k IntentKey, typ IntentType, wid uint32, iv intentVa
 	iw.val = appendIntentValue(iw.val[:0], typ, iv)
 	if err := iw.w.Set(iw.key, iw.val, pebble.NoSync); err != nil {
 		return err
+	}
+	if iw.known != nil {
+		iw.known.add(iw.key, iw.val)
 	}
 	iw.index = txnIndexKey(iw.index[:0], iw.tablet, iw.txn, iw.key)
 	return iw.w.Set(iw.index, nil, pebble.NoSync)
@@ -526,6 +530,12 @@ func (iw *intentWriter) put(k IntentKey, typ IntentType, wid uint32, iv intentVa
 // stamps a distinct hybrid time on every Raft entry and puts the intents of
 // one transaction in an entry.
 func WriteIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestamp, ops []WriteOp, writeID uint32) error {
+	return WriteIntentsKnown(w, tablet, txn, ht, ops, writeID, nil)
+}
+
+// WriteIntentsKnown is WriteIntents that also adds the intents it writes to
+// known (when not nil), for ApplyKnownIntents.
+func WriteIntentsKnown(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestamp, ops []WriteOp, writeID uint32, known *KnownIntents) error {
 	if txn.IsZero() {
 		return errors.New("docdb: WriteIntents: zero transaction id")
 	}
@@ -538,7 +548,7 @@ func WriteIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestamp, o
 		}
 	}
 	return atomically(w, func(w pebble.Writer) error {
-		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht}
+		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht, known: known}
 		for i := range ops {
 			wid := writeID + uint32(i)
 			err := forEachWriteIntent(&ops[i], func(k IntentKey, typ IntentType, iv intentValue) error {
@@ -890,6 +900,78 @@ func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, co
 		}
 		_, err = removeRangeLocks(r, w, tablet, txn, func(uint32) bool { return true })
 		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// KnownIntents are intents of one transaction in one tablet as
+// WriteIntentsKnown wrote them (raw keys and values), kept by the caller so
+// that a small transaction's apply (ApplyKnownIntents) need not read them
+// back: no index scan, no iterator over the intents.
+type KnownIntents struct {
+	keys, vals [][]byte
+	bytes      int
+}
+
+func (k *KnownIntents) add(key, val []byte) {
+	k.keys = append(k.keys, append([]byte(nil), key...))
+	k.vals = append(k.vals, append([]byte(nil), val...))
+	k.bytes += len(key) + len(val)
+}
+
+// Len is the number of intents; Bytes the size of their keys and values.
+func (k *KnownIntents) Len() int   { return len(k.keys) }
+func (k *KnownIntents) Bytes() int { return k.bytes }
+
+// ApplyKnownIntents is ApplyIntents for a transaction whose intents in
+// tablet are exactly known (all of them, none since removed or applied),
+// and that has no range locks there: it writes the same versions and
+// deletes the same intents and index keys without reading anything. The
+// caller answers for known being complete; it must not be used again.
+func ApplyKnownIntents(w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, known *KnownIntents) (int, error) {
+	n := 0
+	err := atomically(w, func(w pebble.Writer) error {
+		var key, val, row, index []byte
+		for i, ik := range known.keys {
+			k, err := decodeIntentKey(ik)
+			if err != nil {
+				return err
+			}
+			if err := w.Delete(ik, pebble.NoSync); err != nil {
+				return err
+			}
+			index = txnIndexKey(index[:0], tablet, txn, ik)
+			if err := w.Delete(index, pebble.NoSync); err != nil {
+				return err
+			}
+			if k.typ != StrongWrite {
+				continue
+			}
+			raw := known.vals[i]
+			if len(raw) < txnIDLen || TxnID(raw[:txnIDLen]) != txn {
+				return corruptf("known intents of %s hold one of another transaction at %x", txn, ik)
+			}
+			tomb, hasTTL, ttl, enc, err := splitIntentPayload(raw[txnIDLen:])
+			if err != nil {
+				return err
+			}
+			row = append(append(row[:0], storage.DataPrefix), k.row[1:]...)
+			v := version{ht: commitHT, wid: k.wid}
+			if k.col == LivenessColumn {
+				key = rowVersionKey(key[:0], row, v)
+			} else {
+				key = columnVersionKey(key[:0], row, k.col, v)
+			}
+			val = appendStoredRaw(val[:0], tomb, hasTTL, expiryOf(commitHT, ttl), enc)
+			if err := w.Set(key, val, pebble.NoSync); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, err

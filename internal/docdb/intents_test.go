@@ -878,3 +878,61 @@ func TestApplyIntentsLargeRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyKnownIntentsMatchesApplyIntents checks, on seeded random
+// transactions written over several statements next to another
+// transaction's intents, that applying the intents WriteIntentsKnown
+// recorded leaves exactly the data, intents and index ApplyIntents leaves.
+func TestApplyKnownIntentsMatchesApplyIntents(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		read, known := openTestEngine(t), openTestEngine(t)
+		base := randomOps(rng, 5)
+		txnA, txnB := testTxn("a"), testTxn("b")
+		ops := randomOps(rng, 1+rng.Intn(25))
+		other := randomOps(rng, 5)
+		var k KnownIntents
+		for _, eng := range []*storage.Engine{read, known} {
+			if err := ApplyWriteBatch(eng, hlc.FromMicros(5e6, 0), &WriteBatch{Ops: base}); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteIntents(eng, 1, txnB, hlc.FromMicros(9e6, 0), other, 0); err != nil {
+				t.Fatal(err)
+			}
+			ts := int64(10e6)
+			r := rand.New(rand.NewSource(seed)) // the same statements in both
+			for i := 0; i < len(ops); {
+				n := 1 + r.Intn(len(ops)-i)
+				var kp *KnownIntents
+				if eng == known {
+					kp = &k
+				}
+				if err := WriteIntentsKnown(eng, 1, txnA, hlc.FromMicros(ts, 0), ops[i:i+n], uint32(i), kp); err != nil {
+					t.Fatal(err)
+				}
+				ts += 1e6
+				i += n
+			}
+		}
+		commit := hlc.FromMicros(50e6, 3)
+		if _, err := ApplyIntents(read, read, 1, txnA, commit); err != nil {
+			t.Fatal(err)
+		}
+		b := known.NewIndexedBatch()
+		if _, err := ApplyKnownIntents(b, 1, txnA, commit, &k); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, span := range []storage.Span{storage.DataSpan(), storage.IntentSpan(), storage.TxnIndexSpan()} {
+			got, want := engineKVs(t, known, span), engineKVs(t, read, span)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("seed %d: %s after ApplyKnownIntents differs from ApplyIntents:\n got %q\nwant %q", seed, span, got, want)
+			}
+		}
+		if ins, err := IntentsOf(known, 1, txnA); err != nil || len(ins) != 0 {
+			t.Fatalf("seed %d: intents of a after apply: %v %v", seed, ins, err)
+		}
+	}
+}

@@ -15,8 +15,8 @@ import (
 )
 
 // Deferred applies. After a commit the coordinator asks every participant
-// to apply the transaction's intents (TxnResolve APPLY), and nobody waits
-// for that. So the leader does not give each such apply a Raft entry of its
+// to apply the transaction's intents (an APPLY notification riding on its
+// next call to the node, or a TxnResolve), and nobody waits for that. So the leader does not give each such apply a Raft entry of its
 // own: it queues the (small) transaction, and the next entry it proposes
 // carries the apply in front of its own command (cmdApplyTxns); if none
 // comes within applyLinger, an entry of its own carries every queued apply.
@@ -66,15 +66,26 @@ type applyQueue struct {
 // large or waited for, in which case it applies at once (ApplyTxn). It
 // must run on the leader. Idempotent.
 func (t *Tablet) ApplyTxnLater(ctx context.Context, txn docdb.TxnID, commit hlc.Timestamp) error {
+	queued, err := t.QueueApply(ctx, txn, commit)
+	if err != nil || queued {
+		return err
+	}
+	return t.ApplyTxn(ctx, txn, commit)
+}
+
+// QueueApply is ApplyTxnLater without the apply at once: it reports false
+// (and does nothing) when txn must be applied at once (ApplyTxn), and true
+// when its apply is queued or it has no intents here.
+func (t *Tablet) QueueApply(ctx context.Context, txn docdb.TxnID, commit hlc.Timestamp) (bool, error) {
 	live, size, waited := t.txns.info(txn)
 	if !live {
-		return nil // applied or removed here already
+		return true, nil // applied or removed here already
 	}
 	if size > deferMaxIntents || waited {
-		return t.ApplyTxn(ctx, txn, commit)
+		return false, nil
 	}
 	if err := t.leaderReady(ctx); err != nil {
-		return err
+		return false, err
 	}
 	q := &t.applyQ
 	q.mu.Lock()
@@ -88,7 +99,7 @@ func (t *Tablet) ApplyTxnLater(ctx context.Context, txn docdb.TxnID, commit hlc.
 	if arm {
 		time.AfterFunc(time.Duration(applyLinger.Load()), t.flushApplies)
 	}
-	return nil
+	return true, nil
 }
 
 // queuedCommit returns the commit time of txn if its apply is queued here.

@@ -202,7 +202,8 @@ func (sm *stateMachine) applySplit(b *pebble.Batch, e consensus.Entry) any {
 	if _, err := docdb.SplitRangeLocks(b, b, t.desc.ID, key, left, right); err != nil {
 		return err
 	}
-	t.ranges.set(nil) // the children have them now
+	t.ranges.set(nil)   // the children have them now
+	t.txns.clearKnown() // the children load theirs from disk
 	parent := t.desc
 	parent.SplitInto = [2]uint64{left, right}
 	parent.SplitKey = key

@@ -185,6 +185,13 @@ type txnTracker struct {
 	// done: closed when the transaction's intents here are applied or
 	// removed (waiters of a wait queue).
 	done map[docdb.TxnID]chan struct{}
+	// known: the intents of small transactions as written here, all of
+	// them (see knownMax), so that their apply needs no reads
+	// (docdb.ApplyKnownIntents). A live transaction without an entry is
+	// applied from disk: it is larger, has row or range locks here, lost
+	// some intents to a savepoint rollback, or was loaded from disk (open,
+	// snapshot). Only the apply loop changes it.
+	known map[docdb.TxnID]*docdb.KnownIntents
 	// resolved during the current apply cycle: they stay live until
 	// PostApply, once the batch that applied or removed their intents is
 	// in the engine, then leave live and wake their waiters.
@@ -195,6 +202,57 @@ func (tr *txnTracker) init() {
 	tr.live = map[docdb.TxnID]time.Time{}
 	tr.size = map[docdb.TxnID]int{}
 	tr.done = map[docdb.TxnID]chan struct{}{}
+	tr.known = map[docdb.TxnID]*docdb.KnownIntents{}
+}
+
+// Limits of a transaction's known intents (txnTracker.known) per tablet.
+const (
+	knownMax      = 64
+	knownMaxBytes = 64 << 10
+)
+
+// knownFor returns where to record the intents txn is about to write
+// here: a new record for a transaction not live here, its record if it
+// has a complete one, nil otherwise (and always when the entry also takes
+// row or range locks, which ends the record).
+func (tr *txnTracker) knownFor(txn docdb.TxnID, locks bool) *docdb.KnownIntents {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if locks {
+		delete(tr.known, txn)
+		return nil
+	}
+	if _, live := tr.live[txn]; !live {
+		return &docdb.KnownIntents{}
+	}
+	return tr.known[txn]
+}
+
+// keepKnown stores k as txn's record unless it grew too large.
+func (tr *txnTracker) keepKnown(txn docdb.TxnID, k *docdb.KnownIntents) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if k.Len() > knownMax || k.Bytes() > knownMaxBytes {
+		delete(tr.known, txn)
+		return
+	}
+	tr.known[txn] = k
+}
+
+// takeKnown removes and returns txn's record (nil if none).
+func (tr *txnTracker) takeKnown(txn docdb.TxnID) *docdb.KnownIntents {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	k := tr.known[txn]
+	delete(tr.known, txn)
+	return k
+}
+
+// clearKnown forgets every record (the intents moved or were reloaded).
+func (tr *txnTracker) clearKnown() {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	clear(tr.known)
 }
 
 // info reports whether txn is live here, its size, and whether someone
@@ -258,6 +316,7 @@ func (tr *txnTracker) wake() {
 	for _, txn := range tr.resolved {
 		delete(tr.live, txn)
 		delete(tr.size, txn)
+		delete(tr.known, txn)
 		if ch := tr.done[txn]; ch != nil {
 			close(ch)
 			delete(tr.done, txn)
@@ -287,6 +346,7 @@ func (t *Tablet) loadTxns() error {
 	now := time.Now()
 	clear(t.txns.live)
 	clear(t.txns.size)
+	clear(t.txns.known)
 	for _, id := range txns {
 		t.txns.addLocked(id, now, deferMaxIntents+1)
 	}
@@ -449,9 +509,15 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		t.clock.ForceUpdate(ht)
 		if len(ops) > 0 {
-			if err := docdb.WriteIntents(b, t.desc.ID, txn, ht, ops, wid); err != nil {
+			known := t.txns.knownFor(txn, len(locks) > 0 || len(spans) > 0)
+			if err := docdb.WriteIntentsKnown(b, t.desc.ID, txn, ht, ops, wid, known); err != nil {
 				return err
 			}
+			if known != nil {
+				t.txns.keepKnown(txn, known)
+			}
+		} else if len(locks) > 0 || len(spans) > 0 {
+			t.txns.knownFor(txn, true)
 		}
 		if len(locks) > 0 {
 			if err := docdb.WriteLockIntents(b, t.desc.ID, txn, ht, locks, wid+uint32(len(ops))); err != nil {
@@ -488,6 +554,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		var txn docdb.TxnID
 		copy(txn[:], data[1:])
+		t.txns.takeKnown(txn) // some or all of its intents go
 		var err error
 		if from := binary.BigEndian.Uint32(data[18:]); data[17] == 1 && from > 0 {
 			// Everything from write id `from` on: after the last id
@@ -516,7 +583,11 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 // (into the apply batch b).
 func (t *Tablet) applyCommitted(b *pebble.Batch, txn docdb.TxnID, commit hlc.Timestamp) error {
 	t.clock.ForceUpdate(commit)
-	if _, err := docdb.ApplyIntents(b, b, t.desc.ID, txn, commit); err != nil {
+	if known := t.txns.takeKnown(txn); known != nil && !t.ranges.has(txn) {
+		if _, err := docdb.ApplyKnownIntents(b, t.desc.ID, txn, commit, known); err != nil {
+			return err
+		}
+	} else if _, err := docdb.ApplyIntents(b, b, t.desc.ID, txn, commit); err != nil {
 		return err
 	}
 	if t.ranges.has(txn) {

@@ -93,6 +93,11 @@ func (s *service) Data(stream pb.TabletServer_DataServer) error {
 // serveData runs one call of the data stream.
 func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataResponse {
 	out := &pb.DataResponse{Id: req.GetId()}
+	// Before the call, so that an apply of the tablet the call writes
+	// rides on the call's own Raft entry.
+	for _, r := range req.GetResolves() {
+		s.n.piggybackedApply(r)
+	}
 	switch r := req.GetReq().(type) {
 	case *pb.DataRequest_Read:
 		resp, _ := s.Read(ctx, r.Read)

@@ -2,6 +2,7 @@ package tserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -191,6 +192,46 @@ func (s *service) TxnResolve(ctx context.Context, req *pb.TxnResolveRequest) (*p
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
 }
+
+// piggybackedApply handles an APPLY notification that rode on a data
+// stream call (DataRequest.resolves): it queues the apply on the tablet
+// (tablet.QueueApply), or applies a transaction that must be applied at
+// once in the background, so that the call it rode on does not wait. It
+// answers nobody: a failure is a lost TxnResolve, resolved from the status
+// record by the tablet's readers, writers or cleanup loop.
+func (n *Node) piggybackedApply(req *pb.TxnResolveRequest) {
+	if req.GetKind() != pb.TxnResolveRequest_APPLY || req.GetCommitTime() == 0 {
+		return
+	}
+	tb, err := n.dataTablet(req.GetClientTime(), req.GetTabletId())
+	if err != nil {
+		return
+	}
+	id, err := txnID(req.GetTxnId())
+	if err != nil {
+		return
+	}
+	commit := hlc.Timestamp(req.GetCommitTime())
+	// A leader still in its clock-offset wait fails at once (the context
+	// is done); the apply then waits in the background, as one that must
+	// not be deferred does.
+	queued, err := tb.QueueApply(doneCtx, id, commit)
+	if queued || (err != nil && !errors.Is(err, context.Canceled)) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = tb.ApplyTxnLater(ctx, id, commit)
+	}()
+}
+
+// doneCtx is a context that has ended.
+var doneCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.TxnStatusResponse, error) {
 	n := s.n

@@ -3210,7 +3210,13 @@ type DataRequest struct {
 	//	*DataRequest_TxnWrite
 	//	*DataRequest_TxnResolve
 	//	*DataRequest_TxnStatus
-	Req           isDataRequest_Req `protobuf_oneof:"req"`
+	Req isDataRequest_Req `protobuf_oneof:"req"`
+	// resolves: APPLY notifications of committed transactions (TxnResolve
+	// requests of kind APPLY) riding on this call, handled before it and
+	// never answered; a lost one is a lost TxnResolve (the participants'
+	// readers, writers and cleanup loop resolve the intents from the status
+	// record). Other kinds are ignored.
+	Resolves      []*TxnResolveRequest `protobuf:"bytes,10,rep,name=resolves,proto3" json:"resolves,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3323,6 +3329,13 @@ func (x *DataRequest) GetTxnStatus() *TxnStatusRequest {
 		if x, ok := x.Req.(*DataRequest_TxnStatus); ok {
 			return x.TxnStatus
 		}
+	}
+	return nil
+}
+
+func (x *DataRequest) GetResolves() []*TxnResolveRequest {
+	if x != nil {
+		return x.Resolves
 	}
 	return nil
 }
@@ -3820,7 +3833,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\aLEARNER\x10\x02\x12\r\n" +
 	"\tCANDIDATE\x10\x03\"N\n" +
 	"\x13ListTabletsResponse\x127\n" +
-	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\xc6\x03\n" +
+	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\x86\x04\n" +
 	"\vDataRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
@@ -3833,7 +3846,9 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vtxn_resolve\x18\b \x01(\v2\".shaledb.tserver.TxnResolveRequestH\x00R\n" +
 	"txnResolve\x12B\n" +
 	"\n" +
-	"txn_status\x18\t \x01(\v2!.shaledb.tserver.TxnStatusRequestH\x00R\ttxnStatusB\x05\n" +
+	"txn_status\x18\t \x01(\v2!.shaledb.tserver.TxnStatusRequestH\x00R\ttxnStatus\x12>\n" +
+	"\bresolves\x18\n" +
+	" \x03(\v2\".shaledb.tserver.TxnResolveRequestR\bresolvesB\x05\n" +
 	"\x03req\"\x97\x03\n" +
 	"\fDataResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x123\n" +
@@ -4000,45 +4015,46 @@ var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	26, // 47: shaledb.tserver.DataRequest.txn_write:type_name -> shaledb.tserver.TxnWriteRequest
 	28, // 48: shaledb.tserver.DataRequest.txn_resolve:type_name -> shaledb.tserver.TxnResolveRequest
 	30, // 49: shaledb.tserver.DataRequest.txn_status:type_name -> shaledb.tserver.TxnStatusRequest
-	21, // 50: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
-	18, // 51: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
-	25, // 52: shaledb.tserver.DataResponse.scan:type_name -> shaledb.tserver.ScanResponse
-	27, // 53: shaledb.tserver.DataResponse.txn_write:type_name -> shaledb.tserver.TxnWriteResponse
-	29, // 54: shaledb.tserver.DataResponse.txn_resolve:type_name -> shaledb.tserver.TxnResolveResponse
-	31, // 55: shaledb.tserver.DataResponse.txn_status:type_name -> shaledb.tserver.TxnStatusResponse
-	17, // 56: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
-	19, // 57: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
-	22, // 58: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
-	32, // 59: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
-	47, // 60: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
-	26, // 61: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
-	28, // 62: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
-	30, // 63: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
-	34, // 64: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
-	36, // 65: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
-	38, // 66: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
-	40, // 67: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
-	42, // 68: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
-	44, // 69: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
-	18, // 70: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
-	21, // 71: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
-	25, // 72: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
-	33, // 73: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
-	48, // 74: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
-	27, // 75: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
-	29, // 76: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
-	31, // 77: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
-	35, // 78: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
-	37, // 79: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
-	39, // 80: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
-	41, // 81: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
-	43, // 82: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
-	46, // 83: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
-	70, // [70:84] is the sub-list for method output_type
-	56, // [56:70] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	28, // 50: shaledb.tserver.DataRequest.resolves:type_name -> shaledb.tserver.TxnResolveRequest
+	21, // 51: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
+	18, // 52: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
+	25, // 53: shaledb.tserver.DataResponse.scan:type_name -> shaledb.tserver.ScanResponse
+	27, // 54: shaledb.tserver.DataResponse.txn_write:type_name -> shaledb.tserver.TxnWriteResponse
+	29, // 55: shaledb.tserver.DataResponse.txn_resolve:type_name -> shaledb.tserver.TxnResolveResponse
+	31, // 56: shaledb.tserver.DataResponse.txn_status:type_name -> shaledb.tserver.TxnStatusResponse
+	17, // 57: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
+	19, // 58: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
+	22, // 59: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
+	32, // 60: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
+	47, // 61: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
+	26, // 62: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
+	28, // 63: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
+	30, // 64: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
+	34, // 65: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
+	36, // 66: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
+	38, // 67: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
+	40, // 68: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
+	42, // 69: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
+	44, // 70: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
+	18, // 71: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
+	21, // 72: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
+	25, // 73: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
+	33, // 74: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
+	48, // 75: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
+	27, // 76: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
+	29, // 77: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
+	31, // 78: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
+	35, // 79: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
+	37, // 80: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
+	39, // 81: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
+	41, // 82: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
+	43, // 83: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
+	46, // 84: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
+	71, // [71:85] is the sub-list for method output_type
+	57, // [57:71] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_internal_tserver_tserverpb_tserver_proto_init() }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -146,16 +147,53 @@ func (c *Client) getTable(ctx context.Context, req *masterpb.GetTableRequest) (*
 // CreateTable creates a table (DDL passthrough to the master leader).
 func (c *Client) CreateTable(ctx context.Context, req *masterpb.CreateTableRequest) (*masterpb.TableInfo, error) {
 	var info *masterpb.TableInfo
+	attempts := 0
 	err := c.masterCall(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
+		attempts++
 		r, err := mc.CreateTable(ctx, req)
 		info = r.GetTable()
 		return r.GetError(), err
 	})
+	if err != nil && attempts > 1 && IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
+		// A retry after an attempt whose answer was lost may find the
+		// table that attempt created: that is success, not a clash.
+		if mine, ok := c.createdByRequest(ctx, req); ok {
+			info, err = mine, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	c.cache.forgetName(req.GetNamespace(), req.GetName())
 	return info, nil
+}
+
+// createdByRequest returns the table req names if it is the one req
+// describes (same schema and SQL metadata).
+func (c *Client) createdByRequest(ctx context.Context, req *masterpb.CreateTableRequest) (*masterpb.TableInfo, bool) {
+	r, err := c.getTable(ctx, &masterpb.GetTableRequest{Namespace: req.GetNamespace(), Name: req.GetName()})
+	if err != nil {
+		return nil, false
+	}
+	t := r.GetTable()
+	if !bytes.Equal(t.GetSqlMetadata(), req.GetSqlMetadata()) || !sameColumns(t.GetSchema(), req.GetSchema()) {
+		return nil, false
+	}
+	return t, true
+}
+
+// sameColumns compares two schemas' columns by id, name and type.
+func sameColumns(a, b *masterpb.Schema) bool {
+	ac, bc := a.GetColumns(), b.GetColumns()
+	if len(ac) != len(bc) {
+		return false
+	}
+	for i := range ac {
+		if ac[i].GetId() != bc[i].GetId() || ac[i].GetName() != bc[i].GetName() || ac[i].GetType() != bc[i].GetType() {
+			return false
+		}
+	}
+	return true
 }
 
 // DropTable drops a table; with ifExists a missing table is no error.

@@ -91,6 +91,10 @@ type Scan struct {
 	// LimitHint, when positive, is how many rows the consumer needs at
 	// most (a LIMIT with nothing in between that filters).
 	LimitHint int
+	// Projected: the query reads only the columns in Needed (table column
+	// indexes) of the scan's rows; the others may be left NULL.
+	Projected bool
+	Needed    []int
 	cols      []Column
 }
 

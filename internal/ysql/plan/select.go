@@ -288,8 +288,9 @@ func (b *Binder) limit(s *pg.SelectStmt, n Node, parent *scope) (Node, error) {
 	return l, nil
 }
 
-// limitable finds a Scan whose rows reach the limit unfiltered and in
-// order.
+// limitable finds a Scan whose rows reach the limit in order, unfiltered
+// or filtered only by conjuncts the tablets evaluate (the scan then asks
+// the tablets for that many qualifying rows).
 func limitable(n Node) (*Scan, bool) {
 	switch x := n.(type) {
 	case *Project:
@@ -297,7 +298,7 @@ func limitable(n Node) (*Scan, bool) {
 	case *Truncate:
 		return limitable(x.Input)
 	case *Scan:
-		return x, x.Filter == nil
+		return x, x.Filter == nil || FullyRemote(x)
 	}
 	return nil, false
 }

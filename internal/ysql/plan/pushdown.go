@@ -1,0 +1,267 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Remote filters: the WHERE conjuncts of a table scan that the tablets can
+// evaluate exactly as PostgreSQL would (client.Filter / docdb.Pred). A
+// conjunct is pushed when it is built only of
+//
+//	col op value      op one of = <> < <= > >=, value independent of the row
+//	col [NOT] IN (values...)
+//	col IS [NOT] NULL
+//	boolcol           (col = true)
+//	AND, OR, NOT of the above
+//
+// and every compared column has a type whose storage order is PostgreSQL's
+// order for the comparison (RemoteType): integers (any widths: the value
+// is converted to the column's width at run time, and a conjunct whose
+// value does not fit stays here), bool, date, time, timestamp,
+// timestamptz, uuid, bytea, text and varchar (PostgreSQL's "C" collation:
+// bytewise, as the storage). Floats (NaN, -0), numeric (NaN, infinities),
+// bpchar (padding), intervals and json are evaluated here. The rest of the
+// WHERE clause is evaluated over the rows the tablets return. A pushed
+// conjunct whose values cannot be converted at run time (an error while
+// evaluating them, an integer out of the column's range, a timestamp out of
+// storage range) is evaluated here instead.
+
+// RemoteOp is the kind of a RemotePred.
+type RemoteOp int
+
+// Remote predicate kinds.
+const (
+	RemoteAnd RemoteOp = iota + 1
+	RemoteOr
+	RemoteNot
+	RemoteCmp       // Col Cmp Vals[0]
+	RemoteIsNull    // Col IS NULL
+	RemoteIsNotNull // Col IS NOT NULL
+	RemoteIn        // Col IN (Vals...)
+)
+
+// RemotePred is a conjunct (or a part of one) in the form the tablets
+// evaluate; E is the expression it stands for.
+type RemotePred struct {
+	Op   RemoteOp
+	Args []*RemotePred
+	Col  int    // table column index
+	Cmp  string // = <> < <= > >=
+	Vals []Expr // row-independent values
+	E    Expr
+}
+
+// SplitFilter splits the filter of a full or key-range scan into the
+// conjuncts the tablets can evaluate and the rest. Index scans and point
+// gets push nothing.
+func SplitFilter(s *Scan) (remote []*RemotePred, local []Expr) {
+	if s.Filter == nil {
+		return nil, nil
+	}
+	cs := conjuncts(s.Filter, nil)
+	if s.Access.Index != nil || s.Access.Kind == PointGet {
+		return nil, cs
+	}
+	for _, c := range cs {
+		if p, ok := remoteForm(s, c); ok {
+			remote = append(remote, p)
+		} else {
+			local = append(local, c)
+		}
+	}
+	return remote, local
+}
+
+// FullyRemote reports whether the tablets can evaluate the whole filter of
+// s (true when there is none).
+func FullyRemote(s *Scan) bool {
+	_, local := SplitFilter(s)
+	return len(local) == 0
+}
+
+// RemoteType reports whether comparisons of a column of type t can be
+// evaluated on its storage values exactly.
+func RemoteType(t types.T) bool {
+	switch t.OID {
+	case types.OIDInt2, types.OIDInt4, types.OIDInt8, types.OIDBool, types.OIDDate, types.OIDTime,
+		types.OIDTimestamp, types.OIDTimestampTZ, types.OIDUUID, types.OIDBytea, types.OIDText, types.OIDVarchar:
+		return true
+	}
+	return false
+}
+
+func intWidth(oid uint32) int {
+	switch oid {
+	case types.OIDInt2:
+		return 2
+	case types.OIDInt4:
+		return 4
+	case types.OIDInt8:
+		return 8
+	}
+	return 0
+}
+
+func isTextOID(oid uint32) bool { return oid == types.OIDText || oid == types.OIDVarchar }
+
+// remoteColumn matches a column of s's table, possibly under a cast that
+// keeps its values (varchar to text, integer widening).
+func remoteColumn(s *Scan, e Expr) (int, bool) {
+	switch x := e.(type) {
+	case *ColRef:
+		if x.Idx >= len(s.Table.Columns) || !RemoteType(s.Table.Columns[x.Idx].Type) {
+			return 0, false
+		}
+		return x.Idx, true
+	case *Cast:
+		idx, ok := remoteColumn(s, x.E)
+		if !ok {
+			return 0, false
+		}
+		from, to := s.Table.Columns[idx].Type.OID, x.T.OID
+		if to == types.OIDText && isTextOID(from) {
+			return idx, true
+		}
+		if fw, tw := intWidth(from), intWidth(to); fw > 0 && tw >= fw {
+			return idx, true
+		}
+	}
+	return 0, false
+}
+
+// comparable reports whether a value of type vt compares with column
+// values of type ct as their storage values do.
+func comparable(ct, vt types.T) bool {
+	switch {
+	case intWidth(ct.OID) > 0:
+		return intWidth(vt.OID) > 0
+	case isTextOID(ct.OID):
+		return isTextOID(vt.OID)
+	}
+	return ct.OID == vt.OID
+}
+
+var flipCmp = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+func remoteForm(s *Scan, e Expr) (*RemotePred, bool) {
+	switch x := e.(type) {
+	case *And:
+		l, ok1 := remoteForm(s, x.L)
+		r, ok2 := remoteForm(s, x.R)
+		return &RemotePred{Op: RemoteAnd, Args: []*RemotePred{l, r}, E: e}, ok1 && ok2
+	case *Or:
+		l, ok1 := remoteForm(s, x.L)
+		r, ok2 := remoteForm(s, x.R)
+		return &RemotePred{Op: RemoteOr, Args: []*RemotePred{l, r}, E: e}, ok1 && ok2
+	case *Not:
+		a, ok := remoteForm(s, x.E)
+		return &RemotePred{Op: RemoteNot, Args: []*RemotePred{a}, E: e}, ok
+	case *ColRef:
+		if x.Idx < len(s.Table.Columns) && s.Table.Columns[x.Idx].Type.OID == types.OIDBool {
+			return &RemotePred{Op: RemoteCmp, Col: x.Idx, Cmp: "=", Vals: []Expr{&Const{T: tBool, D: types.DBool(true)}}, E: e}, true
+		}
+	case *IsNull:
+		if cr, ok := x.E.(*ColRef); ok && cr.Idx < len(s.Table.Columns) {
+			op := RemoteIsNull
+			if x.Not {
+				op = RemoteIsNotNull
+			}
+			return &RemotePred{Op: op, Col: cr.Idx, E: e}, true
+		}
+	case *BinOp:
+		if x.NullOK {
+			return nil, false
+		}
+		op, known := flipCmp[x.Name]
+		if !known {
+			return nil, false
+		}
+		if idx, ok := remoteColumn(s, x.L); ok && rowIndependent(x.R) && comparable(s.Table.Columns[idx].Type, x.R.Type()) {
+			return &RemotePred{Op: RemoteCmp, Col: idx, Cmp: flipCmp[flipCmp[x.Name]], Vals: []Expr{x.R}, E: e}, true
+		}
+		if idx, ok := remoteColumn(s, x.R); ok && rowIndependent(x.L) && comparable(s.Table.Columns[idx].Type, x.L.Type()) {
+			return &RemotePred{Op: RemoteCmp, Col: idx, Cmp: op, Vals: []Expr{x.L}, E: e}, true
+		}
+	case *InList:
+		idx, ok := remoteColumn(s, x.E)
+		if !ok {
+			return nil, false
+		}
+		for i, v := range x.List {
+			if !rowIndependent(v) || !comparable(s.Table.Columns[idx].Type, v.Type()) || x.Eq[i].Name != "=" {
+				return nil, false
+			}
+		}
+		p := &RemotePred{Op: RemoteIn, Col: idx, Vals: x.List, E: e}
+		if x.Not {
+			return &RemotePred{Op: RemoteNot, Args: []*RemotePred{p}, E: e}, true
+		}
+		return p, true
+	}
+	return nil, false
+}
+
+// FormatRemote renders remote conjuncts for EXPLAIN, e.g. ((v > 10) AND
+// (s IS NULL)).
+func FormatRemote(s *Scan, ps []*RemotePred) string {
+	if len(ps) == 1 {
+		return ps[0].format(s)
+	}
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.format(s)
+	}
+	return "(" + strings.Join(parts, " AND ") + ")"
+}
+
+func (p *RemotePred) format(s *Scan) string {
+	col := func() string { return s.Table.Columns[p.Col].Name }
+	switch p.Op {
+	case RemoteAnd, RemoteOr:
+		sep := map[RemoteOp]string{RemoteAnd: " AND ", RemoteOr: " OR "}[p.Op]
+		return "(" + p.Args[0].format(s) + sep + p.Args[1].format(s) + ")"
+	case RemoteNot:
+		return "(NOT " + p.Args[0].format(s) + ")"
+	case RemoteIsNull:
+		return "(" + col() + " IS NULL)"
+	case RemoteIsNotNull:
+		return "(" + col() + " IS NOT NULL)"
+	case RemoteIn:
+		vals := make([]string, len(p.Vals))
+		for i, v := range p.Vals {
+			vals[i] = formatValue(v)
+		}
+		return "(" + col() + " IN (" + strings.Join(vals, ", ") + "))"
+	}
+	return fmt.Sprintf("(%s %s %s)", col(), p.Cmp, formatValue(p.Vals[0]))
+}
+
+func formatValue(e Expr) string {
+	switch x := e.(type) {
+	case *Const:
+		if x.D.Null {
+			return "NULL"
+		}
+		txt := types.FormatText(x.D, x.T, time.UTC)
+		switch x.T.Family() {
+		case types.FamInt:
+			return txt
+		case types.FamBool:
+			return map[bool]string{true: "true", false: "false"}[x.D.Bool()]
+		}
+		return "'" + strings.ReplaceAll(txt, "'", "''") + "'"
+	case *Param:
+		return fmt.Sprintf("$%d", x.Idx+1)
+	case *Cast:
+		return formatValue(x.E)
+	case *FuncExpr:
+		if len(x.Args) == 0 {
+			return x.Name + "()"
+		}
+	}
+	return "(value)"
+}

@@ -265,3 +265,133 @@ func formatValue(e Expr) string {
 	}
 	return "(value)"
 }
+
+// pushIntoJoin moves the WHERE conjuncts over a join that read only one
+// side's columns into that side (its scan's filter, where the access path
+// and the tablets can use them): any side of an inner join, the preserved
+// side of a left or right join (the other side's rows are NULL-extended
+// after the join, so a filter there would change the result). It returns
+// the conjuncts that stay over the join (nil: none).
+func (b *Binder) pushIntoJoin(j *Join, cond Expr) Expr {
+	nl := len(j.Left.Columns())
+	total := nl + len(j.Right.Columns())
+	var rest Expr
+	for _, c := range conjuncts(cond, nil) {
+		if (j.Kind == InnerJoin || j.Kind == LeftJoin) && filterable(j.Left) {
+			if e, ok := shiftColumns(c, 0, nl, 0); ok {
+				j.Left = b.addFilter(j.Left, e)
+				continue
+			}
+		}
+		if (j.Kind == InnerJoin || j.Kind == RightJoin) && filterable(j.Right) {
+			if e, ok := shiftColumns(c, nl, total, nl); ok {
+				j.Right = b.addFilter(j.Right, e)
+				continue
+			}
+		}
+		rest = and(rest, c)
+	}
+	return rest
+}
+
+// filterable: join inputs a conjunct may move into (tables and joins of
+// them).
+func filterable(n Node) bool {
+	switch x := n.(type) {
+	case *Scan:
+		return true
+	case *Join:
+		return filterable(x.Left) && filterable(x.Right)
+	case *Filter:
+		return filterable(x.Input)
+	}
+	return false
+}
+
+// shiftColumns rewrites e, whose column references must all lie in [lo,
+// hi), to read them at idx-delta. ok is false when e reads a column outside
+// the range or holds an expression it does not know (subqueries, volatile
+// functions): e then stays where it is.
+func shiftColumns(e Expr, lo, hi, delta int) (Expr, bool) {
+	all := func(es []Expr) ([]Expr, bool) {
+		out := make([]Expr, len(es))
+		for i, x := range es {
+			var ok bool
+			if out[i], ok = shiftColumns(x, lo, hi, delta); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	two := func(l, r Expr) (Expr, Expr, bool) {
+		l2, ok1 := shiftColumns(l, lo, hi, delta)
+		r2, ok2 := shiftColumns(r, lo, hi, delta)
+		return l2, r2, ok1 && ok2
+	}
+	switch x := e.(type) {
+	case nil:
+		return nil, true
+	case *ColRef:
+		if x.Idx < lo || x.Idx >= hi {
+			return nil, false
+		}
+		cp := *x
+		cp.Idx -= delta
+		return &cp, true
+	case *Const, *Param, *OuterRef:
+		return e, true
+	case *Cast:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		cp := *x
+		cp.E = in
+		return &cp, ok
+	case *BinOp:
+		cp := *x
+		var ok bool
+		cp.L, cp.R, ok = two(x.L, x.R)
+		return &cp, ok
+	case *UnOp:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		cp := *x
+		cp.E = in
+		return &cp, ok
+	case *FuncExpr:
+		if x.Volatile {
+			return nil, false
+		}
+		args, ok := all(x.Args)
+		cp := *x
+		cp.Args = args
+		return &cp, ok
+	case *And:
+		l, r, ok := two(x.L, x.R)
+		return &And{L: l, R: r}, ok
+	case *Or:
+		l, r, ok := two(x.L, x.R)
+		return &Or{L: l, R: r}, ok
+	case *Not:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		return &Not{E: in}, ok
+	case *IsNull:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		return &IsNull{E: in, Not: x.Not}, ok
+	case *BoolTest:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		cp := *x
+		cp.E = in
+		return &cp, ok
+	case *InList:
+		// Eq's operands are not evaluated (only its Fn): E and List are.
+		in, ok1 := shiftColumns(x.E, lo, hi, delta)
+		list, ok2 := all(x.List)
+		cp := *x
+		cp.E, cp.List = in, list
+		return &cp, ok1 && ok2
+	case *Distinct:
+		cp := *x
+		var ok bool
+		cp.L, cp.R, ok = two(x.L, x.R)
+		return &cp, ok
+	}
+	return nil, false
+}

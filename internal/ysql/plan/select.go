@@ -479,6 +479,10 @@ func (b *Binder) addFilter(n Node, cond Expr) Node {
 	case *VirtualScan:
 		x.Filter = and(x.Filter, cond)
 		return x
+	case *Join:
+		if cond = b.pushIntoJoin(x, cond); cond == nil {
+			return x
+		}
 	}
 	return &Filter{Input: n, Cond: cond}
 }

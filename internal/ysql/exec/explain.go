@@ -125,8 +125,8 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		if x.Lock != plan.NoLock {
 			detail("Row locks: %s", map[plan.LockStrength]string{plan.LockShare: "FOR SHARE", plan.LockUpdate: "FOR UPDATE"}[x.Lock])
 		}
-		if x.LimitHint > 0 && (x.Filter == nil || pushdown && !local && x.Lock == plan.NoLock) {
-			detail("Remote Limit: %d", x.LimitHint)
+		if x.LimitHint != nil && (x.Filter == nil || pushdown && !local && x.Lock == plan.NoLock) {
+			detail("Remote Limit: %s", plan.FormatLimit(x.LimitHint, x.OffsetHint))
 		}
 	case *plan.VirtualScan:
 		add("Catalog Scan on %s.%s", x.Table.Schema, x.Table.Name)

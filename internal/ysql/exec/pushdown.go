@@ -315,3 +315,30 @@ func projection(s *plan.Scan) []string {
 	}
 	return names
 }
+
+// limitHint is how many rows a scan under a LIMIT needs (LIMIT plus
+// OFFSET), 0 when it cannot tell (no LIMIT, LIMIT NULL or 0, a value that
+// fails to evaluate or is negative: the Limit node reports it).
+func (r *runner) limitHint(s *plan.Scan) int {
+	if s.LimitHint == nil {
+		return 0
+	}
+	c, err := s.LimitHint.Eval(r.ec, nil)
+	if err != nil || c.Null || c.I <= 0 {
+		return 0
+	}
+	n := c.I
+	if s.OffsetHint != nil {
+		o, err := s.OffsetHint.Eval(r.ec, nil)
+		if err != nil || !o.Null && o.I < 0 {
+			return 0
+		}
+		if !o.Null {
+			n += o.I
+		}
+	}
+	if n <= 0 || n > 1<<30 {
+		return 0
+	}
+	return int(n)
+}

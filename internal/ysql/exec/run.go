@@ -640,8 +640,8 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		}
 		// The limit goes to the tablets when they evaluate the whole
 		// filter (a locking scan keeps its filter here).
-		if s.LimitHint > 0 && (s.Filter == nil || filter == nil && s.Lock == plan.NoLock) {
-			opts.Limit = s.LimitHint
+		if s.Filter == nil || filter == nil && s.Lock == plan.NoLock {
+			opts.Limit = r.limitHint(s)
 		}
 		if s.Access.Kind == plan.KeyRange {
 			ok, err := r.rangeBounds(s, &opts)

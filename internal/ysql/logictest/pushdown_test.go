@@ -59,6 +59,7 @@ func TestPushdownFigures(t *testing.T) {
 		{`SELECT * FROM pdt WHERE v = $1`, []any{123}},
 		{`SELECT k, v FROM pdt WHERE v IN ($1, $2) OR v IS NULL`, []any{7, 8}},
 		{`SELECT k FROM pdt WHERE v > $1 LIMIT 10`, []any{10}},
+		{`SELECT k FROM pdt WHERE v > $1 LIMIT $2 OFFSET $3`, []any{10, 10, 5}},
 		{`SELECT k FROM pdt WHERE s = $1 AND v < $2`, []any{"s1", 3}},
 	}
 	// One run of q in the mode: its rows (sorted) and time.

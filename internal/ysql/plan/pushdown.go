@@ -395,3 +395,19 @@ func shiftColumns(e Expr, lo, hi, delta int) (Expr, bool) {
 	}
 	return nil, false
 }
+
+// FormatLimit renders a scan's limit for EXPLAIN: the number of rows when
+// LIMIT and OFFSET are constants, else LIMIT + OFFSET as written ($1 + 10).
+func FormatLimit(limit, offset Expr) string {
+	lc, ok1 := limit.(*Const)
+	oc, ok2 := offset.(*Const)
+	switch {
+	case ok1 && offset == nil:
+		return formatValue(lc)
+	case ok1 && ok2 && !lc.D.Null && !oc.D.Null:
+		return fmt.Sprint(lc.D.I + oc.D.I)
+	case offset == nil:
+		return formatValue(limit)
+	}
+	return formatValue(limit) + " + " + formatValue(offset)
+}

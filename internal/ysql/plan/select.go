@@ -280,9 +280,9 @@ func (b *Binder) limit(s *pg.SelectStmt, n Node, parent *scope) (Node, error) {
 			l.Offset = e
 		}
 	}
-	if c, ok := l.Count.(*Const); ok && l.Offset == nil && !c.D.Null {
+	if l.Count != nil && rowIndependent(l.Count) && (l.Offset == nil || rowIndependent(l.Offset)) {
 		if sc, ok := limitable(n); ok {
-			sc.LimitHint = int(c.D.I)
+			sc.LimitHint, sc.OffsetHint = l.Count, l.Offset
 		}
 	}
 	return l, nil

@@ -361,8 +361,11 @@ func (rr *rowReader) readRow(rowKey []byte) (Row, bool, error) {
 	}
 	if rr.cols != nil && rl.markerLive {
 		// The marker proves existence: only the projected columns matter.
+		// Past the row-level versions the iterator is on the first key at
+		// or above the row's columns.
+		landed := rl.pastRowLevel
 		for _, col := range rr.cols {
-			if err := rr.readColumn(rowKey, col, rl, emit); err != nil {
+			if err := rr.readColumn(rowKey, col, rl, emit, &landed); err != nil {
 				return Row{}, false, err
 			}
 		}
@@ -397,10 +400,16 @@ func (rr *rowReader) visibleColumn(col uint32, v version, rl rowLevel, emit emit
 	return emit(col, v, sv)
 }
 
-func (rr *rowReader) readColumn(rowKey []byte, col uint32, rl rowLevel, emit emitFunc) error {
+// readColumn reads the visible version of a column of the row. landed
+// says that the iterator is on the first key at or above some key below
+// this column's versions (the row's columns, or the previous column read:
+// the projection is sorted); readColumn leaves it so for the next one.
+func (rr *rowReader) readColumn(rowKey []byte, col uint32, rl rowLevel, emit emitFunc, landed *bool) error {
 	rr.seekBuf = columnVersionKey(rr.seekBuf[:0], rowKey, col, rr.readVer)
 	prefixLen := len(rowKey) + columnSubKeyLen
-	if !rr.it.SeekGE(rr.seekBuf) {
+	ok := rr.seekForward(rr.seekBuf, rowKey, *landed)
+	*landed = true
+	if !ok {
 		return rr.it.Error()
 	}
 	key := rr.it.Key()
@@ -412,6 +421,32 @@ func (rr *rowReader) readColumn(rowKey []byte, col uint32, rl rowLevel, emit emi
 		return err
 	}
 	return rr.visibleColumn(col, v, rl, emit)
+}
+
+// seekForward moves the iterator to the first key at or above target, as
+// SeekGE does, without the seek when it can: landed says the iterator is on
+// the first key at or above some key below target, so if it is at or above
+// target it is where the seek would land. When it is inside the row below
+// target (a projection reads the row's columns in order, so the next one
+// is usually a key or two further on) it tries nextTries Nexts first: the
+// first key at or above target met going forward is where the seek lands,
+// and a Next is much cheaper than a seek.
+func (rr *rowReader) seekForward(target, rowKey []byte, landed bool) bool {
+	it := rr.it
+	if landed && it.Valid() && bytes.Compare(it.Key(), target) >= 0 {
+		return true
+	}
+	if it.Valid() && bytes.HasPrefix(it.Key(), rowKey) && bytes.Compare(it.Key(), target) < 0 {
+		for i := 0; i < nextTries; i++ {
+			if !it.Next() {
+				return false // nothing at or above target either
+			}
+			if bytes.Compare(it.Key(), target) >= 0 {
+				return true
+			}
+		}
+	}
+	return it.SeekGE(target)
 }
 
 // nextTries is how many Next calls readAllColumns spends looking for the

@@ -80,7 +80,11 @@ type Func struct {
 	// Volatile functions (random, clock_timestamp, gen_random_uuid) must
 	// not be folded at plan time.
 	Volatile bool
-	Eval     EvalFunc
+	// Stable functions (now, current_date: they read the transaction's
+	// time) are not folded at plan time either, but are the same for
+	// every row of a statement.
+	Stable bool
+	Eval   EvalFunc
 	// EvalVariadic is Eval for VariadicAny functions: it also gets the
 	// arguments' types.
 	EvalVariadic func(ctx *EvalContext, args []types.Datum, argTypes []types.T) (types.Datum, error)

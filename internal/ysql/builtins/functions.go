@@ -429,11 +429,11 @@ func init() {
 
 	// Date and time.
 	for _, n := range []string{"now", "transaction_timestamp", "current_timestamp"} {
-		addFn(n, nil, tTSTZ, func(ctx *EvalContext, _ []types.Datum) (types.Datum, error) { return tsDatum(ctx.TxnTime), nil })
+		addFn(n, nil, tTSTZ, func(ctx *EvalContext, _ []types.Datum) (types.Datum, error) { return tsDatum(ctx.TxnTime), nil }).Stable = true
 	}
 	addFn("statement_timestamp", nil, tTSTZ, func(ctx *EvalContext, _ []types.Datum) (types.Datum, error) {
 		return tsDatum(ctx.StmtTime), nil
-	})
+	}).Stable = true
 	addFn("clock_timestamp", nil, tTSTZ, func(ctx *EvalContext, _ []types.Datum) (types.Datum, error) {
 		if ctx != nil && ctx.Clock != nil {
 			return tsDatum(ctx.Clock()), nil
@@ -442,10 +442,10 @@ func init() {
 	}).Volatile = true
 	addFn("current_date", nil, tDate, func(ctx *EvalContext, _ []types.Datum) (types.Datum, error) {
 		return types.CoerceTZ(tsDatum(ctx.TxnTime), tTSTZ, tDate, types.CastExplicit, ctx.loc())
-	})
+	}).Stable = true
 	addFn("localtimestamp", nil, tTS, func(ctx *EvalContext, _ []types.Datum) (types.Datum, error) {
 		return types.DMicros(types.TimestampTZToLocal(tsDatum(ctx.TxnTime).I, ctx.loc())), nil
-	})
+	}).Stable = true
 	addFn("date_trunc", args(tText, tTS), tTS, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		r, err := truncTimestamp(a[0].S, a[1].I, tTS)
 		return types.DMicros(r), err
@@ -501,7 +501,7 @@ func init() {
 		days, _ := types.SplitTimestamp(today)
 		r, err := age(days*usPerDay, types.TimestampTZToLocal(a[0].I, ctx.loc()))
 		return types.DInterval(r), err
-	})
+	}).Stable = true
 	addFn("to_timestamp", args(tF8), tTSTZ, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		f := a[0].F
 		switch {

@@ -100,14 +100,33 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		if x.Access.Kind != plan.FullScan {
 			detail("Key: %d leading column(s) fixed%s", len(x.Access.Eq), boundText(x.Access))
 		}
-		if x.Filter != nil {
+		pushdown := s.pushdownEnabled() && x.Access.Kind != plan.PointGet
+		local := x.Filter != nil
+		if pushdown {
+			remote, rest := s.explainSplit(x)
+			if len(remote) > 0 {
+				detail("Remote Filter: %s", plan.FormatRemote(x, remote))
+			}
+			local = len(rest) > 0
+			if x.Projected && len(x.Needed) < len(x.Table.Columns) {
+				names := make([]string, len(x.Needed))
+				for i, c := range x.Needed {
+					names[i] = x.Table.Columns[c].Name
+				}
+				if len(names) == 0 {
+					names = []string{"(none: keys only)"}
+				}
+				detail("Remote Columns: %s", strings.Join(names, ", "))
+			}
+		}
+		if local {
 			detail("Filter: evaluated on the rows read")
 		}
 		if x.Lock != plan.NoLock {
 			detail("Row locks: %s", map[plan.LockStrength]string{plan.LockShare: "FOR SHARE", plan.LockUpdate: "FOR UPDATE"}[x.Lock])
 		}
-		if x.LimitHint > 0 {
-			detail("Limit pushed down: %d", x.LimitHint)
+		if x.LimitHint != nil && (x.Filter == nil || pushdown && !local && x.Lock == plan.NoLock) {
+			detail("Remote Limit: %s", plan.FormatLimit(x.LimitHint, x.OffsetHint))
 		}
 	case *plan.VirtualScan:
 		add("Catalog Scan on %s.%s", x.Table.Schema, x.Table.Name)
@@ -136,9 +155,11 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		add("HashAggregate (distinct)")
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.Agg:
-		if _, ok := pushdownAggs(x); ok {
+		if _, ok := pushdownAggs(x); ok && s.pushdownEnabled() && s.explainFullyRemote(x.Input.(*plan.Scan)) {
 			add("Aggregate pushed down to the tablets (partial results merged here)")
-			s.describe(ctx, x.Input, depth+1, lines)
+			sc := *x.Input.(*plan.Scan)
+			sc.Projected = false // the tablets return partial aggregates, not columns
+			s.describe(ctx, &sc, depth+1, lines)
 			return
 		}
 		if len(x.Groups) > 0 {
@@ -195,4 +216,51 @@ func boundText(a plan.Access) string {
 		return ""
 	}
 	return ", next column " + strings.Join(parts, " and ")
+}
+
+// explainSplit is plan.SplitFilter as the execution will split it: a
+// conjunct whose constants the tablets cannot take (an integer out of the
+// column's range) stays here. Conjuncts with parameters are shown as
+// pushed (their values are known at execution).
+func (s *Session) explainSplit(sc *plan.Scan) ([]*plan.RemotePred, []plan.Expr) {
+	remote, local := plan.SplitFilter(sc)
+	r := &runner{s: s, ec: s.evalContext(nil)}
+	out := remote[:0]
+	for _, p := range remote {
+		if constOnly(p) {
+			if _, ok := r.clientFilter(sc.Table, p); !ok {
+				local = append(local, p.E)
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out, local
+}
+
+func (s *Session) explainFullyRemote(sc *plan.Scan) bool {
+	_, local := s.explainSplit(sc)
+	return len(local) == 0
+}
+
+// constOnly reports whether a remote predicate's values are constants.
+func constOnly(p *plan.RemotePred) bool {
+	for _, a := range p.Args {
+		if !constOnly(a) {
+			return false
+		}
+	}
+	for _, v := range p.Vals {
+		for {
+			c, ok := v.(*plan.Cast)
+			if !ok {
+				break
+			}
+			v = c.E
+		}
+		if _, ok := v.(*plan.Const); !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"math"
+
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
@@ -9,29 +11,39 @@ import (
 )
 
 // pushedAggregate computes an aggregate without GROUP BY over a plain scan
-// at the tablets, in parallel (count, sum of integers, min, max), and
+// at the tablets, in parallel (count, sum of integers, min, max), with the
+// scan's filter evaluated there too, and
 // returns its single row; ok is false when the aggregate cannot be pushed
 // down exactly and must run here.
 func (r *runner) pushedAggregate(a *plan.Agg) (plan.Row, bool, error) {
+	if !r.s.pushdownEnabled() {
+		return nil, false, nil
+	}
 	aggs, ok := pushdownAggs(a)
 	if !ok {
 		return nil, false, nil
 	}
 	sc := a.Input.(*plan.Scan)
+	filter, rest := r.remoteFilter(sc)
+	if rest != nil { // a value the tablets cannot take: aggregate here
+		return nil, false, nil
+	}
 	t := sc.Table
 	tbl, err := r.s.openTable(r.ctx, t)
 	if err != nil {
 		return nil, false, err
 	}
-	return r.pushedAggregateRun(a, sc, t, tbl, client.ScanOptions{Aggregates: aggs})
+	return r.pushedAggregateRun(a, sc, t, tbl, client.ScanOptions{Aggregates: aggs, Filter: filter})
 }
 
 // pushdownAggs returns the tablet aggregates computing a, an aggregate
-// without GROUP BY directly over an unfiltered, unlocked scan, when every
-// one of its aggregates has an exact tablet counterpart.
+// without GROUP BY directly over an unlocked full or key-range scan whose
+// filter the tablets evaluate whole (plan.FullyRemote), when every one of
+// its aggregates has an exact tablet counterpart.
 func pushdownAggs(a *plan.Agg) ([]client.Aggregate, bool) {
 	sc, isScan := a.Input.(*plan.Scan)
-	if !isScan || len(a.Groups) > 0 || sc.Filter != nil || sc.Lock != plan.NoLock || sc.Access.Kind == plan.PointGet {
+	if !isScan || len(a.Groups) > 0 || sc.Lock != plan.NoLock || sc.Access.Kind == plan.PointGet || sc.Access.Index != nil ||
+		!plan.FullyRemote(sc) {
 		return nil, false
 	}
 	t := sc.Table
@@ -158,4 +170,175 @@ func sumDatum(v docdb.Value, t types.T) (types.Datum, error) {
 		return types.DNumeric(d), nil
 	}
 	return types.Coerce(types.DNumeric(d), types.T{OID: types.OIDNumeric, Mod: -1}, t, types.CastAssignment)
+}
+
+// pushdownEnabled: yb_enable_expression_pushdown (on by default) lets
+// filters, projections and limits go to the tablets; off, scans read whole
+// rows and everything is evaluated here (for comparing results).
+func (s *Session) pushdownEnabled() bool {
+	v, ok := s.settings["yb_enable_expression_pushdown"]
+	return !ok || isOn(v)
+}
+
+// remoteFilter builds the filter the tablets evaluate for a full or
+// key-range scan (nil: none) and returns the rest of the scan's filter,
+// to evaluate over the rows read (nil: nothing left). A conjunct whose
+// values cannot be given to the tablets exactly stays here.
+func (r *runner) remoteFilter(s *plan.Scan) (*client.Filter, plan.Expr) {
+	if !r.s.pushdownEnabled() {
+		return nil, s.Filter
+	}
+	remote, local := plan.SplitFilter(s)
+	var fs []*client.Filter
+	for _, p := range remote {
+		f, ok := r.clientFilter(s.Table, p)
+		if !ok {
+			local = append(local, p.E)
+			continue
+		}
+		fs = append(fs, f)
+	}
+	var rest plan.Expr
+	for _, c := range local {
+		if rest == nil {
+			rest = c
+		} else {
+			rest = &plan.And{L: rest, R: c}
+		}
+	}
+	switch len(fs) {
+	case 0:
+		return nil, rest
+	case 1:
+		return fs[0], rest
+	}
+	return client.And(fs...), rest
+}
+
+var clientCmpOps = map[string]client.CmpOp{"=": client.CmpEQ, "<>": client.CmpNE, "<": client.CmpLT,
+	"<=": client.CmpLE, ">": client.CmpGT, ">=": client.CmpGE}
+
+// clientFilter converts a remote predicate, evaluating its values; ok is
+// false when a value cannot be stored exactly in the column's type.
+func (r *runner) clientFilter(t *catalog.Table, p *plan.RemotePred) (*client.Filter, bool) {
+	switch p.Op {
+	case plan.RemoteAnd, plan.RemoteOr, plan.RemoteNot:
+		args := make([]*client.Filter, len(p.Args))
+		for i, a := range p.Args {
+			f, ok := r.clientFilter(t, a)
+			if !ok {
+				return nil, false
+			}
+			args[i] = f
+		}
+		switch p.Op {
+		case plan.RemoteAnd:
+			return client.And(args...), true
+		case plan.RemoteOr:
+			return client.Or(args...), true
+		}
+		return client.Not(args[0]), true
+	}
+	col := &t.Columns[p.Col]
+	name := catalog.StorageColumn(col)
+	vals := make([]docdb.Value, len(p.Vals))
+	for i, e := range p.Vals {
+		v, ok := r.storageValue(e, col.Type)
+		if !ok {
+			return nil, false
+		}
+		vals[i] = v
+	}
+	switch p.Op {
+	case plan.RemoteIsNull:
+		return client.IsNull(name), true
+	case plan.RemoteIsNotNull:
+		return client.IsNotNull(name), true
+	case plan.RemoteIn:
+		return client.In(name, vals...), true
+	case plan.RemoteCmp:
+		op, known := clientCmpOps[p.Cmp]
+		if !known {
+			return nil, false
+		}
+		return client.Cmp(name, op, vals[0]), true
+	}
+	return nil, false
+}
+
+// storageValue evaluates a row-independent value and converts it to the
+// storage value of a column of type t (NULL stays NULL: comparisons with
+// it are UNKNOWN at the tablets too); ok is false when evaluation fails
+// (left to the local evaluation, which reports it as before) or the value
+// does not fit the column's type.
+func (r *runner) storageValue(e plan.Expr, t types.T) (docdb.Value, bool) {
+	d, err := e.Eval(r.ec, nil)
+	if err != nil {
+		return docdb.Value{}, false
+	}
+	if d.Null {
+		return docdb.Null(), true
+	}
+	switch t.OID {
+	case types.OIDInt2:
+		if d.I < math.MinInt16 || d.I > math.MaxInt16 {
+			return docdb.Value{}, false
+		}
+	case types.OIDInt4:
+		if d.I < math.MinInt32 || d.I > math.MaxInt32 {
+			return docdb.Value{}, false
+		}
+	}
+	v, err := types.ToKeyStorage(d, t)
+	if err != nil {
+		return docdb.Value{}, false
+	}
+	return v, true
+}
+
+// projection is the storage columns a projected scan asks for (nil: all):
+// the non-key columns the query reads, or one key column when it reads no
+// other (the rows' keys only).
+func projection(s *plan.Scan) []string {
+	if !s.Projected {
+		return nil
+	}
+	t := s.Table
+	var names []string
+	for _, i := range s.Needed {
+		if !t.IsKey(i) {
+			names = append(names, catalog.StorageColumn(&t.Columns[i]))
+		}
+	}
+	if len(names) == 0 && len(t.Key) > 0 {
+		names = append(names, catalog.StorageColumn(&t.Columns[t.Key[0].Column]))
+	}
+	return names
+}
+
+// limitHint is how many rows a scan under a LIMIT needs (LIMIT plus
+// OFFSET), 0 when it cannot tell (no LIMIT, LIMIT NULL or 0, a value that
+// fails to evaluate or is negative: the Limit node reports it).
+func (r *runner) limitHint(s *plan.Scan) int {
+	if s.LimitHint == nil {
+		return 0
+	}
+	c, err := s.LimitHint.Eval(r.ec, nil)
+	if err != nil || c.Null || c.I <= 0 {
+		return 0
+	}
+	n := c.I
+	if s.OffsetHint != nil {
+		o, err := s.OffsetHint.Eval(r.ec, nil)
+		if err != nil || !o.Null && o.I < 0 {
+			return 0
+		}
+		if !o.Null {
+			n += o.I
+		}
+	}
+	if n <= 0 || n > 1<<30 {
+		return 0
+	}
+	return int(n)
 }

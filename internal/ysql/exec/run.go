@@ -609,6 +609,7 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		return r.indexScan(s, tbl)
 	}
 	var raw []client.Row
+	filter := s.Filter
 	switch s.Access.Kind {
 	case plan.PointGet:
 		key, ok, err := r.keyValues(s.Table, s.Access.Eq)
@@ -633,8 +634,14 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		}
 	default:
 		opts := client.ScanOptions{Reverse: s.Reverse}
-		if s.LimitHint > 0 {
-			opts.Limit = s.LimitHint
+		if r.s.pushdownEnabled() {
+			opts.Filter, filter = r.remoteFilter(s)
+			opts.Columns = projection(s)
+		}
+		// The limit goes to the tablets when they evaluate the whole
+		// filter (a locking scan keeps its filter here).
+		if s.Filter == nil || filter == nil && s.Lock == plan.NoLock {
+			opts.Limit = r.limitHint(s)
 		}
 		if s.Access.Kind == plan.KeyRange {
 			ok, err := r.rangeBounds(s, &opts)
@@ -659,7 +666,7 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		}
 		out = append(out, row)
 	}
-	out, err = r.filter(out, s.Filter)
+	out, err = r.filter(out, filter)
 	if err != nil {
 		return nil, err
 	}

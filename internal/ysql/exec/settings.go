@@ -38,6 +38,7 @@ var settingDefaults = map[string]string{
 	"transaction_read_only":               "off",
 	"max_identifier_length":               "63",
 	"yb_enable_upsert_mode":               "off",
+	"yb_enable_expression_pushdown":       "on",
 	"bytea_output":                        "hex",
 	"synchronous_commit":                  "on",
 	"row_security":                        "on",

@@ -195,7 +195,7 @@ func (b *Binder) callFunction(name string, args []Expr, loc int32) (Expr, error)
 		}
 	}
 	out := &FuncExpr{Name: name, Args: args, T: fn.Result, Fn: fn.Fn, Strict: fn.Strict, Volatile: fn.Volatile}
-	if !fn.Volatile && allConst(args) {
+	if !fn.Volatile && !fn.Stable && allConst(args) {
 		if d, err := out.Eval(nil, nil); err == nil {
 			return &Const{T: out.T, D: d}, nil
 		}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
@@ -238,7 +239,9 @@ func columnsUsed(e Expr, cols map[int]bool) bool {
 // markIndexOnly makes an index scan at the bottom of a single-table query
 // index-only when the index row holds every column the query reads: the
 // scan's filter and the expressions of the nodes over it up to the first
-// projection or aggregation (which change the row).
+// projection or aggregation (which change the row). A table scan there is
+// marked Projected with the columns the query reads, which are all it asks
+// of the tablets.
 func markIndexOnly(n Node) {
 	var chain []Node
 	for {
@@ -268,7 +271,7 @@ func markIndexOnly(n Node) {
 }
 
 func markScan(s *Scan, chain []Node) {
-	if s.Access.Index == nil || s.Lock != NoLock {
+	if s.Lock != NoLock {
 		return
 	}
 	cols := map[int]bool{}
@@ -313,6 +316,11 @@ func markScan(s *Scan, chain []Node) {
 	var need []int
 	for c := range cols {
 		need = append(need, c)
+	}
+	sort.Ints(need)
+	if s.Access.Index == nil {
+		s.Projected, s.Needed = true, need
+		return
 	}
 	s.Access.IndexOnly = s.Table.Layout(s.Access.Index).Covers(need)
 }

@@ -88,9 +88,14 @@ type Scan struct {
 	Wait   WaitPolicy
 	// Reverse asks the rows in descending key order (ORDER BY key DESC).
 	Reverse bool
-	// LimitHint, when positive, is how many rows the consumer needs at
-	// most (a LIMIT with nothing in between that filters).
-	LimitHint int
+	// LimitHint, when set, bounds the rows the consumer needs: a LIMIT
+	// (plus its OFFSET, OffsetHint) with nothing in between that filters;
+	// constants or parameters, evaluated when the scan runs.
+	LimitHint, OffsetHint Expr
+	// Projected: the query reads only the columns in Needed (table column
+	// indexes) of the scan's rows; the others may be left NULL.
+	Projected bool
+	Needed    []int
 	cols      []Column
 }
 

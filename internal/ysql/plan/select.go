@@ -280,16 +280,17 @@ func (b *Binder) limit(s *pg.SelectStmt, n Node, parent *scope) (Node, error) {
 			l.Offset = e
 		}
 	}
-	if c, ok := l.Count.(*Const); ok && l.Offset == nil && !c.D.Null {
+	if l.Count != nil && rowIndependent(l.Count) && (l.Offset == nil || rowIndependent(l.Offset)) {
 		if sc, ok := limitable(n); ok {
-			sc.LimitHint = int(c.D.I)
+			sc.LimitHint, sc.OffsetHint = l.Count, l.Offset
 		}
 	}
 	return l, nil
 }
 
-// limitable finds a Scan whose rows reach the limit unfiltered and in
-// order.
+// limitable finds a Scan whose rows reach the limit in order, unfiltered
+// or filtered only by conjuncts the tablets evaluate (the scan then asks
+// the tablets for that many qualifying rows).
 func limitable(n Node) (*Scan, bool) {
 	switch x := n.(type) {
 	case *Project:
@@ -297,7 +298,7 @@ func limitable(n Node) (*Scan, bool) {
 	case *Truncate:
 		return limitable(x.Input)
 	case *Scan:
-		return x, x.Filter == nil
+		return x, x.Filter == nil || FullyRemote(x)
 	}
 	return nil, false
 }
@@ -478,6 +479,10 @@ func (b *Binder) addFilter(n Node, cond Expr) Node {
 	case *VirtualScan:
 		x.Filter = and(x.Filter, cond)
 		return x
+	case *Join:
+		if cond = b.pushIntoJoin(x, cond); cond == nil {
+			return x
+		}
 	}
 	return &Filter{Input: n, Cond: cond}
 }

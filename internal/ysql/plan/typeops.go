@@ -27,6 +27,7 @@ type function struct {
 	Fn       func(ec *EvalContext, args []types.Datum) (types.Datum, error)
 	Strict   bool
 	Volatile bool
+	Stable   bool // not folded at plan time (reads the transaction's time)
 }
 
 type aggregate struct {
@@ -72,7 +73,7 @@ func lookupFunction(name string, args []types.T) (*function, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &function{Args: f.Args, Result: f.Result, Strict: f.Strict, Volatile: f.Volatile}
+	out := &function{Args: f.Args, Result: f.Result, Strict: f.Strict, Volatile: f.Volatile, Stable: f.Stable}
 	if f.VariadicAny {
 		argTypes := append([]types.T(nil), args...)
 		copy(argTypes, f.Args)

@@ -1,0 +1,413 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// Remote filters: the WHERE conjuncts of a table scan that the tablets can
+// evaluate exactly as PostgreSQL would (client.Filter / docdb.Pred). A
+// conjunct is pushed when it is built only of
+//
+//	col op value      op one of = <> < <= > >=, value independent of the row
+//	col [NOT] IN (values...)
+//	col IS [NOT] NULL
+//	boolcol           (col = true)
+//	AND, OR, NOT of the above
+//
+// and every compared column has a type whose storage order is PostgreSQL's
+// order for the comparison (RemoteType): integers (any widths: the value
+// is converted to the column's width at run time, and a conjunct whose
+// value does not fit stays here), bool, date, time, timestamp,
+// timestamptz, uuid, bytea, text and varchar (PostgreSQL's "C" collation:
+// bytewise, as the storage). Floats (NaN, -0), numeric (NaN, infinities),
+// bpchar (padding), intervals and json are evaluated here. The rest of the
+// WHERE clause is evaluated over the rows the tablets return. A pushed
+// conjunct whose values cannot be converted at run time (an error while
+// evaluating them, an integer out of the column's range, a timestamp out of
+// storage range) is evaluated here instead.
+
+// RemoteOp is the kind of a RemotePred.
+type RemoteOp int
+
+// Remote predicate kinds.
+const (
+	RemoteAnd RemoteOp = iota + 1
+	RemoteOr
+	RemoteNot
+	RemoteCmp       // Col Cmp Vals[0]
+	RemoteIsNull    // Col IS NULL
+	RemoteIsNotNull // Col IS NOT NULL
+	RemoteIn        // Col IN (Vals...)
+)
+
+// RemotePred is a conjunct (or a part of one) in the form the tablets
+// evaluate; E is the expression it stands for.
+type RemotePred struct {
+	Op   RemoteOp
+	Args []*RemotePred
+	Col  int    // table column index
+	Cmp  string // = <> < <= > >=
+	Vals []Expr // row-independent values
+	E    Expr
+}
+
+// SplitFilter splits the filter of a full or key-range scan into the
+// conjuncts the tablets can evaluate and the rest. Index scans and point
+// gets push nothing.
+func SplitFilter(s *Scan) (remote []*RemotePred, local []Expr) {
+	if s.Filter == nil {
+		return nil, nil
+	}
+	cs := conjuncts(s.Filter, nil)
+	if s.Access.Index != nil || s.Access.Kind == PointGet {
+		return nil, cs
+	}
+	for _, c := range cs {
+		if p, ok := remoteForm(s, c); ok {
+			remote = append(remote, p)
+		} else {
+			local = append(local, c)
+		}
+	}
+	return remote, local
+}
+
+// FullyRemote reports whether the tablets can evaluate the whole filter of
+// s (true when there is none).
+func FullyRemote(s *Scan) bool {
+	_, local := SplitFilter(s)
+	return len(local) == 0
+}
+
+// RemoteType reports whether comparisons of a column of type t can be
+// evaluated on its storage values exactly.
+func RemoteType(t types.T) bool {
+	switch t.OID {
+	case types.OIDInt2, types.OIDInt4, types.OIDInt8, types.OIDBool, types.OIDDate, types.OIDTime,
+		types.OIDTimestamp, types.OIDTimestampTZ, types.OIDUUID, types.OIDBytea, types.OIDText, types.OIDVarchar:
+		return true
+	}
+	return false
+}
+
+func intWidth(oid uint32) int {
+	switch oid {
+	case types.OIDInt2:
+		return 2
+	case types.OIDInt4:
+		return 4
+	case types.OIDInt8:
+		return 8
+	}
+	return 0
+}
+
+func isTextOID(oid uint32) bool { return oid == types.OIDText || oid == types.OIDVarchar }
+
+// remoteColumn matches a column of s's table, possibly under a cast that
+// keeps its values (varchar to text, integer widening).
+func remoteColumn(s *Scan, e Expr) (int, bool) {
+	switch x := e.(type) {
+	case *ColRef:
+		if x.Idx >= len(s.Table.Columns) || !RemoteType(s.Table.Columns[x.Idx].Type) {
+			return 0, false
+		}
+		return x.Idx, true
+	case *Cast:
+		idx, ok := remoteColumn(s, x.E)
+		if !ok {
+			return 0, false
+		}
+		from, to := s.Table.Columns[idx].Type.OID, x.T.OID
+		if to == types.OIDText && isTextOID(from) {
+			return idx, true
+		}
+		if fw, tw := intWidth(from), intWidth(to); fw > 0 && tw >= fw {
+			return idx, true
+		}
+	}
+	return 0, false
+}
+
+// comparable reports whether a value of type vt compares with column
+// values of type ct as their storage values do.
+func comparable(ct, vt types.T) bool {
+	switch {
+	case intWidth(ct.OID) > 0:
+		return intWidth(vt.OID) > 0
+	case isTextOID(ct.OID):
+		return isTextOID(vt.OID)
+	}
+	return ct.OID == vt.OID
+}
+
+var flipCmp = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+func remoteForm(s *Scan, e Expr) (*RemotePred, bool) {
+	switch x := e.(type) {
+	case *And:
+		l, ok1 := remoteForm(s, x.L)
+		r, ok2 := remoteForm(s, x.R)
+		return &RemotePred{Op: RemoteAnd, Args: []*RemotePred{l, r}, E: e}, ok1 && ok2
+	case *Or:
+		l, ok1 := remoteForm(s, x.L)
+		r, ok2 := remoteForm(s, x.R)
+		return &RemotePred{Op: RemoteOr, Args: []*RemotePred{l, r}, E: e}, ok1 && ok2
+	case *Not:
+		a, ok := remoteForm(s, x.E)
+		return &RemotePred{Op: RemoteNot, Args: []*RemotePred{a}, E: e}, ok
+	case *ColRef:
+		if x.Idx < len(s.Table.Columns) && s.Table.Columns[x.Idx].Type.OID == types.OIDBool {
+			return &RemotePred{Op: RemoteCmp, Col: x.Idx, Cmp: "=", Vals: []Expr{&Const{T: tBool, D: types.DBool(true)}}, E: e}, true
+		}
+	case *IsNull:
+		if cr, ok := x.E.(*ColRef); ok && cr.Idx < len(s.Table.Columns) {
+			op := RemoteIsNull
+			if x.Not {
+				op = RemoteIsNotNull
+			}
+			return &RemotePred{Op: op, Col: cr.Idx, E: e}, true
+		}
+	case *BinOp:
+		if x.NullOK {
+			return nil, false
+		}
+		op, known := flipCmp[x.Name]
+		if !known {
+			return nil, false
+		}
+		if idx, ok := remoteColumn(s, x.L); ok && rowIndependent(x.R) && comparable(s.Table.Columns[idx].Type, x.R.Type()) {
+			return &RemotePred{Op: RemoteCmp, Col: idx, Cmp: flipCmp[flipCmp[x.Name]], Vals: []Expr{x.R}, E: e}, true
+		}
+		if idx, ok := remoteColumn(s, x.R); ok && rowIndependent(x.L) && comparable(s.Table.Columns[idx].Type, x.L.Type()) {
+			return &RemotePred{Op: RemoteCmp, Col: idx, Cmp: op, Vals: []Expr{x.L}, E: e}, true
+		}
+	case *InList:
+		idx, ok := remoteColumn(s, x.E)
+		if !ok {
+			return nil, false
+		}
+		for i, v := range x.List {
+			if !rowIndependent(v) || !comparable(s.Table.Columns[idx].Type, v.Type()) || x.Eq[i].Name != "=" {
+				return nil, false
+			}
+		}
+		p := &RemotePred{Op: RemoteIn, Col: idx, Vals: x.List, E: e}
+		if x.Not {
+			return &RemotePred{Op: RemoteNot, Args: []*RemotePred{p}, E: e}, true
+		}
+		return p, true
+	}
+	return nil, false
+}
+
+// FormatRemote renders remote conjuncts for EXPLAIN, e.g. ((v > 10) AND
+// (s IS NULL)).
+func FormatRemote(s *Scan, ps []*RemotePred) string {
+	if len(ps) == 1 {
+		return ps[0].format(s)
+	}
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.format(s)
+	}
+	return "(" + strings.Join(parts, " AND ") + ")"
+}
+
+func (p *RemotePred) format(s *Scan) string {
+	col := func() string { return s.Table.Columns[p.Col].Name }
+	switch p.Op {
+	case RemoteAnd, RemoteOr:
+		sep := map[RemoteOp]string{RemoteAnd: " AND ", RemoteOr: " OR "}[p.Op]
+		return "(" + p.Args[0].format(s) + sep + p.Args[1].format(s) + ")"
+	case RemoteNot:
+		return "(NOT " + p.Args[0].format(s) + ")"
+	case RemoteIsNull:
+		return "(" + col() + " IS NULL)"
+	case RemoteIsNotNull:
+		return "(" + col() + " IS NOT NULL)"
+	case RemoteIn:
+		vals := make([]string, len(p.Vals))
+		for i, v := range p.Vals {
+			vals[i] = formatValue(v)
+		}
+		return "(" + col() + " IN (" + strings.Join(vals, ", ") + "))"
+	}
+	return fmt.Sprintf("(%s %s %s)", col(), p.Cmp, formatValue(p.Vals[0]))
+}
+
+func formatValue(e Expr) string {
+	switch x := e.(type) {
+	case *Const:
+		if x.D.Null {
+			return "NULL"
+		}
+		txt := types.FormatText(x.D, x.T, time.UTC)
+		switch x.T.Family() {
+		case types.FamInt:
+			return txt
+		case types.FamBool:
+			return map[bool]string{true: "true", false: "false"}[x.D.Bool()]
+		}
+		return "'" + strings.ReplaceAll(txt, "'", "''") + "'"
+	case *Param:
+		return fmt.Sprintf("$%d", x.Idx+1)
+	case *Cast:
+		return formatValue(x.E)
+	case *FuncExpr:
+		if len(x.Args) == 0 {
+			return x.Name + "()"
+		}
+	}
+	return "(value)"
+}
+
+// pushIntoJoin moves the WHERE conjuncts over a join that read only one
+// side's columns into that side (its scan's filter, where the access path
+// and the tablets can use them): any side of an inner join, the preserved
+// side of a left or right join (the other side's rows are NULL-extended
+// after the join, so a filter there would change the result). It returns
+// the conjuncts that stay over the join (nil: none).
+func (b *Binder) pushIntoJoin(j *Join, cond Expr) Expr {
+	nl := len(j.Left.Columns())
+	total := nl + len(j.Right.Columns())
+	var rest Expr
+	for _, c := range conjuncts(cond, nil) {
+		if (j.Kind == InnerJoin || j.Kind == LeftJoin) && filterable(j.Left) {
+			if e, ok := shiftColumns(c, 0, nl, 0); ok {
+				j.Left = b.addFilter(j.Left, e)
+				continue
+			}
+		}
+		if (j.Kind == InnerJoin || j.Kind == RightJoin) && filterable(j.Right) {
+			if e, ok := shiftColumns(c, nl, total, nl); ok {
+				j.Right = b.addFilter(j.Right, e)
+				continue
+			}
+		}
+		rest = and(rest, c)
+	}
+	return rest
+}
+
+// filterable: join inputs a conjunct may move into (tables and joins of
+// them).
+func filterable(n Node) bool {
+	switch x := n.(type) {
+	case *Scan:
+		return true
+	case *Join:
+		return filterable(x.Left) && filterable(x.Right)
+	case *Filter:
+		return filterable(x.Input)
+	}
+	return false
+}
+
+// shiftColumns rewrites e, whose column references must all lie in [lo,
+// hi), to read them at idx-delta. ok is false when e reads a column outside
+// the range or holds an expression it does not know (subqueries, volatile
+// functions): e then stays where it is.
+func shiftColumns(e Expr, lo, hi, delta int) (Expr, bool) {
+	all := func(es []Expr) ([]Expr, bool) {
+		out := make([]Expr, len(es))
+		for i, x := range es {
+			var ok bool
+			if out[i], ok = shiftColumns(x, lo, hi, delta); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	two := func(l, r Expr) (Expr, Expr, bool) {
+		l2, ok1 := shiftColumns(l, lo, hi, delta)
+		r2, ok2 := shiftColumns(r, lo, hi, delta)
+		return l2, r2, ok1 && ok2
+	}
+	switch x := e.(type) {
+	case nil:
+		return nil, true
+	case *ColRef:
+		if x.Idx < lo || x.Idx >= hi {
+			return nil, false
+		}
+		cp := *x
+		cp.Idx -= delta
+		return &cp, true
+	case *Const, *Param, *OuterRef:
+		return e, true
+	case *Cast:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		cp := *x
+		cp.E = in
+		return &cp, ok
+	case *BinOp:
+		cp := *x
+		var ok bool
+		cp.L, cp.R, ok = two(x.L, x.R)
+		return &cp, ok
+	case *UnOp:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		cp := *x
+		cp.E = in
+		return &cp, ok
+	case *FuncExpr:
+		if x.Volatile {
+			return nil, false
+		}
+		args, ok := all(x.Args)
+		cp := *x
+		cp.Args = args
+		return &cp, ok
+	case *And:
+		l, r, ok := two(x.L, x.R)
+		return &And{L: l, R: r}, ok
+	case *Or:
+		l, r, ok := two(x.L, x.R)
+		return &Or{L: l, R: r}, ok
+	case *Not:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		return &Not{E: in}, ok
+	case *IsNull:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		return &IsNull{E: in, Not: x.Not}, ok
+	case *BoolTest:
+		in, ok := shiftColumns(x.E, lo, hi, delta)
+		cp := *x
+		cp.E = in
+		return &cp, ok
+	case *InList:
+		// Eq's operands are not evaluated (only its Fn): E and List are.
+		in, ok1 := shiftColumns(x.E, lo, hi, delta)
+		list, ok2 := all(x.List)
+		cp := *x
+		cp.E, cp.List = in, list
+		return &cp, ok1 && ok2
+	case *Distinct:
+		cp := *x
+		var ok bool
+		cp.L, cp.R, ok = two(x.L, x.R)
+		return &cp, ok
+	}
+	return nil, false
+}
+
+// FormatLimit renders a scan's limit for EXPLAIN: the number of rows when
+// LIMIT and OFFSET are constants, else LIMIT + OFFSET as written ($1 + 10).
+func FormatLimit(limit, offset Expr) string {
+	lc, ok1 := limit.(*Const)
+	oc, ok2 := offset.(*Const)
+	switch {
+	case ok1 && offset == nil:
+		return formatValue(lc)
+	case ok1 && ok2 && !lc.D.Null && !oc.D.Null:
+		return fmt.Sprint(lc.D.I + oc.D.I)
+	case offset == nil:
+		return formatValue(limit)
+	}
+	return formatValue(limit) + " + " + formatValue(offset)
+}

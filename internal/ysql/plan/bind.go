@@ -6,6 +6,7 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/shaledb/shaledb/internal/ysql/builtins"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/types"
@@ -595,18 +596,24 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 	return nil, posErr(pgerror.Unsupported("operator kind "+a.GetKind().String()), loc)
 }
 
-// pair binds two operands so that an unknown literal on one side takes the
-// other side's type.
+// pair binds two operands so that a parameter of unknown type on one side
+// takes the other side's type. An unknown literal stays unknown: operator
+// resolution decides its type ('s' || 1 is text || anynonarray, not an
+// integer that 's' cannot be), and binary casts it to that.
 func (b *Binder) pair(ln, rn *pg.Node, sc *scope) (Expr, Expr, error) {
 	l, err := b.expr(ln, sc, tUnknown)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := b.expr(rn, sc, l.Type())
+	rHint := tUnknown
+	if rn.GetParamRef() != nil {
+		rHint = l.Type()
+	}
+	r, err := b.expr(rn, sc, rHint)
 	if err != nil {
 		return nil, nil, err
 	}
-	if l.Type().OID == types.OIDUnknown && r.Type().OID != types.OIDUnknown {
+	if ln.GetParamRef() != nil && l.Type().OID == types.OIDUnknown && r.Type().OID != types.OIDUnknown {
 		if l, err = b.expr(ln, sc, r.Type()); err != nil {
 			return nil, nil, err
 		}
@@ -620,10 +627,10 @@ func (b *Binder) binary(name string, l, r Expr, loc int32) (Expr, error) {
 	if err != nil {
 		return nil, posErr(pgerror.From(err), loc)
 	}
-	if l, err = b.cast(l, op.Left, types.CastImplicit, loc); err != nil {
+	if l, err = b.castOperand(l, op.Left, loc); err != nil {
 		return nil, err
 	}
-	if r, err = b.cast(r, op.Right, types.CastImplicit, loc); err != nil {
+	if r, err = b.castOperand(r, op.Right, loc); err != nil {
 		return nil, err
 	}
 	out := &BinOp{Name: name, L: l, R: r, T: op.Result, Fn: op.Fn}
@@ -633,6 +640,16 @@ func (b *Binder) binary(name string, l, r Expr, loc int32) (Expr, error) {
 		}
 	}
 	return out, nil
+}
+
+// castOperand casts an operator's argument to the type the operator takes;
+// an anynonarray argument (text || anynonarray) is passed as its text
+// output, as PostgreSQL's textanycat does.
+func (b *Binder) castOperand(e Expr, to types.T, loc int32) (Expr, error) {
+	if to.OID == builtins.AnyNonArray.OID {
+		return b.cast(e, types.TText, types.CastExplicit, loc)
+	}
+	return b.cast(e, to, types.CastImplicit, loc)
 }
 
 func foldBinary(op *BinOp, l, r *Const) (Expr, error) {

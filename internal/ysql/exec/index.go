@@ -388,50 +388,9 @@ func (r *runner) indexBounds(t *catalog.Table, l catalog.IndexLayout, a plan.Acc
 		}
 		prefix[catalog.StorageColumn(c)] = v
 	}
-	opts.Start, opts.End, opts.EndInclusive = prefix, prefix, true
 	if len(a.Eq) < l.KeyCols && (a.Lo != nil || a.Hi != nil) {
 		p := l.Key[len(a.Eq)]
-		c := &t.Columns[p.Col]
-		bound := func(e plan.Expr) (client.Row, bool, error) {
-			d, err := e.Eval(r.ec, nil)
-			if err != nil || d.Null {
-				return nil, false, err
-			}
-			v, err := types.ToKeyStorage(d, c.Type)
-			if err != nil {
-				return nil, false, err
-			}
-			row := client.Row{}
-			for k, v := range prefix {
-				row[k] = v
-			}
-			row[catalog.StorageColumn(c)] = v
-			return row, true, nil
-		}
-		lo, hi := a.Lo, a.Hi
-		if p.Desc {
-			lo, hi = hi, lo
-		}
-		if lo != nil {
-			row, ok, err := bound(lo)
-			if err != nil || !ok {
-				return false, err
-			}
-			opts.Start = row
-		}
-		if hi != nil {
-			row, ok, err := bound(hi)
-			if err != nil || !ok {
-				return false, err
-			}
-			opts.End = row
-		}
+		return r.setKeyBounds(opts, prefix, &t.Columns[p.Col], p.Desc, a.Lo, a.Hi)
 	}
-	if len(opts.Start) == 0 {
-		opts.Start = nil
-	}
-	if len(opts.End) == 0 {
-		opts.End, opts.EndInclusive = nil, false
-	}
-	return true, nil
+	return r.setKeyBounds(opts, prefix, nil, false, nil, nil)
 }

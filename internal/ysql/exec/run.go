@@ -677,50 +677,58 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 }
 
 // rangeBounds sets the scan bounds of a key-range access: the equal prefix
-// plus the bounds on the next key column (exclusive bounds are widened to
-// inclusive; the kept filter drops the edge rows).
+// plus the bounds on the next key column.
 func (r *runner) rangeBounds(s *plan.Scan, opts *client.ScanOptions) (bool, error) {
 	t := s.Table
 	prefix, ok, err := r.keyValues(t, s.Access.Eq)
 	if err != nil || !ok {
 		return false, err
 	}
-	next := &t.Columns[t.Key[len(s.Access.Eq)].Column]
-	desc := t.Key[len(s.Access.Eq)].Desc
-	bound := func(e plan.Expr) (client.Row, bool, error) {
-		d, err := e.Eval(r.ec, nil)
-		if err != nil || d.Null {
-			return nil, false, err
-		}
-		v, err := types.ToKeyStorage(d, next.Type)
-		if err != nil {
-			return nil, false, err
-		}
-		row := client.Row{}
-		for k, v := range prefix {
-			row[k] = v
-		}
-		row[catalog.StorageColumn(next)] = v
-		return row, true, nil
-	}
-	lo, hi := s.Access.Lo, s.Access.Hi
-	if desc {
-		lo, hi = hi, lo
-	}
+	next := t.Key[len(s.Access.Eq)]
+	return r.setKeyBounds(opts, prefix, &t.Columns[next.Column], next.Desc, s.Access.Lo, s.Access.Hi)
+}
+
+// setKeyBounds sets opts to the keys that start with prefix (fixed leading
+// key columns) and, when col is set, have the next key column col (stored
+// descending with desc) within lo and hi (either may be nil). Exclusive
+// bounds are widened to inclusive: the kept filter drops the edge rows. ok
+// is false when a bound is NULL, so that no row can match.
+func (r *runner) setKeyBounds(opts *client.ScanOptions, prefix client.Row, col *catalog.Column, desc bool, lo, hi plan.Expr) (bool, error) {
 	opts.Start, opts.End, opts.EndInclusive = prefix, prefix, true
-	if lo != nil {
-		row, ok, err := bound(lo)
-		if err != nil || !ok {
-			return false, err
+	if col != nil {
+		bound := func(e plan.Expr) (client.Row, bool, error) {
+			d, err := e.Eval(r.ec, nil)
+			if err != nil || d.Null {
+				return nil, false, err
+			}
+			v, err := types.ToKeyStorage(d, col.Type)
+			if err != nil {
+				return nil, false, err
+			}
+			row := client.Row{}
+			for k, v := range prefix {
+				row[k] = v
+			}
+			row[catalog.StorageColumn(col)] = v
+			return row, true, nil
 		}
-		opts.Start = row
-	}
-	if hi != nil {
-		row, ok, err := bound(hi)
-		if err != nil || !ok {
-			return false, err
+		if desc {
+			lo, hi = hi, lo
 		}
-		opts.End = row
+		if lo != nil {
+			row, ok, err := bound(lo)
+			if err != nil || !ok {
+				return false, err
+			}
+			opts.Start = row
+		}
+		if hi != nil {
+			row, ok, err := bound(hi)
+			if err != nil || !ok {
+				return false, err
+			}
+			opts.End = row
+		}
 	}
 	if len(opts.Start) == 0 {
 		opts.Start = nil

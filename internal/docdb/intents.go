@@ -873,20 +873,7 @@ func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, co
 				walk.err = corruptf("txn index of %s names an intent of another transaction at %x", txn, walk.key)
 				break
 			}
-			tomb, hasTTL, ttl, enc, err := splitIntentPayload(raw[txnIDLen:])
-			if err != nil {
-				walk.err = err
-				break
-			}
-			row = append(append(row[:0], storage.DataPrefix), k.row[1:]...)
-			v := version{ht: commitHT, wid: k.wid}
-			if k.col == LivenessColumn {
-				key = rowVersionKey(key[:0], row, v)
-			} else {
-				key = columnVersionKey(key[:0], row, k.col, v)
-			}
-			val = appendStoredRaw(val[:0], tomb, hasTTL, expiryOf(commitHT, ttl), enc)
-			if err := w.Set(key, val, pebble.NoSync); err != nil {
+			if row, key, val, err = writeApplied(w, k, raw[txnIDLen:], commitHT, row, key, val); err != nil {
 				walk.err = err
 				break
 			}
@@ -926,6 +913,25 @@ func (k *KnownIntents) add(key, val []byte) {
 func (k *KnownIntents) Len() int   { return len(k.keys) }
 func (k *KnownIntents) Bytes() int { return k.bytes }
 
+// writeApplied writes a strong write intent (k, its payload after the
+// transaction id) as the regular version it becomes at commitHT; row, key
+// and val are scratch buffers, returned for reuse.
+func writeApplied(w pebble.Writer, k decodedIntentKey, payload []byte, commitHT hlc.Timestamp, row, key, val []byte) ([]byte, []byte, []byte, error) {
+	tomb, hasTTL, ttl, enc, err := splitIntentPayload(payload)
+	if err != nil {
+		return row, key, val, err
+	}
+	row = append(append(row[:0], storage.DataPrefix), k.row[1:]...)
+	v := version{ht: commitHT, wid: k.wid}
+	if k.col == LivenessColumn {
+		key = rowVersionKey(key[:0], row, v)
+	} else {
+		key = columnVersionKey(key[:0], row, k.col, v)
+	}
+	val = appendStoredRaw(val[:0], tomb, hasTTL, expiryOf(commitHT, ttl), enc)
+	return row, key, val, w.Set(key, val, pebble.NoSync)
+}
+
 // ApplyKnownIntents is ApplyIntents for a transaction whose intents in
 // tablet are exactly known (all of them, none since removed or applied),
 // and that has no range locks there: it writes the same versions and
@@ -954,19 +960,7 @@ func ApplyKnownIntents(w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.T
 			if len(raw) < txnIDLen || TxnID(raw[:txnIDLen]) != txn {
 				return corruptf("known intents of %s hold one of another transaction at %x", txn, ik)
 			}
-			tomb, hasTTL, ttl, enc, err := splitIntentPayload(raw[txnIDLen:])
-			if err != nil {
-				return err
-			}
-			row = append(append(row[:0], storage.DataPrefix), k.row[1:]...)
-			v := version{ht: commitHT, wid: k.wid}
-			if k.col == LivenessColumn {
-				key = rowVersionKey(key[:0], row, v)
-			} else {
-				key = columnVersionKey(key[:0], row, k.col, v)
-			}
-			val = appendStoredRaw(val[:0], tomb, hasTTL, expiryOf(commitHT, ttl), enc)
-			if err := w.Set(key, val, pebble.NoSync); err != nil {
+			if row, key, val, err = writeApplied(w, k, raw[txnIDLen:], commitHT, row, key, val); err != nil {
 				return err
 			}
 			n++

@@ -309,12 +309,7 @@ func (r *runner) indexScan(s *plan.Scan, tbl *client.Table) ([]plan.Row, error) 
 	if err != nil || !ok {
 		return nil, err
 	}
-	var raw []client.Row
-	if r.txn != nil {
-		raw, err = r.txn.Scan(r.ctx, itbl, opts)
-	} else {
-		raw, err = itbl.ScanAll(r.ctx, opts)
-	}
+	raw, err := r.scanRows(itbl, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -89,27 +89,14 @@ func (s *Session) indexByOID(oid uint32) (catalog.IndexRef, bool) {
 	return ref, ok && ref.Table.Database == s.db
 }
 
-// indexColumnsText renders an index's key columns as YSQL prints them:
-// "a HASH, b ASC" ("(a, b) HASH" for several hash columns).
+// indexColumnsText renders an index's key columns as YSQL prints them
+// (see keyColumnsText).
 func indexColumnsText(t *catalog.Table, ix *catalog.Index) string {
-	var hash, parts []string
-	for _, c := range ix.Columns {
-		name := t.Columns[t.ColumnByID(c.ID)].Name
-		switch {
-		case c.Hash:
-			hash = append(hash, name)
-		case c.Desc:
-			parts = append(parts, name+" DESC")
-		default:
-			parts = append(parts, name+" ASC")
-		}
+	cols := make([]keyColumnText, len(ix.Columns))
+	for i, c := range ix.Columns {
+		cols[i] = keyColumnText{name: t.Columns[t.ColumnByID(c.ID)].Name, hash: c.Hash, desc: c.Desc}
 	}
-	if len(hash) == 1 {
-		parts = append([]string{hash[0] + " HASH"}, parts...)
-	} else if len(hash) > 1 {
-		parts = append([]string{"(" + strings.Join(hash, ", ") + ") HASH"}, parts...)
-	}
-	return strings.Join(parts, ", ")
+	return keyColumnsText(cols)
 }
 
 // indexDef is pg_get_indexdef of a secondary index.

@@ -649,11 +649,7 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 				return nil, err
 			}
 		}
-		if r.txn != nil {
-			raw, err = r.txn.Scan(r.ctx, tbl, opts)
-		} else {
-			raw, err = tbl.ScanAll(r.ctx, opts)
-		}
+		raw, err = r.scanRows(tbl, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -737,6 +733,15 @@ func (r *runner) setKeyBounds(opts *client.ScanOptions, prefix client.Row, col *
 		opts.End, opts.EndInclusive = nil, false
 	}
 	return true, nil
+}
+
+// scanRows reads the rows opts selects, in the statement's transaction when
+// there is one.
+func (r *runner) scanRows(tbl *client.Table, opts client.ScanOptions) ([]client.Row, error) {
+	if r.txn != nil {
+		return r.txn.Scan(r.ctx, tbl, opts)
+	}
+	return tbl.ScanAll(r.ctx, opts)
 }
 
 // lockRows locks scanned rows (SELECT ... FOR UPDATE over a range) and,

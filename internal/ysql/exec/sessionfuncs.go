@@ -197,20 +197,33 @@ func (s *Session) tableOf(oid uint32, oidOf func(*catalog.Table) uint32) *catalo
 	return nil
 }
 
-// keyText renders a primary key as YSQL prints it: "(a, b) HASH, c DESC"
-// style, one column each.
+// keyText renders a primary key as YSQL prints it (see keyColumnsText).
 func keyText(t *catalog.Table) string {
-	var parts []string
-	var hash []string
-	for _, k := range t.Key {
-		name := t.Columns[k.Column].Name
+	cols := make([]keyColumnText, len(t.Key))
+	for i, k := range t.Key {
+		cols[i] = keyColumnText{name: t.Columns[k.Column].Name, hash: k.Hash, desc: k.Desc}
+	}
+	return keyColumnsText(cols)
+}
+
+// keyColumnText is one key column for keyColumnsText.
+type keyColumnText struct {
+	name       string
+	hash, desc bool
+}
+
+// keyColumnsText renders key columns as YSQL prints them: "a HASH, b ASC",
+// "(a, b) HASH, c DESC" for several hash columns.
+func keyColumnsText(cols []keyColumnText) string {
+	var hash, parts []string
+	for _, c := range cols {
 		switch {
-		case k.Hash:
-			hash = append(hash, name)
-		case k.Desc:
-			parts = append(parts, name+" DESC")
+		case c.hash:
+			hash = append(hash, c.name)
+		case c.desc:
+			parts = append(parts, c.name+" DESC")
 		default:
-			parts = append(parts, name+" ASC")
+			parts = append(parts, c.name+" ASC")
 		}
 	}
 	if len(hash) == 1 {

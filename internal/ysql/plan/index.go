@@ -46,20 +46,11 @@ func (b *Binder) chooseIndex(s *Scan, cs []Expr) {
 			}
 		}
 		l := t.Layout(ix)
-		var eq []Expr
-		for _, p := range l.Key[:l.KeyCols] {
-			var v Expr
-			for _, c := range cs {
-				if op, val, ok := keyCond(c, p.Col); ok && op == "=" {
-					v = val
-					break
-				}
-			}
-			if v == nil {
-				break
-			}
-			eq = append(eq, v)
+		cols := make([]int, l.KeyCols)
+		for i, p := range l.Key[:l.KeyCols] {
+			cols[i] = p.Col
 		}
+		eq := equalityPrefix(cs, cols)
 		nh := 0
 		for _, c := range ix.Columns {
 			if c.Hash {

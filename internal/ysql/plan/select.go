@@ -552,20 +552,11 @@ func (b *Binder) chooseAccess(s *Scan) {
 		return
 	}
 	cs := conjuncts(s.Filter, nil)
-	var eq []Expr
-	for _, k := range t.Key {
-		var v Expr
-		for _, c := range cs {
-			if op, val, ok := keyCond(c, k.Column); ok && op == "=" {
-				v = val
-				break
-			}
-		}
-		if v == nil {
-			break
-		}
-		eq = append(eq, v)
+	cols := make([]int, len(t.Key))
+	for i, k := range t.Key {
+		cols[i] = k.Column
 	}
+	eq := equalityPrefix(cs, cols)
 	nh := t.HashKeyCount()
 	switch {
 	case len(eq) == len(t.Key):
@@ -1031,4 +1022,24 @@ func isLateral(n Node) bool { _, ok := n.(*Lateral); return ok }
 func isTrueConst(n *pg.Node) bool {
 	c := n.GetAConst()
 	return c != nil && c.GetBoolval() != nil && c.GetBoolval().GetBoolval()
+}
+
+// equalityPrefix returns the values the conjuncts cs fix the leading
+// columns of cols to (col = value), up to the first column they do not fix.
+func equalityPrefix(cs []Expr, cols []int) []Expr {
+	var eq []Expr
+	for _, col := range cols {
+		var v Expr
+		for _, c := range cs {
+			if op, val, ok := keyCond(c, col); ok && op == "=" {
+				v = val
+				break
+			}
+		}
+		if v == nil {
+			break
+		}
+		eq = append(eq, v)
+	}
+	return eq
 }

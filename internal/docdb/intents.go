@@ -839,8 +839,20 @@ func TxnsWithIntents(r pebble.Reader, tablet uint64) ([]TxnID, error) {
 // intents (the engine, or w when w is an indexed batch); the writes go to w
 // atomically. Applying again finds nothing: it is idempotent.
 func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp) (int, error) {
-	n := 0
-	err := atomically(w, func(w pebble.Writer) error {
+	n, _, err := ApplyIntentsPart(r, w, tablet, txn, commitHT, 0)
+	return n, err
+}
+
+// ApplyIntentsPart is ApplyIntents bounded to the first limit intents of
+// txn in tablet in index order (limit <= 0: all of them), so that a large
+// transaction's apply goes in bounded steps: done reports that none remain
+// (its range locks go with the last step). The next step starts where this
+// one stopped, since the applied intents and their index entries are gone;
+// every replica that applies the same steps in the same order writes the
+// same versions.
+func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, limit int) (n int, done bool, err error) {
+	done = true
+	err = atomically(w, func(w pebble.Writer) error {
 		// One pass, writing as it reads: an iterator does not see writes
 		// made to its batch after it was opened. The intents' deletions
 		// go in ranges over runs of adjacent intents (a large
@@ -852,6 +864,10 @@ func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, co
 		del := intentDeleter{w: w, tablet: tablet, txn: txn}
 		var key, val, row []byte
 		for walk.next() {
+			if limit > 0 && del.n == limit {
+				done = false // walk.next found one more
+				break
+			}
 			k, err := decodeIntentKey(walk.key)
 			if err != nil {
 				walk.err = err
@@ -882,16 +898,16 @@ func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, co
 		if err := walk.close(); err != nil {
 			return err
 		}
-		if err := del.finish(); err != nil {
+		if err := del.finish(done); err != nil || !done {
 			return err
 		}
 		_, err = removeRangeLocks(r, w, tablet, txn, func(uint32) bool { return true })
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return n, nil
+	return n, done, nil
 }
 
 // KnownIntents are intents of one transaction in one tablet as
@@ -1037,6 +1053,7 @@ type intentDeleter struct {
 	last   []byte   // of a long run
 	n      int      // intents seen (index entries)
 	small  [][]byte // intents deleted one by one, for the index (while n < rangeDeleteMin)
+	latest []byte   // the last intent seen
 }
 
 func (d *intentDeleter) add(key []byte, adjacent bool) error {
@@ -1046,6 +1063,7 @@ func (d *intentDeleter) add(key []byte, adjacent bool) error {
 		}
 	}
 	d.n++
+	d.latest = append(d.latest[:0], key...)
 	if d.n <= rangeDeleteMin {
 		d.small = append(d.small, append([]byte(nil), key...))
 	}
@@ -1079,13 +1097,20 @@ func (d *intentDeleter) flushRun() error {
 	return nil
 }
 
-func (d *intentDeleter) finish() error {
+// finish deletes what is left of the run and the index entries of the
+// intents seen: with all, txn's whole index; otherwise the index walked so
+// far, up to the last intent seen (a bounded step).
+func (d *intentDeleter) finish(all bool) error {
 	if err := d.flushRun(); err != nil {
 		return err
 	}
 	if d.n >= rangeDeleteMin {
 		prefix := txnIndexPrefix(nil, d.tablet, d.txn)
-		return d.w.DeleteRange(prefix, storage.PrefixEnd(prefix), pebble.NoSync)
+		end := storage.PrefixEnd(prefix)
+		if !all {
+			end = append(txnIndexKey(nil, d.tablet, d.txn, d.latest), 0)
+		}
+		return d.w.DeleteRange(prefix, end, pebble.NoSync)
 	}
 	for _, k := range d.small {
 		if err := d.w.Delete(txnIndexKey(nil, d.tablet, d.txn, k), pebble.NoSync); err != nil {
@@ -1126,14 +1151,27 @@ const rangeDeleteMin = 64
 // and its range locks there: the cleanup of an aborted transaction. It
 // returns the number of intents and range locks removed.
 func RemoveIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID) (int, error) {
-	n := 0
-	err := atomically(w, func(w pebble.Writer) error {
+	n, _, err := RemoveIntentsPart(r, w, tablet, txn, 0)
+	return n, err
+}
+
+// RemoveIntentsPart is RemoveIntents bounded to the first limit intents of
+// txn in tablet in index order (limit <= 0: all of them), as
+// ApplyIntentsPart; done reports that none remain (its range locks go with
+// the last step).
+func RemoveIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, limit int) (n int, done bool, err error) {
+	done = true
+	err = atomically(w, func(w pebble.Writer) error {
 		walk, err := newIntentWalker(r, tablet, txn)
 		if err != nil {
 			return err
 		}
 		del := intentDeleter{w: w, tablet: tablet, txn: txn}
 		for walk.next() {
+			if limit > 0 && del.n == limit {
+				done = false
+				break
+			}
 			if err := del.add(walk.key, walk.adjacent); err != nil {
 				walk.err = err
 				break
@@ -1142,17 +1180,21 @@ func RemoveIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID) (
 		if err := walk.close(); err != nil {
 			return err
 		}
-		if err := del.finish(); err != nil {
+		if err := del.finish(done); err != nil {
 			return err
 		}
+		n = del.n
+		if !done {
+			return nil
+		}
 		m, err := removeRangeLocks(r, w, tablet, txn, func(uint32) bool { return true })
-		n = del.n + m
+		n += m
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return n, nil
+	return n, done, nil
 }
 
 // RemoveIntentsAfter deletes the intents and range locks of txn in tablet

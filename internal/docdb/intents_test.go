@@ -936,3 +936,95 @@ func TestApplyKnownIntentsMatchesApplyIntents(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyAndRemoveIntentsInParts checks that a large transaction applied
+// (or removed) in bounded steps, each its own indexed batch as a Raft entry
+// would be, some flushed to sstables between steps, leaves exactly the keys
+// of one ApplyIntents (RemoveIntents): data, intents, index and range locks
+// in the whole key space; that every step but the last reports more to do,
+// and that the range locks stay until the last step.
+func TestApplyAndRemoveIntentsInParts(t *testing.T) {
+	row := func(i int, suffix string) []byte { return testRowKey(fmt.Sprintf("r%04d%s", i, suffix)) }
+	txnA, txnB := testTxn("a"), testTxn("b")
+	lockSpan := storage.Span{Start: row(0, ""), End: row(10, "")}
+	setup := func(seed int64) *storage.Engine {
+		rng := rand.New(rand.NewSource(seed))
+		eng := openTestEngine(t)
+		var ops []WriteOp
+		for i := 0; i < 300; i++ {
+			ops = append(ops, WriteOp{Kind: OpPutRow, RowKey: row(i, ""), Columns: []ColumnValue{{ID: 2, Value: Int64(int64(i))}, {ID: 3, Value: Text("v")}}})
+		}
+		ops = append(ops, randomOpsOn(rng, 30, func(int) []byte { return row(rng.Intn(300), "") })...)
+		between := []WriteOp{
+			{Kind: OpPutRow, RowKey: row(50, "x"), Columns: []ColumnValue{{ID: 2, Value: Int64(-1)}}},
+			{Kind: OpPutRow, RowKey: row(299, "x"), Columns: []ColumnValue{{ID: 2, Value: Int64(-1)}}},
+		}
+		if err := WriteIntents(eng, 1, txnB, hlc.FromMicros(9e6, 0), between, 0); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(ops); i += 100 {
+			if err := WriteIntents(eng, 1, txnA, hlc.FromMicros(int64(10e6+i), 0), ops[i:min(i+100, len(ops))], uint32(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := WriteRangeLocks(eng, 1, txnA, hlc.FromMicros(19e6, 0), []storage.Span{lockSpan}, uint32(len(ops))); err != nil {
+			t.Fatal(err)
+		}
+		return eng
+	}
+	all := storage.Span{Start: []byte{0}, End: []byte{0xff, 0xff}}
+	commit := hlc.FromMicros(20e6, 1)
+	for _, remove := range []bool{false, true} {
+		whole := setup(1)
+		var err error
+		if remove {
+			_, err = RemoveIntents(whole, whole, 1, txnA)
+		} else {
+			_, err = ApplyIntents(whole, whole, 1, txnA, commit)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := engineKVs(t, whole, all)
+		for _, limit := range []int{1, 7, 64, 65, 100, 1000} {
+			eng := setup(1)
+			steps, n := 0, 0
+			for done := false; !done; steps++ {
+				if steps > 2000 {
+					t.Fatalf("limit %d: no end after %d steps", limit, steps)
+				}
+				if steps%3 == 1 {
+					if err := eng.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if locks, err := RangeLocksOf(eng, 1, txnA); err != nil || len(locks) != 1 {
+					t.Fatalf("limit %d, step %d: range locks %v (%v), want the one until the last step", limit, steps, locks, err)
+				}
+				b := eng.NewIndexedBatch()
+				var m int
+				if remove {
+					m, done, err = RemoveIntentsPart(b, b, 1, txnA, limit)
+				} else {
+					m, done, err = ApplyIntentsPart(b, b, 1, txnA, commit, limit)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if remove && !done && m != limit {
+					t.Fatalf("limit %d: a step removed %d", limit, m)
+				}
+				n += m
+				if err := b.Commit(nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n == 0 {
+				t.Fatalf("limit %d: nothing applied", limit)
+			}
+			if got := engineKVs(t, eng, all); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("remove=%v limit %d: %d steps leave %d keys, one call %d, or different ones", remove, limit, steps, len(got), len(want))
+			}
+		}
+	}
+}

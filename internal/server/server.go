@@ -225,6 +225,8 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.hb.setMasters(id.Masters)
 	s.ref.SetLeaderHint(s.hb.leaderAddr)
+	// Read before the heartbeater starts: it may drop the master role.
+	isMaster := s.mu.master != nil
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -236,7 +238,7 @@ func Start(cfg Config) (*Server, error) {
 		s.openTxnClient(rpcAddr)
 	}()
 	ok = true
-	s.log.Info("node started", "node", id.NodeID, "cluster", id.ClusterID, "rpc", rpcAddr, "master", s.mu.master != nil)
+	s.log.Info("node started", "node", id.NodeID, "cluster", id.ClusterID, "rpc", rpcAddr, "master", isMaster)
 	return s, nil
 }
 

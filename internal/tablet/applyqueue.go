@@ -202,7 +202,7 @@ func (sm *stateMachine) applyTxns(b *pebble.Batch, e entryData) any {
 		return fmt.Errorf("tablet %d: index %d: %w", t.desc.ID, e.index, err)
 	}
 	for _, a := range applies {
-		if err := t.applyCommitted(b, a.txn, a.commit); err != nil {
+		if _, err := t.applyCommitted(b, a.txn, a.commit, 0); err != nil { // small ones: whole
 			return err
 		}
 	}

@@ -23,3 +23,10 @@ func SetApplyLinger(d time.Duration) (restore func()) {
 // DeferMaxIntents: a transaction with more intents on a tablet is applied
 // at once rather than deferred.
 const DeferMaxIntents = deferMaxIntents
+
+// SetIntentStep sets how many intents one step of a large apply or
+// removal resolves, until the returned function is called.
+func SetIntentStep(n int) (restore func()) {
+	old := intentStep.Swap(int32(n))
+	return func() { intentStep.Store(old) }
+}

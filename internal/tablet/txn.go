@@ -33,6 +33,21 @@ const (
 	cmdRemoveTxn byte = 5
 )
 
+// A large transaction's intents are applied (or removed) in steps of at
+// most intentStep intents, each a Raft entry of its own: one node applies
+// every group's entries of a cycle in one batch, so a bulk load's million
+// intents in one entry stalled every tablet of the node (heartbeats
+// unanswered, leaderships lost) for tens of seconds. A step is about 10 ms
+// of work on one replica. The step is in the entry, so that every replica
+// applies the same intents in it whatever the version of its binary.
+var intentStep atomic.Int32
+
+func init() { intentStep.Store(4096) }
+
+// errMoreIntents is the result of a step that left intents to apply or
+// remove: the proposer proposes the next step.
+var errMoreIntents = errors.New("tablet: more intents to resolve")
+
 // testHooks let tests stop the tablet at chosen points (nil outside tests).
 type testHooks struct {
 	// txnApplied runs on the apply goroutine of a replica applying a
@@ -477,21 +492,39 @@ func decodeSpans(b []byte) ([]storage.Span, error) {
 	return spans, nil
 }
 
-func encodeApplyTxn(txn docdb.TxnID, commit hlc.Timestamp) []byte {
+// encodeApplyTxn: cmdApplyTxn | txn | commit time (8 BE) | step (4 BE:
+// at most that many intents, 0 for all; absent in entries of older
+// binaries).
+func encodeApplyTxn(txn docdb.TxnID, commit hlc.Timestamp, step uint32) []byte {
 	b := append([]byte{cmdApplyTxn}, txn[:]...)
-	return binary.BigEndian.AppendUint64(b, uint64(commit))
+	b = binary.BigEndian.AppendUint64(b, uint64(commit))
+	return binary.BigEndian.AppendUint32(b, step)
 }
 
 // encodeRemoveTxn: remove txn's intents here; with partial, only those of
-// write ids at or above fromWriteID (a savepoint rollback).
-func encodeRemoveTxn(txn docdb.TxnID, partial bool, fromWriteID uint32) []byte {
+// write ids at or above fromWriteID (a savepoint rollback); a whole removal
+// in steps as encodeApplyTxn.
+func encodeRemoveTxn(txn docdb.TxnID, partial bool, fromWriteID, step uint32) []byte {
 	b := append([]byte{cmdRemoveTxn}, txn[:]...)
 	p := byte(0)
 	if partial {
 		p = 1
 	}
 	b = append(b, p)
-	return binary.BigEndian.AppendUint32(b, fromWriteID)
+	b = binary.BigEndian.AppendUint32(b, fromWriteID)
+	return binary.BigEndian.AppendUint32(b, step)
+}
+
+// stepOf reads the optional step at the end of an apply or remove command
+// of length n without it.
+func stepOf(data []byte, n int) (int, bool) {
+	switch len(data) {
+	case n:
+		return 0, true
+	case n + 4:
+		return int(binary.BigEndian.Uint32(data[n:])), true
+	}
+	return 0, false
 }
 
 // applyTxnCmd applies one of the transaction commands.
@@ -538,24 +571,31 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		t.noteApplied(ht)
 		return ht
 	case cmdApplyTxn:
-		if len(data) != 1+16+8 {
+		step, ok := stepOf(data, 1+16+8)
+		if !ok {
 			return fmt.Errorf("tablet %d: index %d: %w", t.desc.ID, e.Index, errMalformedCmd)
 		}
 		var txn docdb.TxnID
 		copy(txn[:], data[1:])
 		commit := hlc.Timestamp(binary.BigEndian.Uint64(data[17:]))
-		if err := t.applyCommitted(b, txn, commit); err != nil {
+		done, err := t.applyCommitted(b, txn, commit, step)
+		if err != nil {
 			return err
+		}
+		if !done {
+			return errMoreIntents
 		}
 		return commit
 	case cmdRemoveTxn:
-		if len(data) != 1+16+1+4 {
+		step, ok := stepOf(data, 1+16+1+4)
+		if !ok {
 			return fmt.Errorf("tablet %d: index %d: %w", t.desc.ID, e.Index, errMalformedCmd)
 		}
 		var txn docdb.TxnID
 		copy(txn[:], data[1:])
 		t.txns.takeKnown(txn) // some or all of its intents go
 		var err error
+		done := true
 		if from := binary.BigEndian.Uint32(data[18:]); data[17] == 1 && from > 0 {
 			// Everything from write id `from` on: after the last id
 			// handed out before it.
@@ -563,11 +603,16 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		} else if data[17] == 1 {
 			_, err = docdb.RemoveIntents(b, b, t.desc.ID, txn)
 		} else {
-			_, err = docdb.RemoveIntents(b, b, t.desc.ID, txn)
-			t.txns.remove(txn)
+			_, done, err = docdb.RemoveIntentsPart(b, b, t.desc.ID, txn, step)
+			if done {
+				t.txns.remove(txn)
+			}
 		}
 		if err != nil {
 			return err
+		}
+		if !done {
+			return errMoreIntents // range locks go with the last step
 		}
 		if t.ranges.has(txn) {
 			if err := t.syncRangeLocks(b, txn); err != nil {
@@ -580,15 +625,19 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 }
 
 // applyCommitted applies committed txn's intents here at its commit time
-// (into the apply batch b).
-func (t *Tablet) applyCommitted(b *pebble.Batch, txn docdb.TxnID, commit hlc.Timestamp) error {
+// (into the apply batch b): at most step of them (0: all); done reports
+// that none remain.
+func (t *Tablet) applyCommitted(b *pebble.Batch, txn docdb.TxnID, commit hlc.Timestamp, step int) (done bool, err error) {
 	t.clock.ForceUpdate(commit)
 	if known := t.txns.takeKnown(txn); known != nil && !t.ranges.has(txn) {
 		if _, err := docdb.ApplyKnownIntents(b, t.desc.ID, txn, commit, known); err != nil {
-			return err
+			return false, err
 		}
-	} else if _, err := docdb.ApplyIntents(b, b, t.desc.ID, txn, commit); err != nil {
-		return err
+	} else if _, done, err := docdb.ApplyIntentsPart(b, b, t.desc.ID, txn, commit, step); err != nil || !done {
+		// Still live: readers and writers that meet the rest resolve
+		// them through the status record as before.
+		t.noteApplied(commit)
+		return done, err
 	}
 	if t.ranges.has(txn) {
 		t.ranges.replaceTxn(txn, nil) // ApplyIntents released them
@@ -598,7 +647,7 @@ func (t *Tablet) applyCommitted(b *pebble.Batch, txn docdb.TxnID, commit hlc.Tim
 	if h := hooks.Load(); h != nil && h.txnApplied != nil {
 		h.txnApplied(t, txn)
 	}
-	return nil
+	return true, nil
 }
 
 func (t *Tablet) noteApplied(ht hlc.Timestamp) {
@@ -896,15 +945,23 @@ func (t *Tablet) proposeLatched(ctx context.Context, encode func(ht hlc.Timestam
 // ApplyTxn applies txn's intents here as versions at its commit time.
 // Idempotent.
 func (t *Tablet) ApplyTxn(ctx context.Context, txn docdb.TxnID, commit hlc.Timestamp) error {
-	_, err := t.proposeLatched(ctx, func(hlc.Timestamp) []byte { return encodeApplyTxn(txn, commit) }, func() {})
-	return err
+	return t.inSteps(ctx, func() []byte { return encodeApplyTxn(txn, commit, uint32(intentStep.Load())) })
+}
+
+// inSteps proposes cmd until a step leaves nothing to do (intentStep).
+func (t *Tablet) inSteps(ctx context.Context, cmd func() []byte) error {
+	for {
+		_, err := t.proposeLatched(ctx, func(hlc.Timestamp) []byte { return cmd() }, func() {})
+		if !errors.Is(err, errMoreIntents) {
+			return err
+		}
+	}
 }
 
 // RemoveTxn removes txn's intents here (all, or with partial those of
 // write ids >= fromWriteID). Idempotent.
 func (t *Tablet) RemoveTxn(ctx context.Context, txn docdb.TxnID, partial bool, fromWriteID uint32) error {
-	_, err := t.proposeLatched(ctx, func(hlc.Timestamp) []byte { return encodeRemoveTxn(txn, partial, fromWriteID) }, func() {})
-	return err
+	return t.inSteps(ctx, func() []byte { return encodeRemoveTxn(txn, partial, fromWriteID, uint32(intentStep.Load())) })
 }
 
 // ---- Leader side: reads that see transactions ----

@@ -30,6 +30,14 @@ func (s *kvSM) Apply(b *pebble.Batch, e consensus.Entry) any {
 	if !ok {
 		return fmt.Errorf("bad command %q", e.Data)
 	}
+	if string(k) == "stall" {
+		// A long apply: the node's scheduler runs no cycle meanwhile.
+		d, err := time.ParseDuration(string(v))
+		if err != nil {
+			return err
+		}
+		time.Sleep(d)
+	}
 	if err := b.Set(append(s.prefix(), k...), v, nil); err != nil {
 		return err
 	}
@@ -291,4 +299,30 @@ func TestQuiescedGroupKeepsLeaseAndFailsOver(t *testing.T) {
 		t.Fatal("stopped node still leads")
 	}
 	propose(t, c, "b", "2")
+}
+
+// TestStallKeepsLeader: every node of a group stalls for five election
+// timeouts applying one entry (as a bulk load's apply did); afterwards the
+// same leader leads in the same term. Ticks piled up during the stall were
+// stepped all at once: the leader stepped down for want of a quorum it had
+// not heard yet, and followers campaigned.
+func TestStallKeepsLeader(t *testing.T) {
+	c := startCluster(t, 3, []uint64{1, 2, 3})
+	propose(t, c, "a", "1")
+	l := waitLeader(t, c)
+	g, _ := l.Runtime.Group(groupID)
+	term := g.Status().Term
+	stall := 5 * time.Duration(testConfig().ElectionTicks) * testConfig().TickInterval
+	ctx, cancel := context.WithTimeout(context.Background(), 10*stall)
+	defer cancel()
+	if _, err := g.Propose(ctx, []byte("stall="+stall.String())); err != nil {
+		t.Fatal(err)
+	}
+	propose(t, c, "b", "2")
+	for _, n := range c.Nodes() {
+		ng, _ := n.Runtime.Group(groupID)
+		if st := ng.Status(); st.Term != term || st.Leader != l.ID {
+			t.Fatalf("node %d after the stall: term %d leader %d, want term %d leader %d", n.ID, st.Term, st.Leader, term, l.ID)
+		}
+	}
 }

@@ -338,10 +338,16 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 	if wake {
 		quiesced = false
 	}
-	if !quiesced {
-		for i := 0; i < ticks; i++ {
-			g.rn.Tick()
-		}
+	if !quiesced && ticks > 0 {
+		// One tick however many piled up: ticks pile up while the node is
+		// too busy to run cycles (a long apply, a starved process), and
+		// its peers' messages piled up unread meanwhile. Stepped all at
+		// once after the messages, they made followers campaign and
+		// leaders step down for want of a quorum they had not yet heard,
+		// although nobody was down: leaderships lost under load. A tick
+		// counts a chance to hear from peers, not wall time (leases and
+		// vote refusal use the clock).
+		g.rn.Tick()
 	}
 	g.mu.Lock()
 	g.mu.quiesced = quiesced

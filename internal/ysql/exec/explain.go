@@ -170,6 +170,13 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.Join:
 		kind := map[plan.JoinKind]string{plan.InnerJoin: "", plan.LeftJoin: "Left ", plan.RightJoin: "Right ", plan.FullJoin: "Full "}[x.Kind]
+		if x.Lookup != nil {
+			add("YB Batched Nested Loop %sJoin", kind)
+			detail("Batch Size: %d", plan.LookupBatch)
+			s.describe(ctx, x.Left, depth+1, lines)
+			s.describeLookup(x.Lookup, x.Right.(*plan.Scan), depth+1, lines)
+			return
+		}
 		if len(x.EqLeft) > 0 {
 			add("Hash %sJoin", kind)
 		} else {
@@ -201,6 +208,34 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		s.describe(ctx, x.Sub, depth+1, lines)
 	default:
 		add("%T", n)
+	}
+}
+
+// describeLookup renders the right side of a batched lookup join: how
+// each batch's keys are read.
+func (s *Session) describeLookup(l *plan.Lookup, sc *plan.Scan, depth int, lines *[]string) {
+	pad := strings.Repeat("  ", depth-1) + "  ->  "
+	detail := func(format string, args ...any) {
+		*lines = append(*lines, strings.Repeat(" ", len(pad)+2)+fmt.Sprintf(format, args...))
+	}
+	switch {
+	case l.Index != nil:
+		*lines = append(*lines, pad+fmt.Sprintf("Batched Index Scan using %s on %s", l.Index.Name, sc.Table.Name))
+	case l.Point:
+		*lines = append(*lines, pad+fmt.Sprintf("Batched Point Get on %s", sc.Table.QualifiedName()))
+	default:
+		*lines = append(*lines, pad+fmt.Sprintf("Batched Key Range Scan on %s", sc.Table.QualifiedName()))
+	}
+	names := make([]string, len(l.Cols))
+	for i, c := range l.Cols {
+		names[i] = sc.Table.Columns[c].Name
+	}
+	detail("Lookup Key: (%s)", strings.Join(names, ", "))
+	if l.Index != nil {
+		detail("Table rows: read by primary key in batches")
+	}
+	if sc.Filter != nil {
+		detail("Filter: evaluated on the rows read")
 	}
 }
 

@@ -315,45 +315,13 @@ func (r *runner) indexScan(s *plan.Scan, tbl *client.Table) ([]plan.Row, error) 
 	}
 	var out []plan.Row
 	if s.Access.IndexOnly {
-		out = make([]plan.Row, 0, len(raw))
-		for _, ir := range raw {
-			row, err := tableRow(t, ir) // columns the index lacks read as NULL: the query reads none
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, row)
-		}
-	} else {
-		w := &indexWriter{ix: ix, layout: l}
-		keys := make([]client.Row, len(raw))
-		for i, ir := range raw {
-			keys[i] = baseKeyOf(t, w, ir)
-		}
-		var rows []client.Row
-		var found []bool
-		if r.txn != nil {
-			rows, found, err = r.txn.GetMany(r.ctx, tbl, keys)
-		} else {
-			rows, found = make([]client.Row, len(keys)), make([]bool, len(keys))
-			for i, k := range keys {
-				if rows[i], found[i], err = tbl.Get(r.ctx, k); err != nil {
-					break
-				}
-			}
-		}
-		if err != nil {
+		// Columns the index lacks read as NULL: the query reads none.
+		if out, err = tableRows(t, raw); err != nil {
 			return nil, err
 		}
-		out = make([]plan.Row, 0, len(rows))
-		for i, sr := range rows {
-			if !found[i] {
-				continue
-			}
-			row, err := tableRow(t, sr)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, row)
+	} else {
+		if out, err = r.baseRows(t, ix, tbl, raw); err != nil {
+			return nil, err
 		}
 	}
 	out, err = r.filter(out, s.Filter)
@@ -362,6 +330,49 @@ func (r *runner) indexScan(s *plan.Scan, tbl *client.Table) ([]plan.Row, error) 
 	}
 	if s.Lock != plan.NoLock && r.txn != nil && len(out) > 0 {
 		return r.lockRows(s, tbl, out)
+	}
+	return out, nil
+}
+
+// baseRows reads the base rows of index rows by their primary keys.
+func (r *runner) baseRows(t *catalog.Table, ix *catalog.Index, tbl *client.Table, raw []client.Row) ([]plan.Row, error) {
+	w := &indexWriter{ix: ix, layout: t.Layout(ix)}
+	keys := make([]client.Row, len(raw))
+	for i, ir := range raw {
+		keys[i] = baseKeyOf(t, w, ir)
+	}
+	return r.getRows(t, tbl, keys)
+}
+
+// getRows reads the rows of t with the given primary keys (those that
+// exist), several reads at once in a transaction.
+func (r *runner) getRows(t *catalog.Table, tbl *client.Table, keys []client.Row) ([]plan.Row, error) {
+	var rows []client.Row
+	var found []bool
+	var err error
+	if r.txn != nil {
+		rows, found, err = r.txn.GetMany(r.ctx, tbl, keys)
+	} else {
+		rows, found = make([]client.Row, len(keys)), make([]bool, len(keys))
+		for i, k := range keys {
+			if rows[i], found[i], err = tbl.Get(r.ctx, k); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]plan.Row, 0, len(rows))
+	for i, sr := range rows {
+		if !found[i] {
+			continue
+		}
+		row, err := tableRow(t, sr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
 	}
 	return out, nil
 }

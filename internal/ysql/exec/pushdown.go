@@ -279,6 +279,13 @@ func (r *runner) storageValue(e plan.Expr, t types.T) (docdb.Value, bool) {
 	if d.Null {
 		return docdb.Null(), true
 	}
+	return keyStorage(d, t)
+}
+
+// keyStorage converts a non-NULL value of a type comparable with t (an
+// integer of another width) to the key storage of a column of type t; ok is
+// false when it does not fit, so that it equals no value of the column.
+func keyStorage(d types.Datum, t types.T) (docdb.Value, bool) {
 	switch t.OID {
 	case types.OIDInt2:
 		if d.I < math.MinInt16 || d.I > math.MaxInt16 {

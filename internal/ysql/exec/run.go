@@ -384,6 +384,9 @@ func (r *runner) aggregate(a *plan.Agg) ([]plan.Row, error) {
 }
 
 func (r *runner) join(j *plan.Join) ([]plan.Row, error) {
+	if j.Lookup != nil {
+		return r.lookupJoin(j)
+	}
 	left, err := r.rows(j.Left)
 	if err != nil {
 		return nil, err
@@ -392,6 +395,12 @@ func (r *runner) join(j *plan.Join) ([]plan.Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.joinRows(j, left, right)
+}
+
+// joinRows joins the rows of j's sides: a hash join on the equi-join keys
+// when there are any, else a nested loop.
+func (r *runner) joinRows(j *plan.Join, left, right []plan.Row) ([]plan.Row, error) {
 	nl, nr := len(j.Left.Columns()), len(j.Right.Columns())
 	var out []plan.Row
 	matchedRight := make([]bool, len(right))
@@ -414,7 +423,6 @@ func (r *runner) join(j *plan.Join) ([]plan.Row, error) {
 			k := rowKey(vals, ts)
 			index[k] = append(index[k], i)
 		}
-		defer func() { _ = ts }()
 	}
 	lts := make([]types.T, len(j.EqLeft))
 	for i, e := range j.EqLeft {
@@ -579,6 +587,19 @@ func tableRow(t *catalog.Table, sr client.Row) (plan.Row, error) {
 	return row, nil
 }
 
+// tableRows converts storage rows to table rows.
+func tableRows(t *catalog.Table, raw []client.Row) ([]plan.Row, error) {
+	out := make([]plan.Row, 0, len(raw))
+	for _, sr := range raw {
+		row, err := tableRow(t, sr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
 // keyRow builds the storage key row from the leading key values.
 func (r *runner) keyValues(t *catalog.Table, exprs []plan.Expr) (client.Row, bool, error) {
 	kr := client.Row{}
@@ -654,13 +675,9 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 			return nil, err
 		}
 	}
-	out := make([]plan.Row, 0, len(raw))
-	for _, sr := range raw {
-		row, err := tableRow(s.Table, sr)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, row)
+	out, err := tableRows(s.Table, raw)
+	if err != nil {
+		return nil, err
 	}
 	out, err = r.filter(out, filter)
 	if err != nil {

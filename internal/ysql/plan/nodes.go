@@ -164,12 +164,14 @@ const (
 
 // Join joins Left and Right; its rows are the left columns then the right
 // ones. EqLeft/EqRight, when set, are equi-join keys (hash join); Cond is
-// the rest of the ON condition.
+// the whole ON condition. Lookup, when set, reads the right side (a Scan)
+// by key for each batch of left rows (lookup.go).
 type Join struct {
 	Kind            JoinKind
 	Left, Right     Node
 	Cond            Expr
 	EqLeft, EqRight []Expr
+	Lookup          *Lookup
 	cols            []Column
 }
 

@@ -111,26 +111,11 @@ func isTextOID(oid uint32) bool { return oid == types.OIDText || oid == types.OI
 // remoteColumn matches a column of s's table, possibly under a cast that
 // keeps its values (varchar to text, integer widening).
 func remoteColumn(s *Scan, e Expr) (int, bool) {
-	switch x := e.(type) {
-	case *ColRef:
-		if x.Idx >= len(s.Table.Columns) || !RemoteType(s.Table.Columns[x.Idx].Type) {
-			return 0, false
-		}
-		return x.Idx, true
-	case *Cast:
-		idx, ok := remoteColumn(s, x.E)
-		if !ok {
-			return 0, false
-		}
-		from, to := s.Table.Columns[idx].Type.OID, x.T.OID
-		if to == types.OIDText && isTextOID(from) {
-			return idx, true
-		}
-		if fw, tw := intWidth(from), intWidth(to); fw > 0 && tw >= fw {
-			return idx, true
-		}
+	cr, ok := castColumn(e)
+	if !ok || cr.Idx >= len(s.Table.Columns) || !RemoteType(s.Table.Columns[cr.Idx].Type) {
+		return 0, false
 	}
-	return 0, false
+	return cr.Idx, true
 }
 
 // comparable reports whether a value of type vt compares with column

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -55,6 +56,7 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 			return nil, err
 		}
 	}
+	planLookups(from)
 	if b.srfRefs == nil {
 		b.srfRefs = map[*pg.FuncCall]Expr{}
 	}
@@ -873,14 +875,15 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 func (b *Binder) setJoinCond(j *Join, cond Expr, nLeft int) {
 	var rest Expr
 	for _, c := range conjuncts(cond, nil) {
-		if bo, ok := c.(*BinOp); ok && bo.Name == "=" && bo.L.Type() == bo.R.Type() {
-			ls, rs := sideOf(bo.L, nLeft), sideOf(bo.R, nLeft)
+		if bo, ok := c.(*BinOp); ok && bo.Name == "=" {
+			l, r := equiSides(bo)
+			ls, rs := sideOf(l, nLeft), sideOf(r, nLeft)
 			if ls == 1 && rs == 2 {
-				j.EqLeft, j.EqRight = append(j.EqLeft, bo.L), append(j.EqRight, shift(bo.R, nLeft))
+				j.EqLeft, j.EqRight = append(j.EqLeft, l), append(j.EqRight, shift(r, nLeft))
 				continue
 			}
 			if ls == 2 && rs == 1 {
-				j.EqLeft, j.EqRight = append(j.EqLeft, bo.R), append(j.EqRight, shift(bo.L, nLeft))
+				j.EqLeft, j.EqRight = append(j.EqLeft, r), append(j.EqRight, shift(l, nLeft))
 				continue
 			}
 		}
@@ -896,10 +899,29 @@ func (b *Binder) setJoinCond(j *Join, cond Expr, nLeft int) {
 	}
 }
 
-// sideOf: 1 if e reads only left columns (idx < nLeft), 2 if only right,
-// 0 otherwise (mixed, none, or not a plain column).
+// equiSides returns the sides of an equality as hash-join keys of one
+// type: integers of different widths (int4 = int8) are both widened to
+// int8, whose equal values encode alike; other sides of different types
+// come back unchanged (sideOf then rejects them).
+func equiSides(bo *BinOp) (Expr, Expr) {
+	l, r := bo.L, bo.R
+	if l.Type() == r.Type() || intWidth(l.Type().OID) == 0 || intWidth(r.Type().OID) == 0 {
+		return l, r
+	}
+	widen := func(e Expr) Expr {
+		if e.Type().OID == types.OIDInt8 {
+			return e
+		}
+		return &Cast{E: e, T: tInt8, Kind: types.CastImplicit}
+	}
+	return widen(l), widen(r)
+}
+
+// sideOf: 1 if e is a column of the left side (idx < nLeft), 2 if of the
+// right, possibly under casts that keep its values and cannot fail
+// (varchar to text, integer widening); 0 otherwise.
 func sideOf(e Expr, nLeft int) int {
-	cr, ok := e.(*ColRef)
+	cr, ok := castColumn(e)
 	if !ok {
 		return 0
 	}
@@ -909,9 +931,25 @@ func sideOf(e Expr, nLeft int) int {
 	return 2
 }
 
+// castColumn returns the column of e, a ColRef possibly under casts that
+// keep its values.
+func castColumn(e Expr) (*ColRef, bool) {
+	switch x := e.(type) {
+	case *ColRef:
+		return x, true
+	case *Cast:
+		from, to := x.E.Type().OID, x.T.OID
+		if to == types.OIDText && isTextOID(from) || intWidth(from) > 0 && intWidth(to) >= intWidth(from) {
+			return castColumn(x.E)
+		}
+	}
+	return nil, false
+}
+
+// shift moves the column e reads (see sideOf) n places to the left.
 func shift(e Expr, n int) Expr {
-	cr := e.(*ColRef)
-	return &ColRef{Idx: cr.Idx - n, T: cr.T, Name: cr.Name}
+	out, _ := shiftColumns(e, n, math.MaxInt, n)
+	return out
 }
 
 func (b *Binder) values(lists []*pg.Node, sc *scope, hints []types.T) (*Values, error) {

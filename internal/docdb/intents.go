@@ -696,8 +696,22 @@ type intentWalker struct {
 }
 
 func newIntentWalker(r pebble.Reader, tablet uint64, txn TxnID) (*intentWalker, error) {
+	return newIntentWalkerIn(r, tablet, txn, storage.Span{})
+}
+
+// newIntentWalkerIn walks the intents of txn on the rows of span (a
+// data-space span; an empty one: all rows): the index is ordered as the
+// intents, so they are one range of it.
+func newIntentWalkerIn(r pebble.Reader, tablet uint64, txn TxnID, span storage.Span) (*intentWalker, error) {
 	prefix := txnIndexPrefix(nil, tablet, txn)
-	idx, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: storage.PrefixEnd(prefix)})
+	lower, upper := prefix, storage.PrefixEnd(prefix)
+	if is := IntentSpanOf(span); len(span.Start) > 0 || len(span.End) > 0 {
+		lower = append(append([]byte(nil), prefix...), is.Start[1:]...)
+		if !bytes.Equal(is.End, storage.IntentSpan().End) {
+			upper = append(append([]byte(nil), prefix...), is.End[1:]...)
+		}
+	}
+	idx, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err
 	}
@@ -908,6 +922,46 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 		return 0, false, err
 	}
 	return n, done, nil
+}
+
+// OverlayIntents writes into w the versions that committed transaction
+// txn's strong write intents on the rows of span in tablet become at
+// commitHT (as ApplyIntents writes them), and nothing else. A read through
+// w (a throwaway indexed batch over the engine) sees txn applied on span
+// without waiting for its apply: a bulk load's apply takes minutes, a
+// reader's page needs a few rows of it. It returns the versions written.
+func OverlayIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, span storage.Span) (int, error) {
+	walk, err := newIntentWalkerIn(r, tablet, txn, span)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var key, val, row []byte
+	for walk.next() {
+		k, err := decodeIntentKey(walk.key)
+		if err != nil {
+			walk.err = err
+			break
+		}
+		if k.typ != StrongWrite {
+			continue
+		}
+		raw, err := walk.value()
+		if err != nil {
+			walk.err = err
+			break
+		}
+		if len(raw) < txnIDLen || TxnID(raw[:txnIDLen]) != txn {
+			walk.err = corruptf("txn index of %s names an intent of another transaction at %x", txn, walk.key)
+			break
+		}
+		if row, key, val, err = writeApplied(w, k, raw[txnIDLen:], commitHT, row, key, val); err != nil {
+			walk.err = err
+			break
+		}
+		n++
+	}
+	return n, walk.close()
 }
 
 // KnownIntents are intents of one transaction in one tablet as
@@ -1315,19 +1369,28 @@ type RowIntents struct {
 //
 // See doc.go for how the tablet combines the result with GetRow.
 func ReadIntents(r pebble.Reader, span storage.Span, readTxn TxnID) ([]RowIntents, error) {
+	out, _, err := ReadIntentsUpTo(r, span, readTxn, 0)
+	return out, err
+}
+
+// ReadIntentsUpTo is ReadIntents over the first maxRows rows of span that
+// have strong write intents (maxRows <= 0: all of them). When more rows
+// have some, next is the first of those: the result covers [span.Start,
+// next) exactly. A page of a scan needs no more; looking at every intent
+// of a large transaction on every page made a scan quadratic.
+func ReadIntentsUpTo(r pebble.Reader, span storage.Span, readTxn TxnID, maxRows int) (out []RowIntents, next []byte, err error) {
 	is := IntentSpanOf(span)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: is.Start, UpperBound: is.End})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer it.Close()
-	var out []RowIntents
 	var cur *RowIntents
 	for valid := it.First(); valid; valid = it.Next() {
 		key := it.Key()
 		k, err := decodeIntentKey(key)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if k.typ != StrongWrite {
 			continue
@@ -1337,16 +1400,19 @@ func ReadIntents(r pebble.Reader, span storage.Span, readTxn TxnID) ([]RowIntent
 			if bytes.Compare(rk, span.Start) < 0 {
 				continue
 			}
+			if maxRows > 0 && len(out) == maxRows {
+				return out, rk, it.Error()
+			}
 			out = append(out, RowIntents{RowKey: rk})
 			cur = &out[len(out)-1]
 		}
 		raw, err := it.ValueAndErr()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		iv, err := decodeIntentValue(k.typ, append([]byte(nil), raw...))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		in := makeIntent(k, iv)
 		in.RowKey = cur.RowKey
@@ -1357,9 +1423,9 @@ func ReadIntents(r pebble.Reader, span storage.Span, readTxn TxnID) ([]RowIntent
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // mergeNewest keeps, per transaction and column, the intent with the

@@ -1028,3 +1028,80 @@ func TestApplyAndRemoveIntentsInParts(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayIntentsAndWindows: on sub-spans of a large transaction's rows
+// (next to another transaction's), an overlay of its intents reads as the
+// data an apply leaves there, and reading the intents in windows of a few
+// rows, each from where the last one stopped, finds exactly the rows one
+// ReadIntents finds.
+func TestOverlayIntentsAndWindows(t *testing.T) {
+	row := func(i int) []byte { return testRowKey(fmt.Sprintf("r%04d", i)) }
+	rng := rand.New(rand.NewSource(5))
+	txnA, txnB := testTxn("a"), testTxn("b")
+	setup := func() *storage.Engine {
+		eng := openTestEngine(t)
+		base := randomOpsOn(rand.New(rand.NewSource(1)), 50, func(i int) []byte { return row(i * 4) })
+		if err := ApplyWriteBatch(eng, hlc.FromMicros(5e6, 0), &WriteBatch{Ops: base}); err != nil {
+			t.Fatal(err)
+		}
+		ops := randomOpsOn(rand.New(rand.NewSource(2)), 300, func(i int) []byte { return row(i % 200) })
+		for i := 0; i < len(ops); i += 100 {
+			if err := WriteIntents(eng, 1, txnA, hlc.FromMicros(int64(10e6+i), 0), ops[i:i+100], uint32(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		other := randomOpsOn(rand.New(rand.NewSource(3)), 20, func(i int) []byte { return row(i*10 + 5) })
+		if err := WriteIntents(eng, 1, txnB, hlc.FromMicros(9e6, 0), other, 0); err != nil {
+			t.Fatal(err)
+		}
+		return eng
+	}
+	commit := hlc.FromMicros(20e6, 1)
+	applied, eng := setup(), setup()
+	if _, err := ApplyIntents(applied, applied, 1, txnA, commit); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 8; i++ {
+		a := rng.Intn(200)
+		span := storage.Span{Start: row(a), End: row(a + 1 + rng.Intn(60))}
+		if i == 0 {
+			span = storage.Span{Start: row(0), End: row(1000)}
+		}
+		ov := eng.NewIndexedBatch()
+		n, err := OverlayIntents(eng, ov, 1, txnA, commit, span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := engineKVs(t, ov, span), engineKVs(t, applied, span)
+		_ = ov.Close()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("span %d: the overlay (%d versions) reads %d keys, the apply leaves %d, or different ones", i, n, len(got), len(want))
+		}
+	}
+	whole := storage.Span{Start: row(0), End: row(1000)}
+	all, err := ReadIntents(eng, whole, TxnID{})
+	if err != nil || len(all) == 0 {
+		t.Fatalf("ReadIntents: %d rows (%v)", len(all), err)
+	}
+	for _, w := range []int{1, 3, 17} {
+		var got []RowIntents
+		span := whole
+		for {
+			rows, next, err := ReadIntentsUpTo(eng, span, TxnID{}, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) > w || (next != nil && len(rows) != w) {
+				t.Fatalf("window %d: %d rows, next %x", w, len(rows), next)
+			}
+			got = append(got, rows...)
+			if next == nil {
+				break
+			}
+			span.Start = next
+		}
+		if fmt.Sprint(got) != fmt.Sprint(all) {
+			t.Fatalf("window %d: %d rows in windows, %d at once, or different ones", w, len(got), len(all))
+		}
+	}
+}

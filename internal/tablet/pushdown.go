@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/storage"
@@ -56,14 +58,14 @@ func (o *ScanOptions) checkAggregate() error {
 }
 
 // aggregate runs the aggregates of o over span at time at.
-func (t *Tablet) aggregate(o *ScanOptions, span storage.Span, at hlc.Timestamp, maxRows int) ([]docdb.Value, []byte, error) {
+func (t *Tablet) aggregate(r pebble.Reader, o *ScanOptions, span storage.Span, at hlc.Timestamp, maxRows int) ([]docdb.Value, []byte, error) {
 	agg, err := docdb.NewAggregator(o.Aggregates)
 	if err != nil {
 		return nil, nil, err
 	}
 	so := o.docdb(span, at, agg)
 	so.MaxRows = maxRows
-	_, resume, err := docdb.Scan(t.eng, so)
+	_, resume, err := docdb.Scan(r, so)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,18 +89,19 @@ func (t *Tablet) AggregateTxn(ctx context.Context, opts ScanOptions, o TxnRead) 
 	span := clip(opts.Span, t.desc.Span)
 	var results []docdb.Value
 	var resume []byte
-	rt, err := t.readTxn(ctx, span, o, func() func() {
+	rt, err := t.readTxn(ctx, span, o, opts.intentWindow(), func() func() {
 		release, err := t.latches.acquireSpan(ctx, span)
 		if err != nil {
 			return nil
 		}
 		return release
-	}, func(at hlc.Timestamp) error {
+	}, func(rv readView, at hlc.Timestamp) error {
 		var err error
-		results, resume, err = t.aggregate(&opts, span, at, opts.MaxRows)
+		results, resume, err = t.aggregate(rv.r, &opts, rv.span, at, opts.MaxRows)
+		resume = rv.resume(span, resume)
 		return err
-	}, func(limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
-		rs, _, err := t.aggregate(&opts, examinedSpan(span, resume, opts.Reverse), limit, 0)
+	}, func(rv readView, limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
+		rs, _, err := t.aggregate(rv.r, &opts, examinedSpan(rv.span, resume, opts.Reverse), limit, 0)
 		if err != nil {
 			return 0, false, err
 		}
@@ -121,7 +124,7 @@ func (t *Tablet) FollowerAggregate(ctx context.Context, opts ScanOptions, sp Saf
 	if err := t.noIntentsFor(span); err != nil {
 		return nil, nil, 0, err
 	}
-	results, resume, err := t.aggregate(&opts, span, rt, opts.MaxRows)
+	results, resume, err := t.aggregate(t.eng, &opts, span, rt, opts.MaxRows)
 	return results, resume, rt, err
 }
 

@@ -72,6 +72,7 @@ type Tablet struct {
 	resolver Resolver
 	txns     txnTracker
 	applyQ   applyQueue
+	applying sync.Map     // docdb.TxnID -> struct{}: applies a read started (applySoon)
 	ranges   rangeLockSet // range read locks (rangelock.go)
 	// leaseTerm is the term whose lease leaderReady last saw; leaseReady
 	// is when that leader may serve (after the clock offset wait).

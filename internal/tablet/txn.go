@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -958,6 +959,21 @@ func (t *Tablet) inSteps(ctx context.Context, cmd func() []byte) error {
 	}
 }
 
+// applySoon applies a committed transaction a read found unapplied, in the
+// background: its coordinator's apply may be lost or still far from done.
+// One at a time per transaction.
+func (t *Tablet) applySoon(txn docdb.TxnID, commit hlc.Timestamp) {
+	if _, busy := t.applying.LoadOrStore(txn, struct{}{}); busy {
+		return
+	}
+	go func() {
+		defer t.applying.Delete(txn)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		_ = t.ApplyTxnLater(ctx, txn, commit)
+	}()
+}
+
 // RemoveTxn removes txn's intents here (all, or with partial those of
 // write ids >= fromWriteID). Idempotent.
 func (t *Tablet) RemoveTxn(ctx context.Context, txn docdb.TxnID, partial bool, fromWriteID uint32) error {
@@ -980,15 +996,47 @@ type TxnRead struct {
 	AllowRestart bool
 }
 
-// readIntentTxns lists the transactions other than reader with write
-// intents on span (nothing to look at when the tablet has none).
-func (t *Tablet) readIntentTxns(span storage.Span, reader docdb.TxnID) ([]docdb.TxnID, error) {
-	if !t.txns.any() {
-		return nil, nil
+// readView is what a read reads: the engine, or an overlay over it, on
+// span (the read's span, or the part of it its window covers).
+type readView struct {
+	r    pebble.Reader
+	span storage.Span
+}
+
+// resume is the resume key of a read of rv that stopped at resume (nil:
+// at the end of rv.span) when it was asked for span: where rv's window cut
+// the span, the rest is still to read.
+func (rv readView) resume(span storage.Span, resume []byte) []byte {
+	if resume == nil && !bytes.Equal(rv.span.End, span.End) {
+		return rv.span.End
 	}
-	rows, err := docdb.ReadIntents(t.eng, span, reader)
+	return resume
+}
+
+// intentWindow is the window of a scan's intent look (see readTxn): a
+// forward scan's page needs no more rows than its limit. A reverse scan
+// looks at every intent of its span.
+func (o *ScanOptions) intentWindow() int {
+	if o.Reverse {
+		return 0
+	}
+	return max(int(o.Limit), minIntentWindow)
+}
+
+// minIntentWindow: the fewest rows with intents a forward scan looks at.
+const minIntentWindow = 1024
+
+// readIntentTxns lists the transactions other than reader with write
+// intents on span, on its first window rows with intents if window > 0
+// (next: the first row past them), nothing to look at when the tablet
+// has none.
+func (t *Tablet) readIntentTxns(span storage.Span, reader docdb.TxnID, window int) ([]docdb.TxnID, []byte, error) {
+	if !t.txns.any() {
+		return nil, nil, nil
+	}
+	rows, next, err := docdb.ReadIntentsUpTo(t.eng, span, reader, window)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	seen := map[docdb.TxnID]bool{}
 	var out []docdb.TxnID
@@ -1000,13 +1048,13 @@ func (t *Tablet) readIntentTxns(span storage.Span, reader docdb.TxnID) ([]docdb.
 			}
 		}
 	}
-	return out, nil
+	return out, next, nil
 }
 
 // resolveReadIntents asks the status of the transactions whose intents a
 // read found. It returns the committed ones the read must see or restart
-// for, those committed at or below commitLimit, which the caller applies
-// here before reading again. A pending one is pushed to commit (if ever)
+// for, those committed at or below commitLimit, which the caller reads as
+// applied. A pending one is pushed to commit (if ever)
 // above push, the read's local limit. Call it under the read's latches.
 func (t *Tablet) resolveReadIntents(ctx context.Context, txns []docdb.TxnID, push, commitLimit hlc.Timestamp) (applied []docdb.TxnID, commit []hlc.Timestamp, err error) {
 	for _, txn := range txns {
@@ -1070,18 +1118,18 @@ func (t *Tablet) GetTxn(ctx context.Context, rowKey []byte, columns []uint32, o 
 	span := docdb.RowSpan(rowKey)
 	var row docdb.Row
 	var found bool
-	rt, err := t.readTxn(ctx, span, o, func() func() {
+	rt, err := t.readTxn(ctx, span, o, 0, func() func() {
 		release, err := t.latches.acquireRead(ctx, string(rowKey))
 		if err != nil {
 			return nil
 		}
 		return release
-	}, func(at hlc.Timestamp) error {
+	}, func(rv readView, at hlc.Timestamp) error {
 		var err error
-		row, found, err = docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: at, Columns: columns})
+		row, found, err = docdb.GetRow(rv.r, rowKey, docdb.ReadOptions{ReadTime: at, Columns: columns})
 		return err
-	}, func(limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
-		r, f, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: limit, Columns: columns})
+	}, func(rv readView, limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
+		r, f, err := docdb.GetRow(rv.r, rowKey, docdb.ReadOptions{ReadTime: limit, Columns: columns})
 		if err != nil {
 			return 0, false, err
 		}
@@ -1098,21 +1146,22 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 	if err := opts.checkScan(); err != nil {
 		return nil, nil, 0, err
 	}
-	scan := func(at hlc.Timestamp) ([]docdb.Row, []byte, error) {
-		return docdb.Scan(t.eng, opts.docdb(span, at, nil))
+	scan := func(rv readView, at hlc.Timestamp) ([]docdb.Row, []byte, error) {
+		return docdb.Scan(rv.r, opts.docdb(rv.span, at, nil))
 	}
-	rt, err := t.readTxn(ctx, span, o, func() func() {
+	rt, err := t.readTxn(ctx, span, o, opts.intentWindow(), func() func() {
 		release, err := t.latches.acquireSpan(ctx, span)
 		if err != nil {
 			return nil
 		}
 		return release
-	}, func(at hlc.Timestamp) error {
+	}, func(rv readView, at hlc.Timestamp) error {
 		var err error
-		rows, resume, err = scan(at)
+		rows, resume, err = scan(rv, at)
+		resume = rv.resume(span, resume)
 		return err
-	}, func(limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
-		rs, _, err := scan(limit)
+	}, func(rv readView, limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
+		rs, _, err := scan(rv, limit)
 		if err != nil {
 			return 0, false, err
 		}
@@ -1134,9 +1183,18 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 // read time picked after it, or within the local limit of a fixed one; one
 // applied after it left its intents in the look and is resolved through its
 // status record.
-func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latch func() func(),
-	read func(at hlc.Timestamp) error,
-	readLimit func(limit hlc.Timestamp) (newest hlc.Timestamp, differs bool, err error)) (hlc.Timestamp, error) {
+//
+// A committed transaction whose intents are not applied yet is read through
+// an overlay (docdb.OverlayIntents): its versions on the read's span, in a
+// throwaway batch over the engine, so that no read waits for an apply (a
+// bulk load's takes minutes; a hot row's costs a Raft round). The apply
+// itself goes on (applySoon). A read with a window (window > 0, forward
+// scans) looks at the intents of that many rows at most and reads up to
+// the next row with intents (rv.span is cut there): a scan's page costs
+// what the page holds, not every intent of a large transaction.
+func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, window int, latch func() func(),
+	read func(rv readView, at hlc.Timestamp) error,
+	readLimit func(rv readView, limit hlc.Timestamp) (newest hlc.Timestamp, differs bool, err error)) (hlc.Timestamp, error) {
 	for attempt := 0; ; attempt++ {
 		release := latch()
 		if release == nil {
@@ -1146,10 +1204,14 @@ func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latc
 			release()
 			return 0, err
 		}
-		txns, err := t.readIntentTxns(span, o.Txn)
+		txns, next, err := t.readIntentTxns(span, o.Txn, window)
 		if err != nil {
 			release()
 			return 0, err
+		}
+		rv := readView{r: t.eng, span: span}
+		if next != nil {
+			rv.span.End = next
 		}
 		rt, err := t.readTime(o.ReadTime)
 		if err != nil {
@@ -1178,27 +1240,44 @@ func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latc
 			release()
 			return 0, err
 		}
-		if len(apply) > 0 {
+		if newest := slices.Max(append(commits, 0)); newest > limit {
+			// As an apply would: move the clock past the commit, then
+			// pick the read time and the window again.
 			release()
-			for i, txn := range apply {
-				if err := t.ApplyTxn(ctx, txn, commits[i]); err != nil {
-					return 0, err
-				}
-			}
+			t.clock.ForceUpdate(newest)
 			continue
 		}
-		if err := read(rt); err != nil {
+		var overlay *pebble.Batch
+		if len(apply) > 0 {
+			overlay = t.eng.NewIndexedBatch()
+			for i, txn := range apply {
+				if _, err := docdb.OverlayIntents(t.eng, overlay, t.desc.ID, txn, commits[i], rv.span); err != nil {
+					overlay.Close()
+					release()
+					return 0, err
+				}
+				t.applySoon(txn, commits[i])
+			}
+			rv.r = overlay
+		}
+		done := func() {
+			if overlay != nil {
+				_ = overlay.Close()
+			}
 			release()
+		}
+		if err := read(rv, rt); err != nil {
+			done()
 			return 0, err
 		}
 		if limit > rt {
-			newest, differs, err := readLimit(limit)
+			newest, differs, err := readLimit(rv, limit)
 			if err != nil {
-				release()
+				done()
 				return 0, err
 			}
 			if differs || newest > rt {
-				release()
+				done()
 				restart := limit
 				if !differs && newest > rt {
 					restart = newest
@@ -1210,7 +1289,7 @@ func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, latc
 				continue
 			}
 		}
-		release()
+		done()
 		return rt, nil
 	}
 }

@@ -57,6 +57,12 @@ type Options struct {
 	// Engine, if set, replaces the nodes' small test engines (an 8 MiB
 	// block cache, 4 MiB memtables), e.g. for benchmarks over more data.
 	Engine *storage.Options
+	// Production gives the nodes a deployment's timing (raft ticks,
+	// leases, node death, transaction expiry, heartbeats) and engines, for
+	// tests that keep the one test process busy for minutes (TestPgbench):
+	// there the fast test timing loses leases and expires transactions
+	// whose heartbeats are merely late.
+	Production bool
 }
 
 // NewCluster starts n nodes (RF 3) and stops them when the test ends.
@@ -92,6 +98,16 @@ func (c *Cluster) Config(i int, join []string) server.Config {
 	engine := storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20}
 	if c.opts.Engine != nil {
 		engine = *c.opts.Engine
+	}
+	if c.opts.Production {
+		cfg := server.Config{
+			YSQLAddr: ysql, DataDir: c.Dirs[i], RPCAddr: c.Addrs[i], Join: join, ReplicationFactor: 3,
+			Placement: &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i)},
+		}
+		if c.opts.Engine != nil {
+			cfg.Engine = engine
+		}
+		return cfg
 	}
 	return server.Config{
 		YSQLAddr: ysql,

@@ -32,7 +32,7 @@ func TestPgbench(t *testing.T) {
 	if os.Getenv("SHALE_LONG") != "" {
 		scale, duration = 10, "30"
 	}
-	c := servertest.NewClusterWith(t, 3, servertest.Options{YSQL: true})
+	c := servertest.NewClusterWith(t, 3, servertest.Options{YSQL: true, Production: true})
 	addr := waitYSQL(t, c, 0)
 	host, port, _ := net.SplitHostPort(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

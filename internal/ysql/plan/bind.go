@@ -106,6 +106,11 @@ func (b *Binder) Expr(n *pg.Node) (Expr, error) { return b.expr(n, &scope{}, tUn
 // expr binds n; hint is the type an unknown literal or parameter should
 // take (tUnknown: none).
 func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
+	if b.aggs != nil && !b.inAggArg {
+		if i, ok := b.aggs.matchGroup(n); ok {
+			return &ColRef{Idx: i, T: b.aggs.agg.Groups[i].Type(), Name: columnName(n)}, nil
+		}
+	}
 	switch {
 	case n.GetAConst() != nil:
 		return b.constant(n.GetAConst(), hint)

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/types"
@@ -101,6 +103,49 @@ type aggScope struct {
 	agg   *Agg
 	b     *Binder
 	input *scope
+	// groupNodes are the GROUP BY items as written (positions and output
+	// names resolved), without source locations: an expression of the
+	// select list, HAVING or ORDER BY that is one of them reads it.
+	groupNodes []*pg.Node
+}
+
+// matchGroup reports which GROUP BY item the expression n is, if any (as
+// PostgreSQL matches `date_trunc('day', t)` in the select list with the
+// same GROUP BY expression).
+func (a *aggScope) matchGroup(n *pg.Node) (int, bool) {
+	if n.GetColumnRef() != nil || n.GetAConst() != nil || len(a.groupNodes) == 0 {
+		return 0, false // columns match through groupRef; constants are no group
+	}
+	bare := withoutLocations(n)
+	for i, g := range a.groupNodes {
+		if proto.Equal(bare, g) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// withoutLocations is a copy of n with every source location zeroed.
+func withoutLocations(n *pg.Node) *pg.Node {
+	c := proto.Clone(n).(*pg.Node)
+	var clear func(m protoreflect.Message)
+	clear = func(m protoreflect.Message) {
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			switch {
+			case fd.Name() == "location" && fd.Kind() == protoreflect.Int32Kind:
+				m.Clear(fd)
+			case fd.IsList() && fd.Message() != nil:
+				for i := 0; i < v.List().Len(); i++ {
+					clear(v.List().Get(i).Message())
+				}
+			case fd.Message() != nil && !fd.IsMap():
+				clear(v.Message())
+			}
+			return true
+		})
+	}
+	clear(c.ProtoReflect())
+	return c
 }
 
 // groupRef maps a column reference outside aggregate arguments to the
@@ -121,11 +166,11 @@ func (a *aggScope) groupRef(idx int, t types.T, name string, loc int32) (Expr, e
 
 // groupExpr binds a GROUP BY item: an output column position or name, or
 // an expression over the input.
-func (b *Binder) groupExpr(n *pg.Node, targets []*pg.Node, sc *scope) (Expr, error) {
+func (b *Binder) groupExpr(n *pg.Node, targets []*pg.Node, sc *scope) (Expr, *pg.Node, error) {
 	if c := n.GetAConst(); c != nil && c.GetIval() != nil {
 		i := int(c.GetIval().GetIval())
 		if i < 1 || i > len(targets) {
-			return nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "GROUP BY position %d is not in select list", i), c.GetLocation())
+			return nil, nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "GROUP BY position %d is not in select list", i), c.GetLocation())
 		}
 		n = targets[i-1].GetResTarget().GetVal()
 	} else if cr := n.GetColumnRef(); cr != nil && len(cr.GetFields()) == 1 {
@@ -139,9 +184,10 @@ func (b *Binder) groupExpr(n *pg.Node, targets []*pg.Node, sc *scope) (Expr, err
 		}
 	}
 	if hasAgg(n) {
-		return nil, pgerror.New(pgerror.CodeGroupingError, "aggregate functions are not allowed in GROUP BY")
+		return nil, nil, pgerror.New(pgerror.CodeGroupingError, "aggregate functions are not allowed in GROUP BY")
 	}
-	return b.expr(n, sc, tUnknown)
+	e, err := b.expr(n, sc, tUnknown)
+	return e, n, err
 }
 
 func (b *Binder) funcCall(fc *pg.FuncCall, sc *scope) (Expr, error) {

@@ -91,11 +91,12 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		agg := &Agg{Input: from}
 		as := &aggScope{agg: agg, b: b, input: sc}
 		for _, g := range s.GetGroupClause() {
-			e, err := b.groupExpr(g, s.GetTargetList(), sc)
+			e, n, err := b.groupExpr(g, s.GetTargetList(), sc)
 			if err != nil {
 				return nil, err
 			}
 			agg.Groups = append(agg.Groups, e)
+			as.groupNodes = append(as.groupNodes, withoutLocations(n))
 		}
 		b.aggs = as
 		defer func() { b.aggs = nil }()

@@ -257,6 +257,9 @@ func (tx *Txn) heartbeat(hbCtx context.Context, created bool) {
 	}
 }
 
+// Isolation is the transaction's isolation level.
+func (tx *Txn) Isolation() Isolation { return tx.opts.Isolation }
+
 func (tx *Txn) heartbeatErr() error {
 	tx.hbMu.Lock()
 	defer tx.hbMu.Unlock()

@@ -639,8 +639,13 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		}
 		var row client.Row
 		var found bool
+		// An UPDATE or DELETE of one row under snapshot isolation (every
+		// autocommit statement) reads it without a lock: its write fails
+		// on any version newer than the snapshot, waiting for a pending
+		// writer first, as the lock would, so the lock's Raft round buys
+		// nothing.
 		switch {
-		case r.txn != nil && s.Lock != plan.NoLock:
+		case r.txn != nil && s.Lock != plan.NoLock && !(s.ForWrite && r.txn.Isolation() == client.Snapshot):
 			row, found, err = r.txn.GetForUpdate(r.ctx, tbl, key, lockMode(s.Lock), waitPolicy(s.Wait))
 		case r.txn != nil:
 			row, found, err = r.txn.Get(r.ctx, tbl, key)

@@ -367,7 +367,7 @@ func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
 		}
 		b.addFilter(scan, cond)
 	}
-	scan.Lock = LockUpdate
+	scan.Lock, scan.ForWrite = LockUpdate, true
 	u := &Update{Table: t, Source: scan}
 	if u.Set, err = b.setList(t, s.GetTargetList(), sc); err != nil {
 		return nil, err
@@ -406,7 +406,7 @@ func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
 		}
 		b.addFilter(scan, cond)
 	}
-	scan.Lock = LockUpdate
+	scan.Lock, scan.ForWrite = LockUpdate, true
 	d := &Delete{Table: t, Source: scan}
 	if d.Returning, d.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
 		return nil, err

@@ -86,6 +86,9 @@ type Scan struct {
 	Filter Expr
 	Lock   LockStrength
 	Wait   WaitPolicy
+	// ForWrite: the locked rows are the source of an UPDATE or DELETE,
+	// whose writes follow.
+	ForWrite bool
 	// Reverse asks the rows in descending key order (ORDER BY key DESC).
 	Reverse bool
 	// LimitHint, when set, bounds the rows the consumer needs: a LIMIT

@@ -876,7 +876,7 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 			return err
 		}
 		del := intentDeleter{w: w, tablet: tablet, txn: txn}
-		var key, val, row []byte
+		ap := intentApplier{txn: txn, commitHT: commitHT}
 		for walk.next() {
 			if limit > 0 && del.n == limit {
 				done = false // walk.next found one more
@@ -891,24 +891,12 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 				walk.err = err
 				break
 			}
-			if k.typ != StrongWrite {
-				continue
-			}
-			raw, err := walk.value()
-			if err != nil {
+			if err := ap.apply(w, walk, k); err != nil {
 				walk.err = err
 				break
 			}
-			if len(raw) < txnIDLen || TxnID(raw[:txnIDLen]) != txn {
-				walk.err = corruptf("txn index of %s names an intent of another transaction at %x", txn, walk.key)
-				break
-			}
-			if row, key, val, err = writeApplied(w, k, raw[txnIDLen:], commitHT, row, key, val); err != nil {
-				walk.err = err
-				break
-			}
-			n++
 		}
+		n = ap.n
 		if err := walk.close(); err != nil {
 			return err
 		}
@@ -935,33 +923,47 @@ func OverlayIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, 
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	var key, val, row []byte
+	ap := intentApplier{txn: txn, commitHT: commitHT}
 	for walk.next() {
 		k, err := decodeIntentKey(walk.key)
+		if err == nil {
+			err = ap.apply(w, walk, k)
+		}
 		if err != nil {
 			walk.err = err
 			break
 		}
-		if k.typ != StrongWrite {
-			continue
-		}
-		raw, err := walk.value()
-		if err != nil {
-			walk.err = err
-			break
-		}
-		if len(raw) < txnIDLen || TxnID(raw[:txnIDLen]) != txn {
-			walk.err = corruptf("txn index of %s names an intent of another transaction at %x", txn, walk.key)
-			break
-		}
-		if row, key, val, err = writeApplied(w, k, raw[txnIDLen:], commitHT, row, key, val); err != nil {
-			walk.err = err
-			break
-		}
-		n++
 	}
-	return n, walk.close()
+	return ap.n, walk.close()
+}
+
+// intentApplier writes the versions a committed transaction's intents
+// become (writeApplied), for ApplyIntentsPart and OverlayIntents.
+type intentApplier struct {
+	txn           TxnID
+	commitHT      hlc.Timestamp
+	row, key, val []byte // scratch
+	n             int    // versions written
+}
+
+// apply writes the version of the walker's current intent k, if it is a
+// strong write.
+func (a *intentApplier) apply(w pebble.Writer, walk *intentWalker, k decodedIntentKey) error {
+	if k.typ != StrongWrite {
+		return nil
+	}
+	raw, err := walk.value()
+	if err != nil {
+		return err
+	}
+	if len(raw) < txnIDLen || TxnID(raw[:txnIDLen]) != a.txn {
+		return corruptf("txn index of %s names an intent of another transaction at %x", a.txn, walk.key)
+	}
+	if a.row, a.key, a.val, err = writeApplied(w, k, raw[txnIDLen:], a.commitHT, a.row, a.key, a.val); err != nil {
+		return err
+	}
+	a.n++
+	return nil
 }
 
 // KnownIntents are intents of one transaction in one tablet as

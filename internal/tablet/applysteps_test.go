@@ -14,8 +14,8 @@ import (
 // intents), leave no intent on any replica, and every read that runs
 // while the steps go on sees the whole committed transaction (the part
 // applied as versions, the rest through an overlay of its intents), or
-// nothing of the aborted one, without waiting for the steps. One entry of a bulk load's million intents stalled
-// every tablet of its node.
+// nothing of the aborted one, without waiting for the steps. One entry of
+// a bulk load's million intents stalled every tablet of its node.
 func TestLargeApplyInSteps(t *testing.T) {
 	const step = 16
 	rows := tablet.DeferMaxIntents + 88 // applied at once, not queued

@@ -634,11 +634,13 @@ func (t *Tablet) applyCommitted(b *pebble.Batch, txn docdb.TxnID, commit hlc.Tim
 		if _, err := docdb.ApplyKnownIntents(b, t.desc.ID, txn, commit, known); err != nil {
 			return false, err
 		}
-	} else if _, done, err := docdb.ApplyIntentsPart(b, b, t.desc.ID, txn, commit, step); err != nil || !done {
-		// Still live: readers and writers that meet the rest resolve
-		// them through the status record as before.
+	} else if _, done, err := docdb.ApplyIntentsPart(b, b, t.desc.ID, txn, commit, step); err != nil {
+		return false, err
+	} else if !done {
+		// Still live: the proposer proposes the next step; readers and
+		// writers that meet the rest resolve them as before.
 		t.noteApplied(commit)
-		return done, err
+		return false, nil
 	}
 	if t.ranges.has(txn) {
 		t.ranges.replaceTxn(txn, nil) // ApplyIntents released them

@@ -95,30 +95,25 @@ func (c *Cluster) Config(i int, join []string) server.Config {
 	if c.opts.YSQL {
 		ysql = fmt.Sprintf("127.0.0.%d:0", i+1)
 	}
-	engine := storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20}
-	if c.opts.Engine != nil {
-		engine = *c.opts.Engine
-	}
-	if c.opts.Production {
-		cfg := server.Config{
-			YSQLAddr: ysql, DataDir: c.Dirs[i], RPCAddr: c.Addrs[i], Join: join, ReplicationFactor: 3,
-			Placement: &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i)},
-		}
-		if c.opts.Engine != nil {
-			cfg.Engine = engine
-		}
-		return cfg
-	}
-	return server.Config{
+	cfg := server.Config{
 		YSQLAddr: ysql,
 		DataDir:  c.Dirs[i], RPCAddr: c.Addrs[i], Join: join, ReplicationFactor: 3,
-		Raft: FastRaft(), Engine: engine,
-		HeartbeatInterval: 100 * time.Millisecond, TServerDeadAfter: time.Second,
-		FollowerUnavailableTimeout: 2 * time.Second,
-		TxnExpiry:                  2 * time.Second,
 		// One zone per node: zone spreading then allows any placement.
 		Placement: &masterpb.Placement{Cloud: "c", Region: "r", Zone: fmt.Sprintf("z%d", i)},
 	}
+	if c.opts.Engine != nil {
+		cfg.Engine = *c.opts.Engine
+	}
+	if c.opts.Production {
+		return cfg // zero values: a deployment's defaults
+	}
+	if c.opts.Engine == nil {
+		cfg.Engine = storage.Options{CacheSize: 8 << 20, MemTableSize: 4 << 20}
+	}
+	cfg.Raft = FastRaft()
+	cfg.HeartbeatInterval, cfg.TServerDeadAfter = 100*time.Millisecond, time.Second
+	cfg.FollowerUnavailableTimeout, cfg.TxnExpiry = 2*time.Second, 2*time.Second
+	return cfg
 }
 
 // Start (re)starts node i, joining through join (nil: bootstrap).

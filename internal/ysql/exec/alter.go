@@ -685,23 +685,9 @@ func (s *Session) copyRows(ctx context.Context, t *catalog.Table, rows []plan.Ro
 // insertChunk inserts rows into t in a transaction of their own, retried
 // as a statement is.
 func (s *Session) insertChunk(ctx context.Context, t *catalog.Table, rows []plan.Row) error {
-	var err error
-	for attempt := 0; attempt < maxStatementAttempts; attempt++ {
-		var tx *client.Txn
-		if tx, err = s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: client.Snapshot}); err != nil {
-			return err
-		}
+	return s.ownTxn(ctx, func(tx *client.Txn) error {
 		r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
-		if _, _, err = r.insert(plan.InsertRows(t, rows)); err == nil {
-			if err = tx.Commit(ctx); err == nil {
-				return nil
-			}
-		} else {
-			rollback(ctx, tx)
-		}
-		if !retryStatement(ctx, err, attempt) {
-			return err
-		}
-	}
-	return err
+		_, _, err := r.insert(plan.InsertRows(t, rows))
+		return err
+	})
 }

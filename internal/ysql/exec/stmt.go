@@ -411,6 +411,12 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 		return s.inImplicitTxn(ctx, fn)
 	}
 	s.txnTime = time.Now()
+	return s.ownTxn(ctx, fn)
+}
+
+// ownTxn runs fn in a snapshot transaction of its own and commits it,
+// retried as a statement is. It touches no session state.
+func (s *Session) ownTxn(ctx context.Context, fn func(tx *client.Txn) error) error {
 	var err error
 	for attempt := 0; attempt < maxStatementAttempts; attempt++ {
 		var tx *client.Txn

@@ -917,7 +917,9 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 // commitHT (as ApplyIntents writes them), and nothing else. A read through
 // w (a throwaway indexed batch over the engine) sees txn applied on span
 // without waiting for its apply: a bulk load's apply takes minutes, a
-// reader's page needs a few rows of it. It returns the versions written.
+// reader's page needs a few rows of it. r must be one consistent view (a
+// snapshot or a batch: the walk reads the index and the intents through two
+// iterators). It returns the versions written.
 func OverlayIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, span storage.Span) (int, error) {
 	walk, err := newIntentWalkerIn(r, tablet, txn, span)
 	if err != nil {

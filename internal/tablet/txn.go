@@ -1252,14 +1252,19 @@ func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, wind
 		var overlay *pebble.Batch
 		if len(apply) > 0 {
 			overlay = t.eng.NewIndexedBatch()
+			// The intents are read from one snapshot: an apply committed
+			// meanwhile would take an intent from under its index entry.
+			snap := t.eng.NewSnapshot()
 			for i, txn := range apply {
-				if _, err := docdb.OverlayIntents(t.eng, overlay, t.desc.ID, txn, commits[i], rv.span); err != nil {
-					overlay.Close()
+				if _, err := docdb.OverlayIntents(snap, overlay, t.desc.ID, txn, commits[i], rv.span); err != nil {
+					_ = snap.Close()
+					_ = overlay.Close()
 					release()
 					return 0, err
 				}
 				t.applySoon(txn, commits[i])
 			}
+			_ = snap.Close()
 			rv.r = overlay
 		}
 		done := func() {

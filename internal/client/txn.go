@@ -294,6 +294,19 @@ func (tx *Txn) Delete(ctx context.Context, t *Table, key Row) error {
 // tablet in parallel. A write conflicting with another pending
 // transaction waits for it (TxnOptions.Wait).
 func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
+	return tx.apply(ctx, t, ops, 0)
+}
+
+// ApplyUnchangedSince is Apply of rows read at since (ReadForWrite): it
+// fails with CodeTxnConflict, writing nothing, if another transaction
+// committed a version of a written row after since (a pending writer is
+// waited for first). Under read committed this replaces the row lock of a
+// read-modify-write: the caller reads again, locked, after a conflict.
+func (tx *Txn) ApplyUnchangedSince(ctx context.Context, t *Table, ops []Op, since hlc.Timestamp) error {
+	return tx.apply(ctx, t, ops, since)
+}
+
+func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestamp) error {
 	if err := tx.check(); err != nil {
 		return err
 	}
@@ -313,7 +326,7 @@ func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
 	wops, owner := byTablet(ctx, t, prepared)
 	tx.writeID += uint32(len(wops))
 	err := tx.withRecord(ctx, "txn-write", func() error {
-		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil)
+		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil, since)
 	})
 	if err != nil {
 		return tx.applyFailed(ctx, err, owner, base)
@@ -326,9 +339,15 @@ func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
 
 // send routes a transactional write (ops and/or row locks) to the tablets
 // of its keys. Ops carry consecutive write ids from base in their order;
-// the write id of each op is preserved across tablets.
-func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows [][]byte, mode LockMode, wait WaitPolicy, base uint32, skipped *[][]byte) error {
+// the write id of each op is preserved across tablets. A version of a
+// written row newer than since (or, under snapshot isolation, than the
+// snapshot) fails the write.
+func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows [][]byte, mode LockMode, wait WaitPolicy, base uint32, skipped *[][]byte, since hlc.Timestamp) error {
 	s := &sender{c: tx.c, write: true}
+	checkTime, checkNewer := tx.readTime, tx.opts.Isolation == Snapshot
+	if since != 0 {
+		checkTime, checkNewer = since, true
+	}
 	ctx, cancel := tx.c.opContext(ctx)
 	defer cancel()
 	// Items 0..len(ops)-1 are the ops (write id base+i), then the locks.
@@ -368,8 +387,8 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 			for _, i := range run {
 				wb.Ops = append(wb.Ops, ops[i])
 			}
-			req := &tspb.TxnWriteRequest{TabletId: tab.id, TxnId: tx.id[:], ReadTime: uint64(tx.readTime),
-				CheckNewer: tx.opts.Isolation == Snapshot, WriteId: wid, Batch: wb.Marshal(), WaitPolicy: wait}
+			req := &tspb.TxnWriteRequest{TabletId: tab.id, TxnId: tx.id[:], ReadTime: uint64(checkTime),
+				CheckNewer: checkNewer, WriteId: wid, Batch: wb.Marshal(), WaitPolicy: wait}
 			if ri == 0 && len(locks) > 0 {
 				req.LockRows, req.LockMode = locks, mode
 			}
@@ -419,7 +438,7 @@ func (tx *Txn) Lock(ctx context.Context, t *Table, keys []Row, mode LockMode, wa
 	// Locks take the current write id, so a savepoint rollback releases
 	// the locks taken after it.
 	err = tx.withRecord(ctx, "lock", func() error {
-		return tx.send(ctx, t, nil, rows, mode, wait, tx.writeID, &sk)
+		return tx.send(ctx, t, nil, rows, mode, wait, tx.writeID, &sk, 0)
 	})
 	if err != nil {
 		return nil, err
@@ -479,6 +498,29 @@ func (tx *Txn) GetForUpdate(ctx context.Context, t *Table, key Row, mode LockMod
 		return nil, false, err
 	}
 	return tx.get(ctx, t, key, columns)
+}
+
+// ReadForWrite reads a row, without locking it, that the caller means to
+// write with ApplyUnchangedSince at the returned time: the time the row
+// was read at (the snapshot under snapshot isolation). Not for
+// serializable transactions, whose reads lock.
+func (tx *Txn) ReadForWrite(ctx context.Context, t *Table, key Row, columns ...string) (Row, bool, hlc.Timestamp, error) {
+	if err := tx.check(); err != nil {
+		return nil, false, 0, err
+	}
+	if tx.opts.Isolation == Serializable {
+		return nil, false, 0, &Error{Code: CodeInvalidArgument, Message: "ReadForWrite: serializable reads lock"}
+	}
+	rowKey, resp, err := tx.read(ctx, t, key, columns)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	row, found, err := tx.finishGet(ctx, t, rowKey, resp, columns)
+	at := hlc.Timestamp(resp.GetReadTime())
+	if tx.opts.Isolation == Snapshot {
+		at = tx.readTime
+	}
+	return row, found, at, err
 }
 
 func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Row, bool, error) {

@@ -2,10 +2,12 @@ package exec
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
@@ -17,6 +19,9 @@ import (
 type writeBatch struct {
 	tbl *client.Table
 	ops []client.Op
+	// since, when set, fails the batch if a row changed after it (the
+	// batch writes rows read at since without a lock).
+	since hlc.Timestamp
 }
 
 const maxBatch = 512
@@ -25,7 +30,15 @@ func (r *runner) flush(b *writeBatch) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
-	err := r.txn.Apply(r.ctx, b.tbl, b.ops)
+	var err error
+	if b.since != 0 {
+		err = r.txn.ApplyUnchangedSince(r.ctx, b.tbl, b.ops, b.since)
+		if code, _ := client.CodeOf(err); code == client.CodeTxnConflict {
+			err = &changedSinceError{err}
+		}
+	} else {
+		err = r.txn.Apply(r.ctx, b.tbl, b.ops)
+	}
 	b.ops = b.ops[:0]
 	return err
 }
@@ -479,8 +492,51 @@ func sameDatum(a, b types.Datum, t types.T) bool {
 	return types.Compare(a, b, t) == 0 && t.Family() != types.FamFloat
 }
 
+// readCommittedWrite runs an UPDATE or DELETE (run) of one row by key
+// under read committed without a row lock first: the row is read at the
+// latest time and its write fails if another transaction committed a
+// version after that read (waiting for a pending writer first). That saves
+// the lock's Raft write; on such a conflict the statement runs again the
+// locking way, reading the newest version under the lock (PostgreSQL
+// re-evaluates the row the same way). Nothing of the first run was written:
+// the row's write is the statement's first, one op to one tablet. Other
+// statements, and keys that change (a move reads the new key locked), run
+// the locking way at once.
+func (r *runner) readCommittedWrite(source plan.Node, keyChanged bool, run func() (int64, []plan.Row, error)) (int64, []plan.Row, error) {
+	s, ok := source.(*plan.Scan)
+	if !ok || r.txn == nil || r.txn.Isolation() != client.ReadCommitted || keyChanged ||
+		!s.ForWrite || s.Access.Kind != plan.PointGet || s.Access.Index != nil {
+		return run()
+	}
+	r.unlocked = s
+	n, rows, err := run()
+	r.unlocked, r.since = nil, 0
+	var changed *changedSinceError
+	if errors.As(err, &changed) {
+		return run()
+	}
+	return n, rows, err
+}
+
+// changedSinceError is the conflict of a write of rows read without a
+// lock (writeBatch.since): another transaction changed a row after.
+type changedSinceError struct{ err error }
+
+func (e *changedSinceError) Error() string { return e.err.Error() }
+func (e *changedSinceError) Unwrap() error { return e.err }
+
 // update runs an UPDATE.
 func (r *runner) update(u *plan.Update) (int64, []plan.Row, error) {
+	keyChanged := false
+	for i := range u.Set {
+		if u.Table.IsKey(i) {
+			keyChanged = true
+		}
+	}
+	return r.readCommittedWrite(u.Source, keyChanged, func() (int64, []plan.Row, error) { return r.updateRows(u, keyChanged) })
+}
+
+func (r *runner) updateRows(u *plan.Update, keyChanged bool) (int64, []plan.Row, error) {
 	t := u.Table
 	tw, err := r.newTableWriter(t)
 	if err != nil {
@@ -490,13 +546,8 @@ func (r *runner) update(u *plan.Update) (int64, []plan.Row, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	tw.base.since = r.since
 	var returned []plan.Row
-	keyChanged := false
-	for i := range u.Set {
-		if t.IsKey(i) {
-			keyChanged = true
-		}
-	}
 	for _, old := range rows {
 		next := append(plan.Row(nil), old...)
 		for i, e := range u.Set {
@@ -571,6 +622,10 @@ func (r *runner) moveRow(tw *tableWriter, old, next plan.Row) error {
 
 // delete runs a DELETE.
 func (r *runner) delete(d *plan.Delete) (int64, []plan.Row, error) {
+	return r.readCommittedWrite(d.Source, false, func() (int64, []plan.Row, error) { return r.deleteRows(d) })
+}
+
+func (r *runner) deleteRows(d *plan.Delete) (int64, []plan.Row, error) {
 	t := d.Table
 	tw, err := r.newTableWriter(t)
 	if err != nil {
@@ -580,6 +635,7 @@ func (r *runner) delete(d *plan.Delete) (int64, []plan.Row, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	tw.base.since = r.since
 	var returned []plan.Row
 	for _, row := range rows {
 		key, err := storageRow(t, row, true)

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
@@ -22,6 +23,12 @@ type runner struct {
 	ctx context.Context
 	ec  *plan.EvalContext
 	txn *client.Txn // nil: reads outside a transaction
+	// unlocked is the point-get source of a read committed UPDATE or
+	// DELETE that reads its row without a lock; since is the time it read
+	// at, and the statement's write of the row fails if the row changed
+	// after it (see readCommittedWrite).
+	unlocked *plan.Scan
+	since    hlc.Timestamp
 }
 
 // rows runs n to completion and returns its rows.
@@ -645,6 +652,8 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		// writer first, as the lock would, so the lock's Raft round buys
 		// nothing.
 		switch {
+		case r.txn != nil && s == r.unlocked:
+			row, found, r.since, err = r.txn.ReadForWrite(r.ctx, tbl, key)
 		case r.txn != nil && s.Lock != plan.NoLock && !(s.ForWrite && r.txn.Isolation() == client.Snapshot):
 			row, found, err = r.txn.GetForUpdate(r.ctx, tbl, key, lockMode(s.Lock), waitPolicy(s.Wait))
 		case r.txn != nil:

@@ -17,7 +17,9 @@ import (
 // the row without a lock and lets its write detect a newer version) lose
 // no increment; under REPEATABLE READ an UPDATE of a row changed since the
 // snapshot fails with 40001, and the increments that committed are exactly
-// the row's final count; under READ COMMITTED (locking) none fails.
+// the row's final count; under READ COMMITTED (a point UPDATE reads without
+// a lock and runs again locked when its write finds a newer version) none
+// fails.
 func TestConcurrentPointUpdates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")

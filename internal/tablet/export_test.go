@@ -30,3 +30,10 @@ func SetIntentStep(n int) (restore func()) {
 	old := intentStep.Swap(int32(n))
 	return func() { intentStep.Store(old) }
 }
+
+// IntentLookups is how many conflict checks read the engine so far.
+func IntentLookups() int64 { return intentLookups.Load() }
+
+// RowsMax: a transaction with intents on more rows of a tablet makes its
+// conflict checks read the engine for every row.
+const RowsMax = rowsMax

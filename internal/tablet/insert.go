@@ -22,8 +22,8 @@ func (t *Tablet) insertsChecked(ctx context.Context, ops []docdb.WriteOp, txn do
 	if err := t.leaderReady(ctx); err != nil {
 		return nil, err
 	}
-	if !t.txns.any() {
-		txn = docdb.TxnID{} // no intents here at all, own ones included
+	if !t.txns.mayHaveIntents(len(ops), func(i int) []byte { return ops[i].RowKey }) {
+		txn = docdb.TxnID{} // no intents on these rows, own ones included
 	}
 	// Every applied version is at or below the clock (applies move it up),
 	// so reading at now sees the latest committed version of each row.

@@ -9,8 +9,8 @@ import (
 	"sort"
 
 	"github.com/shaledb/shaledb/internal/client"
-	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/plan"

@@ -688,18 +688,20 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 }
 
 // pushOptions sets what a table or index scan asks of the tablets besides
-// its key bounds: its direction, the filter they evaluate and the columns
-// (pushdown on; an index scan reads whole index rows), and its limit when
-// they evaluate the whole filter (a locking scan keeps its filter here).
+// its key bounds: its direction and, with the pushdown on, the filter they
+// evaluate, the columns (an index scan reads whole index rows) and its
+// limit when they evaluate the whole filter (a locking scan keeps its
+// filter here).
 // It returns the rest of the scan's filter, to evaluate over the rows read.
 func (r *runner) pushOptions(s *plan.Scan, opts *client.ScanOptions) plan.Expr {
 	opts.Reverse = s.Reverse
-	filter := s.Filter
-	if r.s.pushdownEnabled() {
-		opts.Filter, filter = r.remoteFilter(s)
-		if s.Access.Index == nil {
-			opts.Columns = projection(s)
-		}
+	if !r.s.pushdownEnabled() {
+		return s.Filter
+	}
+	var filter plan.Expr
+	opts.Filter, filter = r.remoteFilter(s)
+	if s.Access.Index == nil {
+		opts.Columns = projection(s)
 	}
 	if s.Filter == nil || filter == nil && s.Lock == plan.NoLock {
 		opts.Limit = r.limitHint(s)

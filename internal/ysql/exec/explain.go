@@ -216,7 +216,7 @@ func (s *Session) describeScan(ctx context.Context, x *plan.Scan, add, detail fu
 	if x.Lock != plan.NoLock {
 		detail("Row locks: %s", map[plan.LockStrength]string{plan.LockShare: "FOR SHARE", plan.LockUpdate: "FOR UPDATE"}[x.Lock])
 	}
-	if x.LimitHint != nil && s.pushdownEnabled() && (x.Filter == nil || pushdown && !local && x.Lock == plan.NoLock) {
+	if x.LimitHint != nil && s.pushdownEnabled() && x.Wait != plan.SkipLocked && (x.Filter == nil || pushdown && !local && x.Lock == plan.NoLock) {
 		detail("Remote Limit: %s", plan.FormatLimit(x.LimitHint, x.OffsetHint))
 	}
 	if rd := s.reads[x]; rd != nil {

@@ -703,7 +703,8 @@ func (r *runner) pushOptions(s *plan.Scan, opts *client.ScanOptions) plan.Expr {
 	if s.Access.Index == nil {
 		opts.Columns = projection(s)
 	}
-	if s.Filter == nil || filter == nil && s.Lock == plan.NoLock {
+	// SKIP LOCKED could skip rows a limit counted.
+	if s.Wait != plan.SkipLocked && (s.Filter == nil || filter == nil && s.Lock == plan.NoLock) {
 		opts.Limit = r.limitHint(s)
 	}
 	return filter

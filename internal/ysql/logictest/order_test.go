@@ -93,6 +93,33 @@ func TestOrderedLimitReads(t *testing.T) {
 			t.Errorf("%s: read %d index rows, %d table rows, returned %d; want %d, %d, %d", tc.q, i, tb, n, tc.index, tc.table, tc.rows)
 		}
 	}
+	// SKIP LOCKED: a row locked by another transaction is skipped and the
+	// next one returned, so the limit must not stop the scan before it.
+	other := connect(t, waitYSQL(t, c, 1), "yugabyte")
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT * FROM ol WHERE a = 9 AND b IN (0, 99) FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q    string
+		a, b int
+	}{
+		{`SELECT a, b FROM ol ORDER BY a DESC, b LIMIT 1 FOR UPDATE SKIP LOCKED`, 9, 1},
+		// Through ol_v backward: v = 0 first (g = 999, 962, ...).
+		{`SELECT a, b FROM ol ORDER BY v NULLS FIRST, a DESC, b DESC LIMIT 1 FOR UPDATE SKIP LOCKED`, 9, 62},
+	} {
+		var a, b int
+		if err := conn.QueryRow(ctx, tc.q).Scan(&a, &b); err != nil || a != tc.a || b != tc.b {
+			t.Errorf("%s: (%d, %d) %v; want (%d, %d)", tc.q, a, b, err, tc.a, tc.b)
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.Exec(ctx, "SET yb_enable_expression_pushdown = off"); err != nil {
 		t.Fatal(err)
 	}

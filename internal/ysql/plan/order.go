@@ -60,38 +60,40 @@ func orderByScan(sc *Scan, proj *Project, keys []SortKey) bool {
 	if sc.Access.Kind == PointGet {
 		return true // at most one row
 	}
-	parts, ok := scanOrder(sc)
-	if !ok {
-		return false
-	}
 	var cs []Expr
 	if sc.Filter != nil {
 		cs = conjuncts(sc.Filter, nil)
 	}
-	notNull := nullRejected(cs)
 	t := sc.Table
-	reverse, decided, i := false, false, 0
+	var cols []int // the table columns of the keys not fixed
+	var rest []SortKey
 	for _, k := range keys {
 		cr, ok := proj.Exprs[k.E.(*ColRef).Idx].(*ColRef)
 		if !ok || cr.Idx >= len(t.Columns) {
 			return false
 		}
-		if fixedColumn(cs, cr.Idx) {
-			continue
+		if !fixedColumn(cs, cr.Idx) {
+			cols, rest = append(cols, cr.Idx), append(rest, k)
 		}
-		if i >= len(parts) || parts[i].col != cr.Idx || !RemoteType(t.Columns[cr.Idx].Type) {
+	}
+	if len(rest) == 0 {
+		return true // every sort key is constant
+	}
+	parts, ok := scanOrder(sc)
+	if !ok {
+		return false
+	}
+	notNull := nullRejected(cs)
+	reverse := len(parts) > 0 && rest[0].Desc != parts[0].desc
+	for i, k := range rest {
+		if i >= len(parts) || parts[i].col != cols[i] || !RemoteType(t.Columns[cols[i]].Type) ||
+			(k.Desc != parts[i].desc) != reverse {
 			return false
 		}
-		rev := k.Desc != parts[i].desc
-		if decided && rev != reverse {
-			return false
-		}
-		reverse, decided = rev, true
 		// The scan gives NULLs first ascending, last descending.
-		if k.NullsFirst == k.Desc && mayBeNull(t, cr.Idx, notNull) {
+		if k.NullsFirst == k.Desc && mayBeNull(t, cols[i], notNull) {
 			return false
 		}
-		i++
 	}
 	sc.Reverse = reverse
 	return true

@@ -170,19 +170,28 @@ func (t *Table) Layout(ix *Index) IndexLayout {
 // Covers reports whether every column in cols (indexes into the table's
 // Columns) is in the index row.
 func (l IndexLayout) Covers(cols []int) bool {
-	have := map[int]bool{}
-	for _, p := range l.Key {
-		have[p.Col] = true
-	}
-	for _, v := range l.Values {
-		have[v] = true
-	}
 	for _, c := range cols {
-		if !have[c] {
+		if !l.Holds(c) {
 			return false
 		}
 	}
 	return true
+}
+
+// Holds reports whether the index row holds column col (an index into the
+// table's Columns), under the column's storage name.
+func (l IndexLayout) Holds(col int) bool {
+	for _, p := range l.Key {
+		if p.Col == col {
+			return true
+		}
+	}
+	for _, v := range l.Values {
+		if v == col {
+			return true
+		}
+	}
+	return false
 }
 
 // IndexSchema is the master column schema of index ix of t.

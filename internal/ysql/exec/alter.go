@@ -13,6 +13,7 @@ import (
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
+	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
@@ -471,6 +472,7 @@ type ybOptions struct {
 
 var (
 	splitIntoRe = regexp.MustCompile(`(?is)\s+SPLIT\s+INTO\s+(\d+)\s+TABLETS\s*;?\s*$`)
+	splitAtRe   = regexp.MustCompile(`(?is)\s+SPLIT\s+AT\s+VALUES\s*\(`)
 	pkRe        = regexp.MustCompile(`(?i)PRIMARY\s+KEY\s*\(`)
 	// CREATE INDEX: SPLIT INTO may come before a WHERE; the column list
 	// follows "ON table [USING method]".
@@ -529,6 +531,18 @@ func ybExtensions(sql string) (string, *ybOptions, error) {
 		opts = &ybOptions{splitInto: n}
 		sql = sql[:m[0]]
 	}
+	if loc := splitAtRe.FindStringIndex(sql); loc != nil {
+		body, end, ok := balanced(sql, loc[1]-1)
+		if !ok || strings.TrimRight(sql[end+1:], "; \t\r\n") != "" {
+			return "", nil, pgerror.New(pgerror.CodeSyntaxError, "syntax error at or near \"SPLIT\"")
+		}
+		rows, err := splitValues(body)
+		if err != nil {
+			return "", nil, err
+		}
+		opts = &ybOptions{splitAt: rows}
+		sql = sql[:loc[0]]
+	}
 	if loc := pkRe.FindStringIndex(sql); loc != nil {
 		body, end, ok := balanced(sql, loc[1]-1)
 		if ok && (strings.Contains(strings.ToUpper(body), "HASH") || strings.Contains(strings.ToUpper(body), "ASC") ||
@@ -545,6 +559,20 @@ func ybExtensions(sql string) (string, *ybOptions, error) {
 		}
 	}
 	return sql, opts, nil
+}
+
+// splitValues parses the rows of SPLIT AT VALUES ((v, ...), ...) (body is
+// the text inside the outer parentheses).
+func splitValues(body string) ([][]*pg.Node, error) {
+	raw, err := parse.One("VALUES " + body)
+	if err != nil {
+		return nil, err
+	}
+	var rows [][]*pg.Node
+	for _, l := range raw.GetStmt().GetSelectStmt().GetValuesLists() {
+		rows = append(rows, l.GetList().GetItems())
+	}
+	return rows, nil
 }
 
 // balanced returns the text inside the parenthesis opening at open and the

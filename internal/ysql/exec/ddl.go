@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/parse"
@@ -445,8 +447,49 @@ func (s *Session) checkDefault(col *catalog.Column) error {
 	return err
 }
 
+// splitPoints encodes the rows of SPLIT AT VALUES as the range split
+// points of t's first tablets: each row gives values of the leading key
+// columns (constants, converted as INSERT converts them), and the rows
+// must ascend in the key's order.
 func (s *Session) splitPoints(t *catalog.Table, rows [][]*pg.Node) ([][]byte, error) {
-	return nil, pgerror.Unsupported("SPLIT AT VALUES")
+	b, err := s.binder(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{s: s, ec: s.evalContext(nil)}
+	var points [][]byte
+	for _, row := range rows {
+		if len(row) == 0 || len(row) > len(t.Key) {
+			return nil, pgerror.New(pgerror.CodeInvalidTableDefinition, "a split point has %d values for %d primary key columns", len(row), len(t.Key))
+		}
+		parts := make([]docdb.KeyPart, len(row))
+		for i, n := range row {
+			k := t.Key[i]
+			col := &t.Columns[k.Column]
+			e, err := b.ColumnValue(n, col)
+			if err != nil {
+				return nil, err
+			}
+			d, err := e.Eval(r.ec, nil)
+			if err != nil {
+				return nil, err
+			}
+			if d.Null {
+				return nil, pgerror.New(pgerror.CodeInvalidTableDefinition, "a split point cannot be NULL")
+			}
+			v, err := types.ToKeyStorage(d, col.Type)
+			if err != nil {
+				return nil, err
+			}
+			parts[i] = docdb.KeyPart{Value: v, Desc: k.Desc}
+		}
+		p := client.RangeSplitPoint(parts...)
+		if len(points) > 0 && bytes.Compare(points[len(points)-1], p) >= 0 {
+			return nil, pgerror.New(pgerror.CodeInvalidTableDefinition, "split points must be in ascending order of the primary key")
+		}
+		points = append(points, p)
+	}
+	return points, nil
 }
 
 func qualifiedName(list []*pg.Node) (schema, name string) {

@@ -49,6 +49,27 @@ func TestYBExtensions(t *testing.T) {
 	}
 }
 
+func TestYBSplitAt(t *testing.T) {
+	out, opts, err := ybExtensions("CREATE TABLE t (a int, b text, PRIMARY KEY (a ASC, b DESC)) SPLIT AT VALUES ((10), (20, 'x'), (-5 + 40));")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `CREATE TABLE t (a int, b text, PRIMARY KEY ("a", "b"))`; out != want {
+		t.Errorf("rewritten to %q, want %q", out, want)
+	}
+	if opts == nil || len(opts.splitAt) != 3 || len(opts.splitAt[1]) != 2 || len(opts.pk) != 2 || !opts.pk[1].desc {
+		t.Fatalf("options %+v", opts)
+	}
+	for _, bad := range []string{
+		"CREATE TABLE t (a int PRIMARY KEY) SPLIT AT VALUES ((1)) WITH (x = 1)",
+		"CREATE TABLE t (a int PRIMARY KEY) SPLIT AT VALUES ((1)",
+	} {
+		if _, _, err := ybExtensions(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
 func TestCopyTextAndCSV(t *testing.T) {
 	text := &copyPortal{opts: copyOptions{delim: '\t', null: `\N`}}
 	fields, err := text.readRecord(bufio.NewReader(strings.NewReader("1\ta\\tb\\\\c\t\\N\t\\101\n")))

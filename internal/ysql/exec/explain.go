@@ -38,11 +38,14 @@ func (s *Session) explain(ctx context.Context, es *pg.ExplainStmt, params []type
 		return nil, pgerror.Unsupported("EXPLAIN of a utility statement")
 	}
 	var lines []string
-	s.describe(ctx, st.node, 0, &lines)
-	if analyze {
+	if !analyze {
+		s.describe(ctx, st.node, 0, &lines)
+	} else {
 		start := time.Now()
 		var n int
+		defer func() { s.reads = nil }()
 		err := s.inTxn(ctx, func(tx *client.Txn) error {
+			s.reads = map[*plan.Scan]*scanReads{} // a retry counts afresh
 			_, rows, err := s.runPlan(ctx, st, params, tx)
 			n = len(rows)
 			return err
@@ -50,7 +53,9 @@ func (s *Session) explain(ctx context.Context, es *pg.ExplainStmt, params []type
 		if err != nil {
 			return nil, err
 		}
-		lines = append(lines, fmt.Sprintf("Execution Time: %.3f ms", float64(time.Since(start).Microseconds())/1000),
+		elapsed := time.Since(start)
+		s.describe(ctx, st.node, 0, &lines)
+		lines = append(lines, fmt.Sprintf("Execution Time: %.3f ms", float64(elapsed.Microseconds())/1000),
 			fmt.Sprintf("Rows: %d", n))
 	}
 	out := make([]plan.Row, len(lines))
@@ -71,63 +76,7 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 	}
 	switch x := n.(type) {
 	case *plan.Scan:
-		if ix := x.Access.Index; ix != nil {
-			kind := "Index Scan"
-			if x.Access.IndexOnly {
-				kind = "Index Only Scan"
-			}
-			add("%s using %s on %s", kind, ix.Name, x.Table.Name)
-			detail("Index Cond: %d leading column(s) fixed%s", len(x.Access.Eq), boundText(x.Access))
-			if !x.Access.IndexOnly {
-				detail("Table rows: read by primary key in batches")
-			}
-			if x.Filter != nil {
-				detail("Filter: evaluated on the rows read")
-			}
-			if x.Lock != plan.NoLock {
-				detail("Row locks: %s", map[plan.LockStrength]string{plan.LockShare: "FOR SHARE", plan.LockUpdate: "FOR UPDATE"}[x.Lock])
-			}
-			return
-		}
-		add("%s on %s", x.Access.Kind, x.Table.QualifiedName())
-		if tbl, err := s.openTable(ctx, x.Table); err == nil {
-			tablets := "all " + fmt.Sprint(tbl.Info().GetPartitioning().GetNumTablets())
-			if x.Access.Kind == plan.PointGet || (x.Access.Kind == plan.KeyRange && len(x.Access.Eq) >= x.Table.HashKeyCount() && x.Table.HashKeyCount() > 0) {
-				tablets = "1"
-			}
-			detail("Tablets: %s", tablets)
-		}
-		if x.Access.Kind != plan.FullScan {
-			detail("Key: %d leading column(s) fixed%s", len(x.Access.Eq), boundText(x.Access))
-		}
-		pushdown := s.pushdownEnabled() && x.Access.Kind != plan.PointGet
-		local := x.Filter != nil
-		if pushdown {
-			remote, rest := s.explainSplit(x)
-			if len(remote) > 0 {
-				detail("Remote Filter: %s", plan.FormatRemote(x, remote))
-			}
-			local = len(rest) > 0
-			if x.Projected && len(x.Needed) < len(x.Table.Columns) {
-				names := make([]string, len(x.Needed))
-				for i, c := range x.Needed {
-					names[i] = x.Table.Columns[c].Name
-				}
-				if len(names) == 0 {
-					names = []string{"(none: keys only)"}
-				}
-				detail("Remote Columns: %s", strings.Join(names, ", "))
-			}
-		}
-		if local {
-			detail("Filter: evaluated on the rows read")
-		}
-		if x.Lock != plan.NoLock {
-			detail("Row locks: %s", map[plan.LockStrength]string{plan.LockShare: "FOR SHARE", plan.LockUpdate: "FOR UPDATE"}[x.Lock])
-		}
-		if x.LimitHint != nil && (x.Filter == nil || pushdown && !local && x.Lock == plan.NoLock) {
-			detail("Remote Limit: %s", plan.FormatLimit(x.LimitHint, x.OffsetHint))
-		}
+		s.describeScan(ctx, x, add, detail)
 	case *plan.VirtualScan:
 		add("Catalog Scan on %s.%s", x.Table.Schema, x.Table.Name)
 	case *plan.Values:
@@ -209,6 +158,93 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 	default:
 		add("%T", n)
 	}
+}
+
+// describeScan renders a table or index scan: its access, what the
+// tablets evaluate (Remote Filter, Remote Columns, Remote Limit), what is
+// left here, and under EXPLAIN ANALYZE the rows it read.
+func (s *Session) describeScan(ctx context.Context, x *plan.Scan, add, detail func(string, ...any)) {
+	backward := ""
+	if x.Reverse {
+		backward = " Backward"
+	}
+	if ix := x.Access.Index; ix != nil {
+		kind := "Index Scan"
+		if x.Access.IndexOnly {
+			kind = "Index Only Scan"
+		}
+		add("%s%s using %s on %s", kind, backward, ix.Name, x.Table.Name)
+		detail("Index Cond: %d leading column(s) fixed%s", len(x.Access.Eq), boundText(x.Access))
+		if !x.Access.IndexOnly {
+			detail("Table rows: read by primary key in batches")
+		}
+	} else {
+		add("%s%s on %s", x.Access.Kind, backward, x.Table.QualifiedName())
+		if tbl, err := s.openTable(ctx, x.Table); err == nil {
+			tablets := "all " + fmt.Sprint(tbl.Info().GetPartitioning().GetNumTablets())
+			if x.Access.Kind == plan.PointGet || (x.Access.Kind == plan.KeyRange && len(x.Access.Eq) >= x.Table.HashKeyCount() && x.Table.HashKeyCount() > 0) {
+				tablets = "1"
+			}
+			detail("Tablets: %s", tablets)
+		}
+		if x.Access.Kind != plan.FullScan {
+			detail("Key: %d leading column(s) fixed%s", len(x.Access.Eq), boundText(x.Access))
+		}
+	}
+	pushdown := s.pushdownEnabled() && x.Access.Kind != plan.PointGet
+	local := x.Filter != nil
+	if pushdown {
+		remote, rest := s.explainSplit(x)
+		if len(remote) > 0 {
+			detail("Remote Filter: %s", plan.FormatRemote(x, remote))
+		}
+		local = len(rest) > 0
+		if x.Access.Index == nil && x.Projected && len(x.Needed) < len(x.Table.Columns) {
+			names := make([]string, len(x.Needed))
+			for i, c := range x.Needed {
+				names[i] = x.Table.Columns[c].Name
+			}
+			if len(names) == 0 {
+				names = []string{"(none: keys only)"}
+			}
+			detail("Remote Columns: %s", strings.Join(names, ", "))
+		}
+	}
+	if local {
+		detail("Filter: evaluated on the rows read")
+	}
+	if x.Lock != plan.NoLock {
+		detail("Row locks: %s", map[plan.LockStrength]string{plan.LockShare: "FOR SHARE", plan.LockUpdate: "FOR UPDATE"}[x.Lock])
+	}
+	if x.LimitHint != nil && s.pushdownEnabled() && x.Wait != plan.SkipLocked && (x.Filter == nil || pushdown && !local && x.Lock == plan.NoLock) {
+		detail("Remote Limit: %s", plan.FormatLimit(x.LimitHint, x.OffsetHint))
+	}
+	if rd := s.reads[x]; rd != nil {
+		if x.Access.Index != nil {
+			detail("Storage Index Rows Read: %d", rd.index)
+		}
+		if x.Access.Index == nil || !x.Access.IndexOnly {
+			detail("Storage Table Rows Read: %d", rd.table)
+		}
+	}
+}
+
+// scanReads counts the rows a scan read from the tablets (EXPLAIN
+// ANALYZE): index rows and table rows.
+type scanReads struct{ index, table int }
+
+// noteRead counts rows a scan read, while EXPLAIN ANALYZE runs.
+func (s *Session) noteRead(sc *plan.Scan, index, table int) {
+	if s.reads == nil {
+		return
+	}
+	rd := s.reads[sc]
+	if rd == nil {
+		rd = &scanReads{}
+		s.reads[sc] = rd
+	}
+	rd.index += index
+	rd.table += table
 }
 
 // describeLookup renders the right side of a batched lookup join: how

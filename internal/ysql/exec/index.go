@@ -309,6 +309,7 @@ func (r *runner) indexScan(s *plan.Scan, tbl *client.Table) ([]plan.Row, error) 
 	if err != nil || !ok {
 		return nil, err
 	}
+	filter := r.pushOptions(s, &opts)
 	raw, err := r.scanRows(itbl, opts)
 	if err != nil {
 		return nil, err
@@ -319,12 +320,14 @@ func (r *runner) indexScan(s *plan.Scan, tbl *client.Table) ([]plan.Row, error) 
 		if out, err = tableRows(t, raw); err != nil {
 			return nil, err
 		}
+		r.s.noteRead(s, len(raw), 0)
 	} else {
 		if out, err = r.baseRows(t, ix, tbl, raw); err != nil {
 			return nil, err
 		}
+		r.s.noteRead(s, len(raw), len(out))
 	}
-	out, err = r.filter(out, s.Filter)
+	out, err = r.filter(out, filter)
 	if err != nil {
 		return nil, err
 	}

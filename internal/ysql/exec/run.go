@@ -668,16 +668,8 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 			raw = []client.Row{row}
 		}
 	default:
-		opts := client.ScanOptions{Reverse: s.Reverse}
-		if r.s.pushdownEnabled() {
-			opts.Filter, filter = r.remoteFilter(s)
-			opts.Columns = projection(s)
-		}
-		// The limit goes to the tablets when they evaluate the whole
-		// filter (a locking scan keeps its filter here).
-		if s.Filter == nil || filter == nil && s.Lock == plan.NoLock {
-			opts.Limit = r.limitHint(s)
-		}
+		var opts client.ScanOptions
+		filter = r.pushOptions(s, &opts)
 		if s.Access.Kind == plan.KeyRange {
 			ok, err := r.rangeBounds(s, &opts)
 			if err != nil || !ok {
@@ -689,6 +681,7 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 			return nil, err
 		}
 	}
+	r.s.noteRead(s, 0, len(raw))
 	out, err := tableRows(s.Table, raw)
 	if err != nil {
 		return nil, err
@@ -701,6 +694,29 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		return r.lockRows(s, tbl, out)
 	}
 	return out, nil
+}
+
+// pushOptions sets what a table or index scan asks of the tablets besides
+// its key bounds: its direction and, with the pushdown on, the filter they
+// evaluate, the columns (an index scan reads whole index rows) and its
+// limit when they evaluate the whole filter (a locking scan keeps its
+// filter here).
+// It returns the rest of the scan's filter, to evaluate over the rows read.
+func (r *runner) pushOptions(s *plan.Scan, opts *client.ScanOptions) plan.Expr {
+	opts.Reverse = s.Reverse
+	if !r.s.pushdownEnabled() {
+		return s.Filter
+	}
+	var filter plan.Expr
+	opts.Filter, filter = r.remoteFilter(s)
+	if s.Access.Index == nil {
+		opts.Columns = projection(s)
+	}
+	// SKIP LOCKED could skip rows a limit counted.
+	if s.Wait != plan.SkipLocked && (s.Filter == nil || filter == nil && s.Lock == plan.NoLock) {
+		opts.Limit = r.limitHint(s)
+	}
+	return filter
 }
 
 // rangeBounds sets the scan bounds of a key-range access: the equal prefix

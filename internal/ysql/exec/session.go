@@ -14,6 +14,7 @@ import (
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/pgwire"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
@@ -243,6 +244,10 @@ type Session struct {
 	// busyBlock: DDL runs inside a block that has run statements (see
 	// outsideBlock).
 	busyBlock bool
+
+	// reads counts the rows each scan reads while EXPLAIN ANALYZE runs
+	// a statement (nil otherwise).
+	reads map[*plan.Scan]*scanReads
 
 	notices  []*pgwire.Notice
 	prepared map[string]*Statement // SQL-level PREPARE

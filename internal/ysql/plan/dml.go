@@ -35,6 +35,16 @@ func (b *Binder) DefaultExpr(c *catalog.Column) (Expr, error) {
 	return b.assign(e, c, -1)
 }
 
+// ColumnValue binds a row-independent expression as a value of column c
+// (assignment-cast rules, as INSERT).
+func (b *Binder) ColumnValue(n *pg.Node, c *catalog.Column) (Expr, error) {
+	e, err := b.expr(n, &scope{}, c.Type)
+	if err != nil {
+		return nil, err
+	}
+	return b.assign(e, c, -1)
+}
+
 // Checks binds a table's CHECK constraints over its row.
 func (b *Binder) Checks(t *catalog.Table) ([]Expr, error) { return b.checks(t) }
 

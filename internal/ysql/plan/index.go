@@ -32,58 +32,69 @@ func accessScore(a Access) int {
 // chooseIndex switches s to the best readable index if one narrows the
 // read more than s's primary-key access.
 func (b *Binder) chooseIndex(s *Scan, cs []Expr) {
-	t := s.Table
 	best := accessScore(s.Access)
-	for i := range t.Indexes {
-		ix := &t.Indexes[i]
-		if !ix.Readable() {
-			continue
-		}
-		if ix.Predicate != "" {
-			pred, err := b.IndexPredicate(t, ix.Predicate)
-			if err != nil || !implies(cs, conjuncts(pred, nil)) {
-				continue
-			}
-		}
-		l := t.Layout(ix)
-		cols := make([]int, l.KeyCols)
-		for i, p := range l.Key[:l.KeyCols] {
-			cols[i] = p.Col
-		}
-		eq := equalityPrefix(cs, cols)
-		nh := 0
-		for _, c := range ix.Columns {
-			if c.Hash {
-				nh++
-			}
-		}
-		if len(eq) < nh {
-			continue
-		}
-		acc := Access{Kind: KeyRange, Eq: eq, Index: ix}
-		if len(eq) < l.KeyCols {
-			next := l.Key[len(eq)].Col
-			for _, c := range cs {
-				op, val, ok := keyCond(c, next)
-				if !ok {
-					continue
-				}
-				switch op {
-				case ">", ">=":
-					if acc.Lo == nil {
-						acc.Lo, acc.LoIncl = val, op == ">="
-					}
-				case "<", "<=":
-					if acc.Hi == nil {
-						acc.Hi, acc.HiIncl = val, op == "<="
-					}
-				}
-			}
-		}
-		if sc := accessScore(acc); sc > best {
+	for i := range s.Table.Indexes {
+		acc, ok := b.indexAccess(s.Table, &s.Table.Indexes[i], cs)
+		if sc := accessScore(acc); ok && sc > best {
 			best, s.Access = sc, acc
 		}
 	}
+}
+
+// indexAccess is the access path through index ix for the WHERE conjuncts
+// cs: its fixed leading columns and the bounds on the next one; ok is
+// false when ix cannot be read for them (not readable, a partial index
+// whose predicate cs do not imply, a hash column not fixed).
+func (b *Binder) indexAccess(t *catalog.Table, ix *catalog.Index, cs []Expr) (Access, bool) {
+	if !ix.Readable() {
+		return Access{}, false
+	}
+	if ix.Predicate != "" {
+		pred, err := b.IndexPredicate(t, ix.Predicate)
+		if err != nil || !implies(cs, conjuncts(pred, nil)) {
+			return Access{}, false
+		}
+	}
+	l := t.Layout(ix)
+	cols := make([]int, l.KeyCols)
+	for i, p := range l.Key[:l.KeyCols] {
+		cols[i] = p.Col
+	}
+	eq := equalityPrefix(cs, cols)
+	if len(eq) < indexHashCount(ix) {
+		return Access{}, false
+	}
+	acc := Access{Kind: KeyRange, Eq: eq, Index: ix}
+	if len(eq) < l.KeyCols {
+		next := l.Key[len(eq)].Col
+		for _, c := range cs {
+			op, val, ok := keyCond(c, next)
+			if !ok {
+				continue
+			}
+			switch op {
+			case ">", ">=":
+				if acc.Lo == nil {
+					acc.Lo, acc.LoIncl = val, op == ">="
+				}
+			case "<", "<=":
+				if acc.Hi == nil {
+					acc.Hi, acc.HiIncl = val, op == "<="
+				}
+			}
+		}
+	}
+	return acc, true
+}
+
+func indexHashCount(ix *catalog.Index) int {
+	n := 0
+	for _, c := range ix.Columns {
+		if c.Hash {
+			n++
+		}
+	}
+	return n
 }
 
 // implies reports whether the conjuncts of a WHERE clause imply every
@@ -91,19 +102,12 @@ func (b *Binder) chooseIndex(s *Scan, cs []Expr) {
 // "col IS NOT NULL") a strict comparison of the column.
 func implies(where, pred []Expr) bool {
 	have := map[string]bool{}
-	notNull := map[int]bool{}
 	for _, c := range where {
 		if k := exprKey(c); k != "" {
 			have[k] = true
 		}
-		if bo, ok := c.(*BinOp); ok && !bo.NullOK {
-			for _, side := range []Expr{bo.L, bo.R} {
-				if cr, ok := side.(*ColRef); ok {
-					notNull[cr.Idx] = true
-				}
-			}
-		}
 	}
+	notNull := nullRejected(where)
 	for _, p := range pred {
 		if k := exprKey(p); k != "" && have[k] {
 			continue
@@ -116,6 +120,31 @@ func implies(where, pred []Expr) bool {
 		return false
 	}
 	return true
+}
+
+// nullRejected returns the columns the WHERE conjuncts cs leave no NULL
+// in: a column compared by a strict operator (NULL gives NULL, so the row
+// is dropped) or tested IS NOT NULL.
+func nullRejected(cs []Expr) map[int]bool {
+	notNull := map[int]bool{}
+	for _, c := range cs {
+		switch x := c.(type) {
+		case *BinOp:
+			if x.NullOK {
+				continue
+			}
+			for _, side := range []Expr{x.L, x.R} {
+				if cr, ok := side.(*ColRef); ok {
+					notNull[cr.Idx] = true
+				}
+			}
+		case *IsNull:
+			if cr, ok := x.E.(*ColRef); ok && x.Not {
+				notNull[cr.Idx] = true
+			}
+		}
+	}
+	return notNull
 }
 
 // exprKey is a canonical text of an expression for comparing conditions

@@ -55,19 +55,24 @@ type RemotePred struct {
 	E    Expr
 }
 
-// SplitFilter splits the filter of a full or key-range scan into the
-// conjuncts the tablets can evaluate and the rest. Index scans and point
-// gets push nothing.
+// SplitFilter splits the filter of a scan into the conjuncts the tablets
+// can evaluate and the rest. An index scan pushes the conjuncts over the
+// columns its index rows hold (they go to the index's tablets); point
+// gets push nothing (a point read takes no filter).
 func SplitFilter(s *Scan) (remote []*RemotePred, local []Expr) {
 	if s.Filter == nil {
 		return nil, nil
 	}
 	cs := conjuncts(s.Filter, nil)
-	if s.Access.Index != nil || s.Access.Kind == PointGet {
+	if s.Access.Kind == PointGet {
 		return nil, cs
 	}
+	held := func(int) bool { return true }
+	if s.Access.Index != nil {
+		held = s.Table.Layout(s.Access.Index).Holds
+	}
 	for _, c := range cs {
-		if p, ok := remoteForm(s, c); ok {
+		if p, ok := remoteForm(s, c); ok && p.reads(held) {
 			remote = append(remote, p)
 		} else {
 			local = append(local, c)
@@ -188,6 +193,19 @@ func remoteForm(s *Scan, e Expr) (*RemotePred, bool) {
 		return p, true
 	}
 	return nil, false
+}
+
+// reads reports whether every column p compares satisfies held.
+func (p *RemotePred) reads(held func(int) bool) bool {
+	if p.Op == RemoteAnd || p.Op == RemoteOr || p.Op == RemoteNot {
+		for _, a := range p.Args {
+			if !a.reads(held) {
+				return false
+			}
+		}
+		return true
+	}
+	return held(p.Col)
 }
 
 // FormatRemote renders remote conjuncts for EXPLAIN, e.g. ((v > 10) AND

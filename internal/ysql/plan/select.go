@@ -217,7 +217,8 @@ func (b *Binder) orderLimitProject(s *pg.SelectStmt, proj *Project, inputScope *
 		node = &DistinctNode{Input: node, N: n}
 	}
 	if len(keys) > 0 {
-		if sc, ok := scanUnder(proj.Input); ok && b.sortByKey(sc, proj, keys) {
+		sc, ok := scanUnder(proj.Input)
+		if ok && (orderByScan(sc, proj, keys) || s.GetLimitCount() != nil && b.orderIndex(sc, proj, keys)) {
 			// rows come in key order already
 		} else {
 			node = &Sort{Input: node, Keys: keys}
@@ -314,41 +315,6 @@ func scanUnder(n Node) (*Scan, bool) {
 		return scanUnder(x.Input)
 	}
 	return nil, false
-}
-
-// sortByKey reports whether ORDER BY keys are the scan's key order (or its
-// reverse) so no sort is needed: a range-keyed table scanned by its range
-// columns in order, with every hash column fixed.
-func (b *Binder) sortByKey(sc *Scan, proj *Project, keys []SortKey) bool {
-	t := sc.Table
-	if sc.Access.Index != nil {
-		return false // rows come in the index's order
-	}
-	nh := t.HashKeyCount()
-	if nh > 0 && (sc.Access.Kind != KeyRange && sc.Access.Kind != PointGet || len(sc.Access.Eq) < nh) {
-		return false
-	}
-	start := len(sc.Access.Eq)
-	if sc.Access.Kind == PointGet {
-		return true
-	}
-	if len(keys) == 0 {
-		return false
-	}
-	reverse := keys[0].Desc != t.Key[start].Desc
-	for i, k := range keys {
-		kc := start + i
-		if kc >= len(t.Key) {
-			return false
-		}
-		cr, ok := proj.Exprs[k.E.(*ColRef).Idx].(*ColRef)
-		if !ok || cr.Idx != t.Key[kc].Column || (k.Desc != t.Key[kc].Desc) != reverse {
-			return false
-		}
-		// Key columns are NOT NULL, so NULLS FIRST/LAST does not matter.
-	}
-	sc.Reverse = reverse
-	return true
 }
 
 // outputRef resolves an ORDER BY item naming an output column (by name or

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -195,6 +196,10 @@ func (sc *Scanner) aggregatePages(acc *docdb.AggMerger, all bool) error {
 		}
 		if resp == nil {
 			break
+		}
+		if len(resp.GetRows()) > 0 {
+			// A server that does not know group columns alone read rows.
+			return sc.badAnswer(errors.New("rows in the answer to an aggregate read"))
 		}
 		part := make([]docdb.Value, 0, len(resp.GetAggregates()))
 		for _, raw := range resp.GetAggregates() {

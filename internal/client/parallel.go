@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -145,13 +146,12 @@ func (sc *Scanner) all() ([]Row, error) {
 }
 
 // aggregateAll computes the scan's aggregates: partial results of every
-// request, merged.
-func (sc *Scanner) aggregateAll() ([]docdb.Value, error) {
+// request, merged (per group with GroupBy).
+func (sc *Scanner) aggregateAll() (*docdb.AggMerger, error) {
 	if sc.err != nil {
 		return nil, sc.err
 	}
-	specs := sc.pd.specs
-	acc := emptyAggregates(specs)
+	acc := sc.pd.merger()
 	if !sc.done && (sc.readTime == 0 || sc.parallelism() == 1) {
 		if err := sc.aggregatePages(acc, sc.parallelism() == 1); err != nil {
 			return nil, err
@@ -167,13 +167,16 @@ func (sc *Scanner) aggregateAll() ([]docdb.Value, error) {
 	}
 	var mu sync.Mutex
 	err = sc.runPieces(pieces, func(_ int, p *Scanner) error {
-		part := emptyAggregates(specs)
+		part := sc.pd.merger()
 		if err := p.aggregatePages(part, true); err != nil {
 			return err
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		return sc.mergeAggregates(acc, part)
+		if err := acc.Merge(part); err != nil {
+			return sc.badAnswer(err)
+		}
+		return nil
 	})
 	sc.done = true
 	if err != nil {
@@ -185,7 +188,7 @@ func (sc *Scanner) aggregateAll() ([]docdb.Value, error) {
 
 // aggregatePages merges into acc the partial results of the next request
 // of the scan, or with all of every request until the scan is done.
-func (sc *Scanner) aggregatePages(acc []docdb.Value, all bool) error {
+func (sc *Scanner) aggregatePages(acc *docdb.AggMerger, all bool) error {
 	for !sc.done {
 		resp, err := sc.fetch()
 		if err != nil {
@@ -193,6 +196,10 @@ func (sc *Scanner) aggregatePages(acc []docdb.Value, all bool) error {
 		}
 		if resp == nil {
 			break
+		}
+		if len(resp.GetRows()) > 0 {
+			// A server that does not know group columns alone read rows.
+			return sc.badAnswer(errors.New("rows in the answer to an aggregate read"))
 		}
 		part := make([]docdb.Value, 0, len(resp.GetAggregates()))
 		for _, raw := range resp.GetAggregates() {
@@ -202,8 +209,8 @@ func (sc *Scanner) aggregatePages(acc []docdb.Value, all bool) error {
 			}
 			part = append(part, v)
 		}
-		if err := sc.mergeAggregates(acc, part); err != nil {
-			return err
+		if err := acc.Add(part); err != nil {
+			return sc.badAnswer(err)
 		}
 		if !all {
 			break
@@ -212,31 +219,6 @@ func (sc *Scanner) aggregatePages(acc []docdb.Value, all bool) error {
 	return nil
 }
 
-func (sc *Scanner) mergeAggregates(acc, part []docdb.Value) error {
-	if len(part) != len(acc) {
-		return sc.badAnswer(fmt.Errorf("%d partial aggregates for %d aggregates", len(part), len(acc)))
-	}
-	for i, s := range sc.pd.specs {
-		v, err := docdb.MergeAggregate(s.Kind, acc[i], part[i])
-		if err != nil {
-			return sc.badAnswer(err)
-		}
-		acc[i] = v
-	}
-	return nil
-}
-
 func (sc *Scanner) badAnswer(err error) error {
 	return (&sender{c: sc.t.c}).finish(sc.ctx, "aggregate", sc.t, fmt.Errorf("%w: %v", errBadRow, err))
-}
-
-// emptyAggregates are the results of aggregates over no rows.
-func emptyAggregates(specs []docdb.AggSpec) []docdb.Value {
-	out := make([]docdb.Value, len(specs))
-	for i, s := range specs {
-		if s.Kind == docdb.AggCountStar || s.Kind == docdb.AggCount {
-			out[i] = docdb.Int64(0)
-		}
-	}
-	return out
 }

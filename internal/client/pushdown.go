@@ -140,17 +140,29 @@ func Max(col string) Aggregate { return Aggregate{Kind: docdb.AggMax, Column: co
 // schema: for the wire, and for evaluation in the client (a transaction
 // that reads its own writes).
 type pushdown struct {
-	pred   *docdb.Pred
-	wire   *tspb.Predicate
-	specs  []docdb.AggSpec
-	aggs   []*tspb.Aggregate
-	keyIDs []uint32
+	pred    *docdb.Pred
+	wire    *tspb.Predicate
+	specs   []docdb.AggSpec
+	aggs    []*tspb.Aggregate
+	groupBy []uint32 // column ids
+	keyIDs  []uint32
 }
 
-// compilePushdown compiles the filter and aggregates of o (nil when there
-// are none).
+// aggregate reports whether the scan reads aggregates (or groups) rather
+// than rows.
+func (pd *pushdown) aggregate() bool {
+	return pd != nil && (len(pd.specs) > 0 || len(pd.groupBy) > 0)
+}
+
+// merger is an empty merger of the scan's partial results.
+func (pd *pushdown) merger() *docdb.AggMerger {
+	return docdb.NewAggMerger(len(pd.groupBy), pd.specs)
+}
+
+// compilePushdown compiles the filter, aggregates and group columns of o
+// (nil when there are none).
 func (t *Table) compilePushdown(o *ScanOptions) (*pushdown, error) {
-	if o.Filter == nil && len(o.Aggregates) == 0 {
+	if o.Filter == nil && len(o.Aggregates) == 0 && len(o.GroupBy) == 0 {
 		return nil, nil
 	}
 	pd := &pushdown{keyIDs: t.keyColumnIDs()}
@@ -168,6 +180,13 @@ func (t *Table) compilePushdown(o *ScanOptions) (*pushdown, error) {
 		}
 		pd.specs = append(pd.specs, spec)
 		pd.aggs = append(pd.aggs, &tspb.Aggregate{Kind: aggKindToWire[spec.Kind], ColumnId: spec.Col})
+	}
+	for _, name := range o.GroupBy {
+		c, ok := t.schema.byName[name]
+		if !ok {
+			return nil, invalidf("group by: unknown column %q", name)
+		}
+		pd.groupBy = append(pd.groupBy, c.ID)
 	}
 	return pd, nil
 }
@@ -292,9 +311,9 @@ func (t *Table) filterRows(rows []Row, p *docdb.Pred) []Row {
 	return out
 }
 
-// aggregateRows computes aggregates over rows in the client.
-func (t *Table) aggregateRows(rows []Row, specs []docdb.AggSpec) ([]docdb.Value, error) {
-	agg, err := docdb.NewAggregator(specs)
+// aggregateRows computes the aggregates of pd over rows in the client.
+func (t *Table) aggregateRows(rows []Row, pd *pushdown) (*docdb.AggMerger, error) {
+	agg, err := docdb.NewGroupAggregator(pd.groupBy, pd.specs)
 	if err != nil {
 		return nil, err
 	}
@@ -303,14 +322,18 @@ func (t *Table) aggregateRows(rows []Row, specs []docdb.AggSpec) ([]docdb.Value,
 			return nil, err
 		}
 	}
-	return agg.Results(), nil
+	m := pd.merger()
+	return m, m.Add(agg.Results())
 }
 
-// aggregateColumns are the non-key columns aggregates read (at least one
-// name, so that a projection of them reads no other column).
-func (t *Table) aggregateColumns(specs []docdb.AggSpec) []string {
+// aggregateColumns are the non-key columns aggregates and groups read (at
+// least one name, so that a projection of them reads no other column).
+func (t *Table) aggregateColumns(pd *pushdown) []string {
 	var names []string
-	for _, s := range specs {
+	for _, id := range pd.groupBy {
+		names = append(names, t.schema.byID[id].Name)
+	}
+	for _, s := range pd.specs {
 		if c, ok := t.schema.byID[s.Col]; ok && s.Kind != docdb.AggCountStar {
 			names = append(names, c.Name)
 		}
@@ -333,21 +356,51 @@ func (t *Table) aggregateColumns(specs []docdb.AggSpec) []string {
 // docdb.Aggregator for the types): COUNT(*) and COUNT(col) as int64; SUM
 // of integers as int64, or as an exact decimal once the sum leaves the
 // int64 range; SUM of floats as float64; MIN and MAX as the column's
-// value; SUM, MIN and MAX of no values as NULL.
+// value; SUM, MIN and MAX of no values as NULL. opts.GroupBy must be
+// empty (see AggregateGroups).
 //
 // The tablets compute partial aggregates next to the data and the client
 // merges them: every tablet is read at once (opts.Parallelism), at one
 // read time, after the first request fixed it.
 func (t *Table) Aggregate(ctx context.Context, opts ScanOptions) ([]docdb.Value, error) {
+	return t.ungrouped(ctx, opts, func() ([][]docdb.Value, error) { return t.AggregateGroups(ctx, opts) })
+}
+
+// AggregateGroups is Aggregate per group of the columns opts.GroupBy: rows
+// with equal values of them, NULLs included, form a group. It returns one
+// row per group, in no particular order: the group's values of the
+// GroupBy columns, then one result per aggregate (no rows: no groups).
+// Each tablet returns one partial row per group of its rows (at most
+// opts.MaxGroups a request), and the client merges equal groups.
+// Without GroupBy it returns the one row of Aggregate.
+func (t *Table) AggregateGroups(ctx context.Context, opts ScanOptions) ([][]docdb.Value, error) {
 	sc := t.aggregateScanner(ctx, opts)
-	return sc.aggregateAll()
+	m, err := sc.aggregateAll()
+	if err != nil {
+		return nil, err
+	}
+	return m.Rows(), nil
+}
+
+// ungrouped returns the one row of an aggregate read without groups that
+// run makes; group columns go through AggregateGroups, whose rows say
+// which group each result is of.
+func (t *Table) ungrouped(ctx context.Context, opts ScanOptions, run func() ([][]docdb.Value, error)) ([]docdb.Value, error) {
+	if len(opts.GroupBy) > 0 {
+		return nil, (&sender{c: t.c}).finish(ctx, "aggregate", t, invalidf("aggregate: group columns (use AggregateGroups)"))
+	}
+	rows, err := run()
+	if err != nil {
+		return nil, err
+	}
+	return rows[0], nil
 }
 
 // aggregateScanner is the scanner of an aggregate read.
 func (t *Table) aggregateScanner(ctx context.Context, opts ScanOptions) *Scanner {
 	var err error
 	switch {
-	case len(opts.Aggregates) == 0:
+	case len(opts.Aggregates) == 0 && len(opts.GroupBy) == 0:
 		err = invalidf("aggregate: no aggregates")
 	case opts.Limit != 0:
 		err = invalidf("aggregate: a limit with aggregates")
@@ -367,6 +420,12 @@ func (t *Table) aggregateScanner(ctx context.Context, opts ScanOptions) *Scanner
 // qualifying rows with Scan and aggregates them in the client instead of
 // pushing the aggregates down.
 func (tx *Txn) Aggregate(ctx context.Context, t *Table, opts ScanOptions) ([]docdb.Value, error) {
+	return t.ungrouped(ctx, opts, func() ([][]docdb.Value, error) { return tx.AggregateGroups(ctx, t, opts) })
+}
+
+// AggregateGroups is Table.AggregateGroups inside the transaction, as
+// Aggregate is.
+func (tx *Txn) AggregateGroups(ctx context.Context, t *Table, opts ScanOptions) ([][]docdb.Value, error) {
 	if err := tx.check(); err != nil {
 		return nil, err
 	}
@@ -379,23 +438,23 @@ func (tx *Txn) Aggregate(ctx context.Context, t *Table, opts ScanOptions) ([]doc
 	}
 	if tx.opts.Isolation == Serializable || tx.hasOwnTable(t.id) {
 		so := opts
-		so.Aggregates = nil
-		so.Columns = t.aggregateColumns(sc.pd.specs)
+		so.Aggregates, so.GroupBy = nil, nil
+		so.Columns = t.aggregateColumns(sc.pd)
 		rows, err := tx.Scan(ctx, t, so)
 		if err != nil {
 			return nil, err
 		}
-		res, err := t.aggregateRows(rows, sc.pd.specs)
+		m, err := t.aggregateRows(rows, sc.pd)
 		if err != nil {
 			return nil, (&sender{c: tx.c}).finish(ctx, "aggregate", t, invalidf("%v", err))
 		}
-		return res, nil
+		return m.Rows(), nil
 	}
 	sc.txn, sc.readTime = tx.readOptions()
-	res, err := sc.aggregateAll()
+	m, err := sc.aggregateAll()
 	if err != nil {
 		return nil, err
 	}
 	tx.fixFromRead(sc.readTime)
-	return res, nil
+	return m.Rows(), nil
 }

@@ -37,6 +37,13 @@ type ScanOptions struct {
 	// Aggregates are what Table.Aggregate and Txn.Aggregate compute; a
 	// row scan refuses them.
 	Aggregates []Aggregate
+	// GroupBy names the columns Table.AggregateGroups and
+	// Txn.AggregateGroups group the rows by; a row scan refuses them.
+	GroupBy []string
+	// MaxGroups bounds the groups a tablet holds per request of a grouped
+	// aggregate (0: the server's default, 10,000): past it the request
+	// ends with its partial rows, and the read goes on.
+	MaxGroups int
 	// MaxScanRows bounds the rows a tablet examines per request when a
 	// filter or aggregates are pushed down (0: the server's default,
 	// 10,000): a request that finds few qualifying rows still ends, with
@@ -85,7 +92,7 @@ type Scanner struct {
 // Scan starts a scan; see Scanner.
 func (t *Table) Scan(ctx context.Context, opts ScanOptions) *Scanner {
 	sc := t.newScanner(ctx, opts)
-	if len(opts.Aggregates) > 0 && sc.err == nil {
+	if (len(opts.Aggregates) > 0 || len(opts.GroupBy) > 0) && sc.err == nil {
 		sc.err = (&sender{c: t.c}).finish(ctx, "scan", t, invalidf("aggregates in a row scan (use Aggregate)"))
 		sc.done = true
 	}
@@ -234,7 +241,7 @@ func (sc *Scanner) fetch() (*tspb.ScanResponse, error) {
 			break
 		}
 		var limit int
-		if sc.pd == nil || sc.pd.aggs == nil {
+		if !sc.pd.aggregate() {
 			limit = sc.opts.PageSize
 			if sc.remaining >= 0 {
 				limit = min(limit, sc.remaining)
@@ -256,7 +263,9 @@ func (sc *Scanner) fetch() (*tspb.ScanResponse, error) {
 					Consistency: consistency, MaxStalenessMs: sc.opts.staleness(), ClientTime: t.c.now(), Txn: sc.txnOptions()}
 				if pd := sc.pd; pd != nil {
 					req.Filter, req.Aggregates, req.KeyColumnIds = pd.wire, pd.aggs, pd.keyIDs
+					req.GroupByColumnIds = pd.groupBy
 					req.MaxScanRows = uint32(max(sc.opts.MaxScanRows, 0))
+					req.MaxGroups = uint32(max(sc.opts.MaxGroups, 0))
 				}
 				r, err := t.c.scanAt(ctx, ts, rep.addr, req)
 				if err != nil {

@@ -1,6 +1,7 @@
 package docdb
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/big"
@@ -280,8 +281,12 @@ type AggSpec struct {
 	Col  uint32
 }
 
-// Aggregator accumulates partial aggregates over rows. Results, and the
-// partials MergeAggregate combines, are Values:
+// Aggregator accumulates partial aggregates over rows, per group when it
+// has group columns: rows with equal values of the group columns form one
+// group, and NULLs equal each other there (as GROUP BY groups them; the
+// callers group only by columns whose stored values are equal exactly
+// when their query layer's values are). Partial results, and the partials
+// MergeAggregate combines, are Values:
 //
 //	COUNT(*), COUNT(col)   int64
 //	SUM(int16/32/64 col)   int64 while the sum fits, else the exact sum as
@@ -292,8 +297,18 @@ type AggSpec struct {
 //
 // SUM of any other type fails with ErrInvalidPushdown.
 type Aggregator struct {
-	specs []AggSpec
-	st    []aggState
+	groupBy []uint32
+	specs   []AggSpec
+	index   map[string]int // group key (appendGroupKey) → groups
+	groups  []aggGroup
+	vals    []Value // scratch: the current row's group values
+	key     []byte  // scratch: their group key
+}
+
+// aggGroup is one group's values of the group columns and its states.
+type aggGroup struct {
+	vals []Value
+	st   []aggState
 }
 
 type aggState struct {
@@ -303,18 +318,38 @@ type aggState struct {
 	val   Value    // MIN, MAX
 }
 
-// NewAggregator returns an Aggregator of specs.
+// NewAggregator returns an Aggregator of specs without groups: its
+// results are one partial result per aggregate, over no rows too.
 func NewAggregator(specs []AggSpec) (*Aggregator, error) {
-	for _, s := range specs {
-		if s.Kind < AggCountStar || s.Kind > AggMax {
-			return nil, pushdownErrorf("unknown aggregate kind %d", s.Kind)
-		}
-	}
-	return &Aggregator{specs: specs, st: make([]aggState, len(specs))}, nil
+	return NewGroupAggregator(nil, specs)
 }
 
-// Columns appends the ids of the columns the aggregates read to dst.
+// NewGroupAggregator returns an Aggregator of specs per group of the
+// columns groupBy (none: one group, that of every row).
+func NewGroupAggregator(groupBy []uint32, specs []AggSpec) (*Aggregator, error) {
+	if err := checkAggSpecs(specs); err != nil {
+		return nil, err
+	}
+	a := &Aggregator{groupBy: groupBy, specs: specs, index: map[string]int{}}
+	if len(groupBy) == 0 {
+		a.groups = []aggGroup{{st: make([]aggState, len(specs))}}
+	}
+	return a, nil
+}
+
+func checkAggSpecs(specs []AggSpec) error {
+	for _, s := range specs {
+		if s.Kind < AggCountStar || s.Kind > AggMax {
+			return pushdownErrorf("unknown aggregate kind %d", s.Kind)
+		}
+	}
+	return nil
+}
+
+// Columns appends the ids of the columns the aggregates and the groups
+// read to dst.
 func (a *Aggregator) Columns(dst []uint32) []uint32 {
+	dst = append(dst, a.groupBy...)
 	for _, s := range a.specs {
 		if s.Kind != AggCountStar {
 			dst = append(dst, s.Col)
@@ -323,10 +358,17 @@ func (a *Aggregator) Columns(dst []uint32) []uint32 {
 	return dst
 }
 
+// full reports whether the aggregator has group columns and holds max
+// groups (max > 0): a scan stops its page there.
+func (a *Aggregator) full(max int) bool {
+	return max > 0 && len(a.groupBy) > 0 && len(a.groups) >= max
+}
+
 // Add adds a row whose values get returns.
 func (a *Aggregator) Add(get func(col uint32) Value) error {
+	g := a.group(get)
 	for i, s := range a.specs {
-		st := &a.st[i]
+		st := &g.st[i]
 		if s.Kind == AggCountStar {
 			st.count++
 			continue
@@ -353,6 +395,41 @@ func (a *Aggregator) Add(get func(col uint32) Value) error {
 		}
 	}
 	return nil
+}
+
+// group returns the group of the row whose values get returns, new if
+// the row is the first of it.
+func (a *Aggregator) group(get func(col uint32) Value) *aggGroup {
+	if len(a.groupBy) == 0 {
+		return &a.groups[0]
+	}
+	a.vals = a.vals[:0]
+	for _, c := range a.groupBy {
+		a.vals = append(a.vals, get(c))
+	}
+	a.key = appendGroupKey(a.key[:0], a.vals)
+	if i, ok := a.index[string(a.key)]; ok {
+		return &a.groups[i]
+	}
+	vals := make([]Value, len(a.vals))
+	for i, v := range a.vals {
+		vals[i] = cloneValue(v)
+	}
+	a.index[string(a.key)] = len(a.groups)
+	a.groups = append(a.groups, aggGroup{vals: vals, st: make([]aggState, len(a.specs))})
+	return &a.groups[len(a.groups)-1]
+}
+
+// appendGroupKey appends an encoding of a group's values that is equal
+// exactly for equal values: each value's encoding with its length first
+// (value encodings are not self-delimiting).
+func appendGroupKey(dst []byte, vals []Value) []byte {
+	for _, v := range vals {
+		n := len(dst)
+		dst = AppendValue(append(dst, 0, 0, 0, 0), v)
+		binary.BigEndian.PutUint32(dst[n:], uint32(len(dst)-n-4))
+	}
+	return dst
 }
 
 func cloneValue(v Value) Value {
@@ -403,25 +480,33 @@ func addInt64(a, b int64) (int64, bool) {
 	return s, (s > a) == (b > 0)
 }
 
-// Results returns the partial results, one per aggregate.
+// Results returns the partial results. Without group columns: one per
+// aggregate. With group columns: for each group, in the order its first
+// row came, its values of the group columns then one partial result per
+// aggregate; the groups' rows one after another (none without rows).
 func (a *Aggregator) Results() []Value {
-	out := make([]Value, len(a.specs))
-	for i, s := range a.specs {
-		st := &a.st[i]
-		switch s.Kind {
-		case AggCountStar, AggCount:
-			out[i] = Int64(st.count)
-		case AggSum:
-			if st.big != nil {
-				out[i] = intSum(st.big)
-			} else {
-				out[i] = st.sum
-			}
-		default:
-			out[i] = st.val
+	out := make([]Value, 0, len(a.groups)*(len(a.groupBy)+len(a.specs)))
+	for _, g := range a.groups {
+		out = append(out, g.vals...)
+		for i, s := range a.specs {
+			out = append(out, g.st[i].result(s.Kind))
 		}
 	}
 	return out
+}
+
+// result is the partial result of an aggregate of kind k.
+func (st *aggState) result(k AggKind) Value {
+	switch k {
+	case AggCountStar, AggCount:
+		return Int64(st.count)
+	case AggSum:
+		if st.big != nil {
+			return intSum(st.big)
+		}
+		return st.sum
+	}
+	return st.val
 }
 
 // intSum is an integer sum as a Value: int64 if it fits, else decimal.
@@ -476,6 +561,82 @@ func MergeAggregate(k AggKind, a, b Value) (Value, error) {
 	}
 	return Value{}, pushdownErrorf("unknown aggregate kind %d", k)
 }
+
+// AggMerger merges partial results (Aggregator.Results) of one shape, the
+// same group columns and aggregates, from many pages and tablets: the
+// partial rows of equal groups combine by MergeAggregate (a hash merge).
+type AggMerger struct {
+	nGroup int
+	specs  []AggSpec
+	index  map[string]int // group key (appendGroupKey) → rows
+	rows   [][]Value
+	key    []byte
+}
+
+// NewAggMerger returns a merger of the partials of an Aggregator with
+// groupCols group columns and specs. Without group columns it holds one
+// row from the start: the results over no rows.
+func NewAggMerger(groupCols int, specs []AggSpec) *AggMerger {
+	m := &AggMerger{nGroup: groupCols, specs: specs, index: map[string]int{}}
+	if groupCols == 0 {
+		row := make([]Value, len(specs))
+		for i, s := range specs {
+			row[i] = (&aggState{}).result(s.Kind)
+		}
+		m.index[""] = 0
+		m.rows = [][]Value{row}
+	}
+	return m
+}
+
+// Add merges the partial results of one page, as Aggregator.Results gives
+// them. The merger keeps partials (and may change it) rather than copy it.
+func (m *AggMerger) Add(partials []Value) error {
+	w := m.nGroup + len(m.specs)
+	if w == 0 || len(partials)%w != 0 || (m.nGroup == 0 && len(partials) != w) {
+		return pushdownErrorf("%d partial values for rows of %d", len(partials), w)
+	}
+	for ; len(partials) > 0; partials = partials[w:] {
+		if err := m.addRow(partials[:w:w]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Merge merges the rows of o into m.
+func (m *AggMerger) Merge(o *AggMerger) error {
+	for _, r := range o.rows {
+		if err := m.addRow(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *AggMerger) addRow(row []Value) error {
+	m.key = appendGroupKey(m.key[:0], row[:m.nGroup])
+	i, ok := m.index[string(m.key)]
+	if !ok {
+		m.index[string(m.key)] = len(m.rows)
+		m.rows = append(m.rows, row)
+		return nil
+	}
+	acc := m.rows[i][m.nGroup:]
+	for j, s := range m.specs {
+		v, err := MergeAggregate(s.Kind, acc[j], row[m.nGroup+j])
+		if err != nil {
+			return err
+		}
+		acc[j] = v
+	}
+	return nil
+}
+
+// Rows returns the merged rows: each group's values of the group columns
+// then its merged results, groups in the order they first came (without
+// group columns, exactly one row).
+func (m *AggMerger) Rows() [][]Value { return m.rows }
 
 // bigOfIntSum reads an integer SUM partial: int64, or a decimal holding
 // an integer.

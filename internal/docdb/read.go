@@ -81,6 +81,10 @@ type ScanOptions struct {
 	// examines; past it the scan stops with a resume key even if fewer
 	// than Limit rows qualified. 0: no bound.
 	MaxRows int
+	// MaxGroups bounds the groups of a grouping Aggregator: once it holds
+	// that many, the scan stops with a resume key (the next page's groups
+	// merge with these). 0: no bound.
+	MaxGroups int
 }
 
 // Scan returns the rows of the span in key order (reverse if asked) and a
@@ -134,7 +138,8 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 			valid = it.SeekGE(rowEnd(rowKey))
 			continue
 		}
-		if (opts.Limit > 0 && len(rows) >= opts.Limit) || (opts.MaxRows > 0 && examined >= opts.MaxRows) {
+		if (opts.Limit > 0 && len(rows) >= opts.Limit) || (opts.MaxRows > 0 && examined >= opts.MaxRows) ||
+			(opts.Aggregator != nil && opts.Aggregator.full(opts.MaxGroups)) {
 			return rows, slices.Clone(rowKey), nil
 		}
 		examined++

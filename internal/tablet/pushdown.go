@@ -18,7 +18,9 @@ import (
 // qualifying rows, and its Limit counts those; MaxRows bounds the rows it
 // examines, so a page that finds few qualifying rows still ends, with a
 // resume key. An aggregate read returns one partial result per aggregate
-// over the rows of the page instead of the rows.
+// over the rows of the page instead of the rows; with group columns, one
+// partial row per group of the page (MaxGroups bounds them, so the page's
+// memory stays bounded too).
 
 var errAggregatesInScan = fmt.Errorf("%w: aggregates in a row scan", docdb.ErrInvalidPushdown)
 
@@ -28,13 +30,13 @@ func (o *ScanOptions) docdb(span storage.Span, at hlc.Timestamp, agg *docdb.Aggr
 	return docdb.ScanOptions{
 		ReadOptions: docdb.ReadOptions{ReadTime: at, Columns: o.Columns},
 		Span:        span, Limit: o.Limit, Reverse: o.Reverse,
-		Filter: o.Filter, Aggregator: agg, KeyColumns: o.KeyColumns, MaxRows: o.MaxRows,
+		Filter: o.Filter, Aggregator: agg, KeyColumns: o.KeyColumns, MaxRows: o.MaxRows, MaxGroups: o.MaxGroups,
 	}
 }
 
 // checkScan validates the pushdown parts of a row scan.
 func (o *ScanOptions) checkScan() error {
-	if len(o.Aggregates) > 0 {
+	if o.IsAggregate() {
 		return errAggregatesInScan
 	}
 	if o.Filter != nil {
@@ -45,7 +47,7 @@ func (o *ScanOptions) checkScan() error {
 
 // checkAggregate validates the pushdown parts of an aggregate read.
 func (o *ScanOptions) checkAggregate() error {
-	if len(o.Aggregates) == 0 {
+	if !o.IsAggregate() {
 		return fmt.Errorf("%w: no aggregates", docdb.ErrInvalidPushdown)
 	}
 	if o.Limit != 0 {
@@ -57,14 +59,21 @@ func (o *ScanOptions) checkAggregate() error {
 	return nil
 }
 
-// aggregate runs the aggregates of o over span at time at.
-func (t *Tablet) aggregate(r pebble.Reader, o *ScanOptions, span storage.Span, at hlc.Timestamp, maxRows int) ([]docdb.Value, []byte, error) {
-	agg, err := docdb.NewAggregator(o.Aggregates)
+// IsAggregate reports whether the options ask for aggregates (or groups)
+// rather than rows.
+func (o *ScanOptions) IsAggregate() bool { return len(o.Aggregates) > 0 || len(o.GroupBy) > 0 }
+
+// aggregate runs the aggregates of o over span at time at; bounded, the
+// page stops at o.MaxRows rows examined or o.MaxGroups groups.
+func (t *Tablet) aggregate(r pebble.Reader, o *ScanOptions, span storage.Span, at hlc.Timestamp, bounded bool) ([]docdb.Value, []byte, error) {
+	agg, err := docdb.NewGroupAggregator(o.GroupBy, o.Aggregates)
 	if err != nil {
 		return nil, nil, err
 	}
 	so := o.docdb(span, at, agg)
-	so.MaxRows = maxRows
+	if !bounded {
+		so.MaxRows, so.MaxGroups = 0, 0
+	}
 	_, resume, err := docdb.Scan(r, so)
 	if err != nil {
 		return nil, nil, err
@@ -74,8 +83,9 @@ func (t *Tablet) aggregate(r pebble.Reader, o *ScanOptions, span storage.Span, a
 
 // AggregateTxn computes opts.Aggregates over the rows of opts.Span that
 // opts.Filter qualifies, as ScanTxn reads them: it returns the partial
-// results, the resume key (nil when the span is done; see docdb.Scan) and
-// the read time. opts.Limit must be 0.
+// results (docdb.Aggregator.Results: one partial row per group with
+// opts.GroupBy), the resume key (nil when the span is done; see
+// docdb.Scan) and the read time. opts.Limit must be 0.
 //
 // The read-uncertainty check compares the aggregates at the read time and
 // at the uncertainty limit over the rows the page examined: a write in the
@@ -97,11 +107,11 @@ func (t *Tablet) AggregateTxn(ctx context.Context, opts ScanOptions, o TxnRead) 
 		return release
 	}, func(rv readView, at hlc.Timestamp) error {
 		var err error
-		results, resume, err = t.aggregate(rv.r, &opts, rv.span, at, opts.MaxRows)
+		results, resume, err = t.aggregate(rv.r, &opts, rv.span, at, true)
 		resume = rv.resume(span, resume)
 		return err
 	}, func(rv readView, limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
-		rs, _, err := t.aggregate(rv.r, &opts, examinedSpan(rv.span, resume, opts.Reverse), limit, 0)
+		rs, _, err := t.aggregate(rv.r, &opts, examinedSpan(rv.span, resume, opts.Reverse), limit, false)
 		if err != nil {
 			return 0, false, err
 		}
@@ -124,7 +134,7 @@ func (t *Tablet) FollowerAggregate(ctx context.Context, opts ScanOptions, sp Saf
 	if err := t.noIntentsFor(span); err != nil {
 		return nil, nil, 0, err
 	}
-	results, resume, err := t.aggregate(t.eng, &opts, span, rt, opts.MaxRows)
+	results, resume, err := t.aggregate(t.eng, &opts, span, rt, true)
 	return results, resume, rt, err
 }
 

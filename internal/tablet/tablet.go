@@ -264,8 +264,11 @@ type ScanOptions struct {
 	KeyColumns []uint32
 	MaxRows    int
 	// Aggregates are for AggregateTxn and FollowerAggregate; Scan refuses
-	// them.
+	// them. GroupBy, if set, computes them per group of these columns (see
+	// docdb.Aggregator), at most MaxGroups groups a page (0: no bound).
 	Aggregates []docdb.AggSpec
+	GroupBy    []uint32
+	MaxGroups  int
 }
 
 // Scan reads rows in a span at the current time from the leaseholder.

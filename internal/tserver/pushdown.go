@@ -14,6 +14,10 @@ import (
 // latches and the request's time stay bounded.
 const DefaultMaxScanRows = 10000
 
+// DefaultMaxGroups bounds the groups of one grouped aggregate page when
+// the request names no bound (the page's partial rows are held in memory).
+const DefaultMaxGroups = 10000
+
 var predOps = map[pb.Predicate_Op]docdb.PredOp{
 	pb.Predicate_AND: docdb.PredAnd, pb.Predicate_OR: docdb.PredOr, pb.Predicate_NOT: docdb.PredNot,
 	pb.Predicate_EQ: docdb.PredEQ, pb.Predicate_NE: docdb.PredNE, pb.Predicate_LT: docdb.PredLT,
@@ -90,7 +94,14 @@ func pushdownOf(req *pb.ScanRequest, opts *tablet.ScanOptions) error {
 		}
 		opts.Aggregates = aggs
 	}
-	if opts.Filter != nil || opts.Aggregates != nil {
+	if ids := req.GetGroupByColumnIds(); len(ids) > 0 {
+		opts.GroupBy = ids
+		opts.MaxGroups = int(req.GetMaxGroups())
+		if opts.MaxGroups == 0 {
+			opts.MaxGroups = DefaultMaxGroups
+		}
+	}
+	if opts.Filter != nil || opts.IsAggregate() {
 		opts.KeyColumns = req.GetKeyColumnIds()
 		opts.MaxRows = int(req.GetMaxScanRows())
 		if opts.MaxRows == 0 {

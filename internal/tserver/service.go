@@ -227,7 +227,7 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 		if err := pushdownOf(req, &opts); err != nil {
 			return err
 		}
-		aggregate := len(opts.Aggregates) > 0
+		aggregate := opts.IsAggregate()
 		var rows []docdb.Row
 		var aggs []docdb.Value
 		var resume []byte

@@ -1508,7 +1508,18 @@ type ScanRequest struct {
 	// examines (qualifying or not); past it the response stops with a resume
 	// span, maybe with fewer rows than limit, even none. 0: the server's
 	// default (10,000).
-	MaxScanRows   uint32 `protobuf:"varint,14,opt,name=max_scan_rows,json=maxScanRows,proto3" json:"max_scan_rows,omitempty"`
+	MaxScanRows uint32 `protobuf:"varint,14,opt,name=max_scan_rows,json=maxScanRows,proto3" json:"max_scan_rows,omitempty"`
+	// group_by_column_ids computes the aggregates per group: rows with equal
+	// values of these columns (NULLs equal) form one group. The response
+	// then carries one partial row per group of this page (see
+	// ScanResponse.aggregates); group columns alone (no aggregates) are an
+	// aggregate read too, of the distinct groups.
+	GroupByColumnIds []uint32 `protobuf:"varint,15,rep,packed,name=group_by_column_ids,json=groupByColumnIds,proto3" json:"group_by_column_ids,omitempty"`
+	// max_groups bounds the groups of one page: once that many are held the
+	// response stops with a resume span (the next page's partial rows merge
+	// with these, even for the same group). 0: the server's default
+	// (10,000).
+	MaxGroups     uint32 `protobuf:"varint,16,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1637,6 +1648,20 @@ func (x *ScanRequest) GetKeyColumnIds() []uint32 {
 func (x *ScanRequest) GetMaxScanRows() uint32 {
 	if x != nil {
 		return x.MaxScanRows
+	}
+	return 0
+}
+
+func (x *ScanRequest) GetGroupByColumnIds() []uint32 {
+	if x != nil {
+		return x.GroupByColumnIds
+	}
+	return nil
+}
+
+func (x *ScanRequest) GetMaxGroups() uint32 {
+	if x != nil {
+		return x.MaxGroups
 	}
 	return 0
 }
@@ -1789,7 +1814,10 @@ type ScanResponse struct {
 	ServerTime  uint64 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
 	RestartTime uint64 `protobuf:"varint,6,opt,name=restart_time,json=restartTime,proto3" json:"restart_time,omitempty"` // with READ_RESTART
 	// aggregates: one partial result per requested aggregate, in order
-	// (docdb.AppendValue encodings), over the rows this page covered.
+	// (docdb.AppendValue encodings), over the rows this page covered. With
+	// group_by_column_ids: for each group of the page, its values of the
+	// group columns (NULL as NULL) then its partial results, group after
+	// group (none when no row qualified).
 	Aggregates    [][]byte `protobuf:"bytes,7,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3635,7 +3663,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\tread_time\x18\x04 \x01(\x04R\breadTime\x12\x1f\n" +
 	"\vserver_time\x18\x05 \x01(\x04R\n" +
 	"serverTime\x12!\n" +
-	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\"\xdb\x04\n" +
+	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\"\xa9\x05\n" +
 	"\vScanRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12)\n" +
 	"\x04span\x18\x02 \x01(\v2\x15.shaledb.tserver.SpanR\x04span\x12;\n" +
@@ -3656,7 +3684,10 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"aggregates\x18\f \x03(\v2\x1a.shaledb.tserver.AggregateR\n" +
 	"aggregates\x12$\n" +
 	"\x0ekey_column_ids\x18\r \x03(\rR\fkeyColumnIds\x12\"\n" +
-	"\rmax_scan_rows\x18\x0e \x01(\rR\vmaxScanRows\"\xaa\x02\n" +
+	"\rmax_scan_rows\x18\x0e \x01(\rR\vmaxScanRows\x12-\n" +
+	"\x13group_by_column_ids\x18\x0f \x03(\rR\x10groupByColumnIds\x12\x1d\n" +
+	"\n" +
+	"max_groups\x18\x10 \x01(\rR\tmaxGroups\"\xaa\x02\n" +
 	"\tPredicate\x12-\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x1d.shaledb.tserver.Predicate.OpR\x02op\x12.\n" +
 	"\x04args\x18\x02 \x03(\v2\x1a.shaledb.tserver.PredicateR\x04args\x12\x1b\n" +

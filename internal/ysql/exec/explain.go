@@ -104,8 +104,13 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		add("HashAggregate (distinct)")
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.Agg:
-		if _, ok := pushdownAggs(x); ok && s.pushdownEnabled() && s.explainFullyRemote(x.Input.(*plan.Scan)) {
-			add("Aggregate pushed down to the tablets (partial results merged here)")
+		if _, groupBy, ok := pushdownAggs(x); ok && s.pushdownEnabled() && s.explainFullyRemote(x.Input.(*plan.Scan)) {
+			if len(groupBy) == 0 {
+				add("Aggregate pushed down to the tablets (partial results merged here)")
+			} else {
+				add("HashAggregate pushed down to the tablets (partial results per group merged here)")
+				detail("Group Key: %s", groupKeyText(x))
+			}
 			sc := *x.Input.(*plan.Scan)
 			sc.Projected = false // the tablets return partial aggregates, not columns
 			s.describe(ctx, &sc, depth+1, lines)
@@ -273,6 +278,16 @@ func (s *Session) describeLookup(l *plan.Lookup, sc *plan.Scan, depth int, lines
 	if sc.Filter != nil {
 		detail("Filter: evaluated on the rows read")
 	}
+}
+
+// groupKeyText names the GROUP BY columns of a pushed-down aggregate.
+func groupKeyText(a *plan.Agg) string {
+	t := a.Input.(*plan.Scan).Table
+	names := make([]string, len(a.Groups))
+	for i, g := range a.Groups {
+		names[i] = t.Columns[g.(*plan.ColRef).Idx].Name
+	}
+	return strings.Join(names, ", ")
 }
 
 func boundText(a plan.Access) string {

@@ -10,16 +10,16 @@ import (
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
-// pushedAggregate computes an aggregate without GROUP BY over a plain scan
-// at the tablets, in parallel (count, sum of integers, min, max), with the
-// scan's filter evaluated there too, and
-// returns its single row; ok is false when the aggregate cannot be pushed
-// down exactly and must run here.
-func (r *runner) pushedAggregate(a *plan.Agg) (plan.Row, bool, error) {
+// pushedAggregate computes an aggregate over a plain scan at the tablets,
+// in parallel (count, sum of integers, min, max; per group of plain
+// columns with GROUP BY), with the scan's filter evaluated there too, and
+// returns its rows; ok is false when the aggregate cannot be pushed down
+// exactly and must run here.
+func (r *runner) pushedAggregate(a *plan.Agg) ([]plan.Row, bool, error) {
 	if !r.s.pushdownEnabled() {
 		return nil, false, nil
 	}
-	aggs, ok := pushdownAggs(a)
+	aggs, groupBy, ok := pushdownAggs(a)
 	if !ok {
 		return nil, false, nil
 	}
@@ -33,35 +33,44 @@ func (r *runner) pushedAggregate(a *plan.Agg) (plan.Row, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return r.pushedAggregateRun(a, sc, t, tbl, client.ScanOptions{Aggregates: aggs, Filter: filter})
+	return r.pushedAggregateRun(a, sc, t, tbl, client.ScanOptions{Aggregates: aggs, GroupBy: groupBy, Filter: filter})
 }
 
-// pushdownAggs returns the tablet aggregates computing a, an aggregate
-// without GROUP BY directly over an unlocked full or key-range scan whose
+// pushdownAggs returns the tablet aggregates and group columns computing
+// a, an aggregate directly over an unlocked full or key-range scan whose
 // filter the tablets evaluate whole (plan.FullyRemote), when every one of
-// its aggregates has an exact tablet counterpart.
-func pushdownAggs(a *plan.Agg) ([]client.Aggregate, bool) {
+// its aggregates has an exact tablet counterpart and every GROUP BY
+// expression is a column the tablets group as PostgreSQL does
+// (groupPushable).
+func pushdownAggs(a *plan.Agg) (aggs []client.Aggregate, groupBy []string, ok bool) {
 	sc, isScan := a.Input.(*plan.Scan)
-	if !isScan || len(a.Groups) > 0 || sc.Lock != plan.NoLock || sc.Access.Kind == plan.PointGet || sc.Access.Index != nil ||
+	if !isScan || sc.Lock != plan.NoLock || sc.Access.Kind == plan.PointGet || sc.Access.Index != nil ||
 		!plan.FullyRemote(sc) {
-		return nil, false
+		return nil, nil, false
 	}
 	t := sc.Table
-	aggs := make([]client.Aggregate, len(a.Aggs))
+	for _, g := range a.Groups {
+		cr, isCol := g.(*plan.ColRef)
+		if !isCol || !groupPushable(t.Columns[cr.Idx].Type) {
+			return nil, nil, false
+		}
+		groupBy = append(groupBy, catalog.StorageColumn(&t.Columns[cr.Idx]))
+	}
+	aggs = make([]client.Aggregate, len(a.Aggs))
 	for i, c := range a.Aggs {
 		if c.Distinct || c.Filter != nil || c.Arg2 != nil {
-			return nil, false
+			return nil, nil, false
 		}
 		if c.Arg == nil {
 			if c.Name != "count" {
-				return nil, false
+				return nil, nil, false
 			}
 			aggs[i] = client.CountStar()
 			continue
 		}
 		cr, ok := c.Arg.(*plan.ColRef)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
 		col := &t.Columns[cr.Idx]
 		name := catalog.StorageColumn(col)
@@ -77,22 +86,24 @@ func pushdownAggs(a *plan.Agg) ([]client.Aggregate, bool) {
 				aggs[i] = client.Max(name)
 			}
 		default:
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return aggs, true
+	return aggs, groupBy, true
 }
 
 // pushedAggregateRun runs the pushed-down aggregates of a (see
 // pushdownAggs).
-func (r *runner) pushedAggregateRun(a *plan.Agg, sc *plan.Scan, t *catalog.Table, tbl *client.Table, opts client.ScanOptions) (plan.Row, bool, error) {
-	var err error
+func (r *runner) pushedAggregateRun(a *plan.Agg, sc *plan.Scan, t *catalog.Table, tbl *client.Table, opts client.ScanOptions) ([]plan.Row, bool, error) {
 	if sc.Access.Kind == plan.KeyRange {
 		ok, err := r.rangeBounds(sc, &opts)
 		if err != nil {
 			return nil, false, err
 		}
 		if !ok { // a key bound is NULL: no rows
+			if len(a.Groups) > 0 {
+				return nil, true, nil
+			}
 			row := make(plan.Row, len(a.Aggs))
 			for i, c := range a.Aggs {
 				row[i] = types.NullDatum
@@ -100,44 +111,72 @@ func (r *runner) pushedAggregateRun(a *plan.Agg, sc *plan.Scan, t *catalog.Table
 					row[i] = types.DInt(0)
 				}
 			}
-			return row, true, nil
+			return []plan.Row{row}, true, nil
 		}
 	}
-	var vals []docdb.Value
+	var res [][]docdb.Value
+	var err error
 	if r.txn != nil {
-		vals, err = r.txn.Aggregate(r.ctx, tbl, opts)
+		res, err = r.txn.AggregateGroups(r.ctx, tbl, opts)
 	} else {
-		vals, err = tbl.Aggregate(r.ctx, opts)
+		res, err = tbl.AggregateGroups(r.ctx, opts)
 	}
 	if err != nil {
 		return nil, false, err
 	}
+	out := make([]plan.Row, len(res))
+	for i, vals := range res {
+		if out[i], err = aggRow(a, t, vals); err != nil {
+			return nil, false, err
+		}
+	}
+	return out, true, nil
+}
+
+// aggRow converts a merged row of the tablets' results (group values,
+// then one result per aggregate) to the aggregate's row.
+func aggRow(a *plan.Agg, t *catalog.Table, vals []docdb.Value) (plan.Row, error) {
 	row := make(plan.Row, len(vals))
 	for i, v := range vals {
-		c := a.Aggs[i]
 		if v.IsNull() {
 			row[i] = types.NullDatum
 			continue
 		}
+		if i < len(a.Groups) {
+			d, err := types.FromStorage(v, t.Columns[a.Groups[i].(*plan.ColRef).Idx].Type)
+			if err != nil {
+				return nil, err
+			}
+			row[i] = d
+			continue
+		}
+		c := a.Aggs[i-len(a.Groups)]
 		switch {
 		case c.Name == "count":
 			row[i] = types.DInt(v.Int)
 		case c.Name == "sum":
 			d, err := sumDatum(v, c.T)
 			if err != nil {
-				return nil, false, err
+				return nil, err
 			}
 			row[i] = d
 		default:
 			col := &t.Columns[c.Arg.(*plan.ColRef).Idx]
 			d, err := types.FromStorage(v, col.Type)
 			if err != nil {
-				return nil, false, err
+				return nil, err
 			}
 			row[i] = d
 		}
 	}
-	return row, true, nil
+	return row, nil
+}
+
+// groupPushable: the tablets group stored values by their encoding, which
+// is equal exactly when the SQL values are equal for these types (not for
+// floats: -0 and 0; numeric: 1.0 and 1.00; char(n): padding).
+func groupPushable(t types.T) bool {
+	return minMaxPushable(t) || t.OID == types.OIDBytea
 }
 
 // minMaxPushable: storage order equals SQL order for these types (floats

@@ -292,11 +292,8 @@ func distinctRows(in []plan.Row, n int, cols []plan.Column) []plan.Row {
 }
 
 func (r *runner) aggregate(a *plan.Agg) ([]plan.Row, error) {
-	if row, ok, err := r.pushedAggregate(a); err != nil || ok {
-		if err != nil {
-			return nil, err
-		}
-		return []plan.Row{row}, nil
+	if rows, ok, err := r.pushedAggregate(a); err != nil || ok {
+		return rows, err
 	}
 	in, err := r.rows(a.Input)
 	if err != nil {

@@ -61,6 +61,8 @@ func TestPushdownFigures(t *testing.T) {
 		{`SELECT k FROM pdt WHERE v > $1 LIMIT 10`, []any{10}},
 		{`SELECT k FROM pdt WHERE v > $1 LIMIT $2 OFFSET $3`, []any{10, 10, 5}},
 		{`SELECT k FROM pdt WHERE s = $1 AND v < $2`, []any{"s1", 3}},
+		{`SELECT s, count(*), sum(v), min(k) FROM pdt WHERE v >= $1 GROUP BY s`, []any{100}},
+		{`SELECT v, count(*), max(s) FROM pdt GROUP BY v`, nil},
 	}
 	// One run of q in the mode: its rows (sorted) and time.
 	run := func(mode, q string, args []any) ([]string, time.Duration) {

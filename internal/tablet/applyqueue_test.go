@@ -2,10 +2,12 @@ package tablet_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/tablet"
 )
 
@@ -92,4 +94,62 @@ func TestDeferredApply(t *testing.T) {
 		}
 		return n == 0
 	})
+}
+
+// TestWriteRidesQueuedApply: a transactional write of rows whose last
+// writer committed with its apply still queued does not wait for that
+// apply: one Raft entry carries the apply and the write, and the write
+// goes through even under FailOnConflict. A write checking for versions
+// newer than a read time before that commit fails, and an insert of a row
+// the queued transaction inserted waits for the apply and finds it.
+func TestWriteRidesQueuedApply(t *testing.T) {
+	t.Cleanup(tablet.SetApplyLinger(time.Hour))
+	h, _ := newTxnHarness(t)
+	id := desc.ID
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leader, clock := h.leaseholder(t, id)
+
+	x := testTxnID("committed")
+	h.writeIntents(t, id, x, 0, 3)
+	if err := leader.ApplyTxnLater(ctx, x, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	// A write of the same rows after the commit rides on the apply.
+	y := testTxnID("next")
+	before := leader.Group().Status().LastIndex
+	if err := h.txnWrite(t, id, &tablet.TxnWrite{Txn: y, ReadTime: clock.Now(), CheckNewer: true, Ops: putBatch(1, 2, "y").Ops, Wait: tablet.FailOnConflict}); err != nil {
+		t.Fatalf("write over a queued commit: %v", err)
+	}
+	if n := leader.Group().Status().LastIndex - before; n != 1 {
+		t.Fatalf("the write and the queued apply took %d entries, want 1", n)
+	}
+	if _, queued := leader.QueuedCommit(x); queued {
+		t.Fatal("x's apply is still queued after the write carried it")
+	}
+
+	// A snapshot write whose read time is below the queued commit: a
+	// conflict.
+	x2 := testTxnID("committed2")
+	h.writeIntents(t, id, x2, 20, 22)
+	beforeCommit := clock.Now()
+	if err := leader.ApplyTxnLater(ctx, x2, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	err := h.txnWrite(t, id, &tablet.TxnWrite{Txn: y, WriteID: 1, ReadTime: beforeCommit, CheckNewer: true, Ops: putBatch(21, 22, "y").Ops, Wait: tablet.FailOnConflict})
+	if !errors.Is(err, tablet.ErrTxnConflict) {
+		t.Fatalf("write with a read time before the queued commit: %v, want a conflict", err)
+	}
+
+	// An insert of a row x wrote waits for x's apply and finds the row.
+	z := testTxnID("insert")
+	h.writeIntents(t, id, z, 10, 11)
+	if err := leader.ApplyTxnLater(ctx, z, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	err = h.txnWrite(t, id, &tablet.TxnWrite{Txn: y, WriteID: 5, Ops: []docdb.WriteOp{{Kind: docdb.OpInsertRow, RowKey: rowKey(10)}}, Wait: tablet.FailOnConflict})
+	if !errors.Is(err, docdb.ErrDuplicateKey) {
+		t.Fatalf("insert of a row a queued commit inserted: %v, want a duplicate key", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
 )
 
 // SetTestHooks installs test hooks (see testHooks) until the returned
@@ -37,3 +38,6 @@ func IntentLookups() int64 { return intentLookups.Load() }
 // RowsMax: a transaction with intents on more rows of a tablet makes its
 // conflict checks read the engine for every row.
 const RowsMax = rowsMax
+
+// QueuedCommit returns txn's commit time if its apply is queued here.
+func (t *Tablet) QueuedCommit(txn docdb.TxnID) (hlc.Timestamp, bool) { return t.queuedCommit(txn) }

@@ -299,6 +299,28 @@ func (tr *txnTracker) mayHaveIntents(n int, row func(i int) []byte) bool {
 	return false
 }
 
+// ridingApplies reports whether every conflict is with a committed
+// transaction whose apply is queued here (see applyqueue.go), and the
+// newest of their commit times. A write meeting only those need not wait
+// for their applies: its own entry carries them in front (or they go in an
+// entry of their own); their versions sit below its time either way. That
+// saved a Raft round of every update of a hot row (a pgbench branch), whose
+// previous writer's apply was still queued. Inserts wait: their duplicate
+// check reads the engine, where those rows are not yet.
+func (t *Tablet) ridingApplies(conflicts []docdb.Conflict, ops []docdb.WriteOp) (newest hlc.Timestamp, ok bool) {
+	if len(conflicts) == 0 || docdb.HasInserts(ops) {
+		return 0, false
+	}
+	for _, c := range conflicts {
+		commit, queued := t.queuedCommit(c.Txn)
+		if !queued {
+			return 0, false
+		}
+		newest = max(newest, commit)
+	}
+	return newest, true
+}
+
 // intentConflicts is docdb.Conflicts, skipping the engine when no live
 // transaction has intents on the rows of want.
 func (t *Tablet) intentConflicts(txn docdb.TxnID, want []docdb.Access) ([]docdb.Conflict, error) {
@@ -823,8 +845,18 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 			return TxnWriteResult{}, err
 		}
 		conflicts = append(conflicts, t.ranges.conflicts(w.Txn, want)...)
-		if len(conflicts) == 0 {
+		riding, rides := t.ridingApplies(conflicts, w.Ops)
+		if len(conflicts) == 0 || rides {
+			if rides {
+				// Their applies go in front of this entry (or in an entry
+				// of their own, by commit times below this write's).
+				t.clock.ForceUpdate(riding)
+			}
 			if w.CheckNewer {
+				if riding > w.ReadTime {
+					release()
+					return TxnWriteResult{}, fmt.Errorf("%w: a transaction committed at %s, after the transaction's read time %s, wrote the rows", ErrTxnConflict, riding, w.ReadTime)
+				}
 				for _, k := range keys {
 					newest, err := docdb.NewestVersion(t.eng, []byte(k))
 					if err != nil {

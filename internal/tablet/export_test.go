@@ -35,9 +35,21 @@ func SetIntentStep(n int) (restore func()) {
 // IntentLookups is how many conflict checks read the engine so far.
 func IntentLookups() int64 { return intentLookups.Load() }
 
-// RowsMax: a transaction with intents on more rows of a tablet makes its
+// HeldRowsMax: a transaction with intents on more rows of a tablet makes its
 // conflict checks read the engine for every row.
-const RowsMax = rowsMax
+const HeldRowsMax = heldRowsMax
 
 // QueuedCommit returns txn's commit time if its apply is queued here.
 func (t *Tablet) QueuedCommit(txn docdb.TxnID) (hlc.Timestamp, bool) { return t.queuedCommit(txn) }
+
+// HeldAndEngineConflicts returns the conflicts of want from the in-memory
+// mirror of the intents (exact false: the mirror is not exact now) and
+// from the engine.
+func (t *Tablet) HeldAndEngineConflicts(txn docdb.TxnID, want []docdb.Access) (held []docdb.Conflict, exact bool, engine []docdb.Conflict, err error) {
+	held, exact = t.txns.heldConflicts(txn, want)
+	engine, err = docdb.Conflicts(t.eng, txn, want)
+	return held, exact, engine, err
+}
+
+// LockAccesses is the accesses row locks of mode take.
+func LockAccesses(rows [][]byte, mode LockMode) []docdb.Access { return lockAccesses(rows, mode) }

@@ -212,91 +212,17 @@ type txnTracker struct {
 	// PostApply, once the batch that applied or removed their intents is
 	// in the engine, then leave live and wake their waiters.
 	resolved []docdb.TxnID
-	// rows counts, per row key, the live transactions with intents on
-	// the row; rowsOf lists each one's rows. They are exact while no live
-	// transaction is in wide (more rows than rowsMax, or loaded from
-	// disk), and then let a conflict check or point read of a row nobody
-	// holds skip the engine: intent keys are new for every transaction,
-	// so a hot row's intents span holds a deleted intent per transaction
-	// since the last flush, and stepping over them was most of the CPU of
-	// a TPC-B branch update. A row stays counted until its transaction
-	// leaves live (wake), after its intents left the engine.
-	rows   map[string]int32
-	rowsOf map[docdb.TxnID][]string
-	wide   map[docdb.TxnID]bool
+	// held mirrors the intents of the live transactions by row, while
+	// it can (see locktable.go).
+	held heldIntents
 }
-
-// rowsMax bounds the rows counted per transaction (rows, rowsOf).
-const rowsMax = 256
-
-// intentLookups counts the conflict checks that read the engine (tests).
-var intentLookups atomic.Int64
 
 func (tr *txnTracker) init() {
 	tr.live = map[docdb.TxnID]time.Time{}
 	tr.size = map[docdb.TxnID]int{}
 	tr.done = map[docdb.TxnID]chan struct{}{}
 	tr.known = map[docdb.TxnID]*docdb.KnownIntents{}
-	tr.rows = map[string]int32{}
-	tr.rowsOf = map[docdb.TxnID][]string{}
-	tr.wide = map[docdb.TxnID]bool{}
-}
-
-// addRowsLocked counts the rows txn is writing intents on (under mu).
-func (tr *txnTracker) addRowsLocked(txn docdb.TxnID, ops []docdb.WriteOp, locks []docdb.Access) {
-	if tr.wide[txn] {
-		return
-	}
-	have := tr.rowsOf[txn]
-	add := func(row []byte) {
-		if tr.wide[txn] || slices.Contains(have, string(row)) {
-			return
-		}
-		if len(have) >= rowsMax {
-			tr.wide[txn] = true
-			return
-		}
-		k := string(row)
-		have = append(have, k)
-		tr.rows[k]++
-	}
-	for i := range ops {
-		add(ops[i].RowKey)
-	}
-	for i := range locks {
-		add(locks[i].Key.RowKey)
-	}
-	tr.rowsOf[txn] = have
-}
-
-// forgetRowsLocked uncounts txn's rows (under mu).
-func (tr *txnTracker) forgetRowsLocked(txn docdb.TxnID) {
-	for _, k := range tr.rowsOf[txn] {
-		if tr.rows[k]--; tr.rows[k] <= 0 {
-			delete(tr.rows, k)
-		}
-	}
-	delete(tr.rowsOf, txn)
-	delete(tr.wide, txn)
-}
-
-// mayHaveIntents reports whether the n rows row(0..n-1) may hold an
-// intent: false only when no live transaction names any of them.
-func (tr *txnTracker) mayHaveIntents(n int, row func(i int) []byte) bool {
-	if !tr.any() {
-		return false
-	}
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if len(tr.wide) > 0 {
-		return true
-	}
-	for i := range n {
-		if tr.rows[string(row(i))] > 0 {
-			return true
-		}
-	}
-	return false
+	tr.held.init()
 }
 
 // ridingApplies reports whether every conflict is with a committed
@@ -319,16 +245,6 @@ func (t *Tablet) ridingApplies(conflicts []docdb.Conflict, ops []docdb.WriteOp) 
 		newest = max(newest, commit)
 	}
 	return newest, true
-}
-
-// intentConflicts is docdb.Conflicts, skipping the engine when no live
-// transaction has intents on the rows of want.
-func (t *Tablet) intentConflicts(txn docdb.TxnID, want []docdb.Access) ([]docdb.Conflict, error) {
-	if !t.txns.mayHaveIntents(len(want), func(i int) []byte { return want[i].Key.RowKey }) {
-		return nil, nil
-	}
-	intentLookups.Add(1)
-	return docdb.Conflicts(t.eng, txn, want)
 }
 
 // pointWindow is the intent window of a point read (readTxn): its span is
@@ -444,7 +360,7 @@ func (tr *txnTracker) wake() {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	for _, txn := range tr.resolved {
-		tr.forgetRowsLocked(txn)
+		tr.held.forget(txn)
 		delete(tr.live, txn)
 		delete(tr.size, txn)
 		delete(tr.known, txn)
@@ -478,12 +394,10 @@ func (t *Tablet) loadTxns() error {
 	clear(t.txns.live)
 	clear(t.txns.size)
 	clear(t.txns.known)
-	clear(t.txns.rows)
-	clear(t.txns.rowsOf)
-	clear(t.txns.wide)
+	t.txns.held.init()
 	for _, id := range txns {
 		t.txns.addLocked(id, now, deferMaxIntents+1)
-		t.txns.wide[id] = true // its rows are on disk only
+		t.txns.held.widen(id) // its intents are on disk only
 	}
 	t.txns.count.Store(int64(len(t.txns.live)))
 	return nil
@@ -687,7 +601,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		t.txns.mu.Lock()
 		t.txns.addLocked(txn, time.Now(), len(ops)+len(locks)+len(spans))
-		t.txns.addRowsLocked(txn, ops, locks)
+		t.txns.held.add(txn, docdb.WriteAccesses(ops), locks)
 		t.txns.mu.Unlock()
 		t.noteApplied(ht)
 		return ht
@@ -715,6 +629,9 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		var txn docdb.TxnID
 		copy(txn[:], data[1:])
 		t.txns.takeKnown(txn) // some or all of its intents go
+		if data[17] == 1 {
+			t.txns.widen(txn) // it stays live with fewer intents
+		}
 		var err error
 		done := true
 		if from := binary.BigEndian.Uint32(data[18:]); data[17] == 1 && from > 0 {
@@ -1163,8 +1080,13 @@ const minIntentWindow = 1024
 // (next: the first row past them; pointWindow: span is one row), nothing
 // to look at when the tablet, or the row of a point read, has none.
 func (t *Tablet) readIntentTxns(span storage.Span, reader docdb.TxnID, window int) ([]docdb.TxnID, []byte, error) {
-	if !t.txns.any() || window == pointWindow && !t.txns.mayHaveIntents(1, func(int) []byte { return span.Start }) {
+	if !t.txns.any() {
 		return nil, nil, nil
+	}
+	if window == pointWindow {
+		if writers, exact := t.txns.heldWriters(span.Start, reader); exact {
+			return writers, nil, nil
+		}
 	}
 	rows, next, err := docdb.ReadIntentsUpTo(t.eng, span, reader, window)
 	if err != nil {

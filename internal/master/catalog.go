@@ -97,6 +97,7 @@ type tserverState struct {
 	ysql           bool
 	ysqlVersion    uint64
 	ysqlDBVersions map[string]uint64
+	ysqlConns      uint32 // open YSQL connections
 	// reported maps tablet id to the tserver's last report of it.
 	reported map[uint64]*reportedReplica
 	// missing records, per tablet, since when (unix ms) this tserver has

@@ -117,6 +117,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		ts.lastHeartbeat, ts.heard = nowMs, true
 		ts.dataBytes = req.GetDataBytes()
 		ts.ysql, ts.ysqlVersion, ts.ysqlDBVersions = req.GetYsql(), req.GetYsqlCatalogVersion(), req.GetYsqlDbCatalogVersions()
+		ts.ysqlConns = req.GetYsqlConnections()
 		resp.CatalogVersion = c.config.GetCatalogVersion()
 		// Reports are incremental: the first one a leader gets from a node
 		// must be full (it asks), later ones carry what changed.

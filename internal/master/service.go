@@ -204,7 +204,8 @@ func (s *service) ListTServers(ctx context.Context, req *pb.ListTServersRequest)
 				info := &pb.TServerInfo{NodeId: id, RpcAddr: ts.rec.GetRpcAddr(), HttpAddr: ts.rec.GetHttpAddr(), YsqlAddr: ts.rec.GetYsqlAddr(),
 					Placement: ts.rec.GetPlacement(), Blacklisted: black[id], LastHeartbeatUnixMs: ts.lastHeartbeat,
 					Tablets: counts[id][0], Leaders: counts[id][1], DataBytes: ts.dataBytes,
-					Heard: ts.heard, Ysql: ts.ysql, YsqlCatalogVersion: ts.ysqlVersion, YsqlDbCatalogVersions: ts.ysqlDBVersions}
+					Heard: ts.heard, Ysql: ts.ysql, YsqlCatalogVersion: ts.ysqlVersion, YsqlDbCatalogVersions: ts.ysqlDBVersions,
+					YsqlConnections: ts.ysqlConns}
 				if nowMs-ts.lastHeartbeat > m.cfg.TServerDeadAfter.Milliseconds() {
 					info.State = pb.TServerInfo_DEAD
 				}

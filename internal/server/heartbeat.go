@@ -38,6 +38,8 @@ type heartbeater struct {
 	// catalog version its YSQL layer knows and, per database, older ones
 	// still in use.
 	ysqlVersion func() (bool, uint64, map[string]uint64)
+	// ysqlConnections, if set, counts the node's open YSQL connections.
+	ysqlConnections func() uint32
 	// onDropMaster is called when the master says this node was replaced
 	// as a master.
 	onDropMaster func()
@@ -130,6 +132,9 @@ func (h *heartbeater) request(statuses []*tspb.TabletStatus, dataBytes uint64) *
 	}
 	if h.ysqlVersion != nil {
 		req.Ysql, req.YsqlCatalogVersion, req.YsqlDbCatalogVersions = h.ysqlVersion()
+	}
+	if h.ysqlConnections != nil {
+		req.YsqlConnections = h.ysqlConnections()
 	}
 	now := make(map[uint64]*tspb.TabletStatus, len(statuses))
 	for _, st := range statuses {

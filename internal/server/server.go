@@ -220,6 +220,7 @@ func Start(cfg Config) (*Server, error) {
 		onBecomeMaster:   s.becomeMaster,
 		onCatalogVersion: s.noteCatalogVersion,
 		ysqlVersion:      s.ysqlCatalogVersion,
+		ysqlConnections:  s.ysqlConnections,
 		onDropMaster:     s.dropMaster,
 		onWrongCluster:   func(msg string) { s.fail(fmt.Errorf("%w: %s", ErrWrongCluster, msg)) },
 	}

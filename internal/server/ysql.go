@@ -113,11 +113,19 @@ func ysqlServers(ms *client.Masters) func(ctx context.Context) ([]exec.ServerInf
 			}
 			p, _ := strconv.Atoi(port)
 			pl := ts.GetPlacement()
-			out = append(out, exec.ServerInfo{Host: host, Port: p, NodeType: "primary", Cloud: pl.GetCloud(),
+			out = append(out, exec.ServerInfo{Host: host, Port: p, Connections: int(ts.GetYsqlConnections()), NodeType: "primary", Cloud: pl.GetCloud(),
 				Region: pl.GetRegion(), Zone: pl.GetZone(), PublicIP: host, UUID: strconv.FormatUint(ts.GetNodeId(), 10)})
 		}
 		return out, nil
 	}
+}
+
+// ysqlConnections counts the open YSQL connections, for heartbeats.
+func (s *Server) ysqlConnections() uint32 {
+	if st := s.ysql.Load(); st != nil {
+		return uint32(st.engine.Sessions())
+	}
+	return 0
 }
 
 // ysqlCatalogVersion reports, for heartbeats, whether the node serves YSQL,

@@ -643,8 +643,10 @@ type HeartbeatRequest struct {
 	Ysql                  bool              `protobuf:"varint,10,opt,name=ysql,proto3" json:"ysql,omitempty"`
 	YsqlCatalogVersion    uint64            `protobuf:"varint,11,opt,name=ysql_catalog_version,json=ysqlCatalogVersion,proto3" json:"ysql_catalog_version,omitempty"`
 	YsqlDbCatalogVersions map[string]uint64 `protobuf:"bytes,12,rep,name=ysql_db_catalog_versions,json=ysqlDbCatalogVersions,proto3" json:"ysql_db_catalog_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// ysql_connections: the YSQL connections the node has open (yb_servers).
+	YsqlConnections uint32 `protobuf:"varint,21,opt,name=ysql_connections,json=ysqlConnections,proto3" json:"ysql_connections,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
@@ -766,6 +768,13 @@ func (x *HeartbeatRequest) GetYsqlDbCatalogVersions() map[string]uint64 {
 		return x.YsqlDbCatalogVersions
 	}
 	return nil
+}
+
+func (x *HeartbeatRequest) GetYsqlConnections() uint32 {
+	if x != nil {
+		return x.YsqlConnections
+	}
+	return 0
 }
 
 type HeartbeatResponse struct {
@@ -2403,6 +2412,7 @@ type TServerInfo struct {
 	Ysql                  bool              `protobuf:"varint,12,opt,name=ysql,proto3" json:"ysql,omitempty"`
 	YsqlCatalogVersion    uint64            `protobuf:"varint,13,opt,name=ysql_catalog_version,json=ysqlCatalogVersion,proto3" json:"ysql_catalog_version,omitempty"`
 	YsqlDbCatalogVersions map[string]uint64 `protobuf:"bytes,14,rep,name=ysql_db_catalog_versions,json=ysqlDbCatalogVersions,proto3" json:"ysql_db_catalog_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	YsqlConnections       uint32            `protobuf:"varint,21,opt,name=ysql_connections,json=ysqlConnections,proto3" json:"ysql_connections,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -2540,6 +2550,13 @@ func (x *TServerInfo) GetYsqlDbCatalogVersions() map[string]uint64 {
 		return x.YsqlDbCatalogVersions
 	}
 	return nil
+}
+
+func (x *TServerInfo) GetYsqlConnections() uint32 {
+	if x != nil {
+		return x.YsqlConnections
+	}
+	return 0
 }
 
 type ListTServersRequest struct {
@@ -3319,7 +3336,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
 	"\fTabletReport\x125\n" +
-	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\xff\x04\n" +
+	"\x06status\x18\x01 \x01(\v2\x1d.shaledb.tserver.TabletStatusR\x06status\"\xaa\x05\n" +
 	"\x10HeartbeatRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
@@ -3337,7 +3354,8 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x04ysql\x18\n" +
 	" \x01(\bR\x04ysql\x120\n" +
 	"\x14ysql_catalog_version\x18\v \x01(\x04R\x12ysqlCatalogVersion\x12t\n" +
-	"\x18ysql_db_catalog_versions\x18\f \x03(\v2;.shaledb.master.HeartbeatRequest.YsqlDbCatalogVersionsEntryR\x15ysqlDbCatalogVersions\x1aH\n" +
+	"\x18ysql_db_catalog_versions\x18\f \x03(\v2;.shaledb.master.HeartbeatRequest.YsqlDbCatalogVersionsEntryR\x15ysqlDbCatalogVersions\x12)\n" +
+	"\x10ysql_connections\x18\x15 \x01(\rR\x0fysqlConnections\x1aH\n" +
 	"\x1aYsqlDbCatalogVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xef\x03\n" +
@@ -3485,7 +3503,7 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x12ListMastersRequest\"~\n" +
 	"\x13ListMastersResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x124\n" +
-	"\amasters\x18\x02 \x03(\v2\x1a.shaledb.master.MasterInfoR\amasters\"\xcb\x05\n" +
+	"\amasters\x18\x02 \x03(\v2\x1a.shaledb.master.MasterInfoR\amasters\"\xf6\x05\n" +
 	"\vTServerInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\x12\x1b\n" +
@@ -3503,7 +3521,8 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x05heard\x18\v \x01(\bR\x05heard\x12\x12\n" +
 	"\x04ysql\x18\f \x01(\bR\x04ysql\x120\n" +
 	"\x14ysql_catalog_version\x18\r \x01(\x04R\x12ysqlCatalogVersion\x12o\n" +
-	"\x18ysql_db_catalog_versions\x18\x0e \x03(\v26.shaledb.master.TServerInfo.YsqlDbCatalogVersionsEntryR\x15ysqlDbCatalogVersions\x1aH\n" +
+	"\x18ysql_db_catalog_versions\x18\x0e \x03(\v26.shaledb.master.TServerInfo.YsqlDbCatalogVersionsEntryR\x15ysqlDbCatalogVersions\x12)\n" +
+	"\x10ysql_connections\x18\x15 \x01(\rR\x0fysqlConnections\x1aH\n" +
 	"\x1aYsqlDbCatalogVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x1b\n" +

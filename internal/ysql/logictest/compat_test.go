@@ -2,6 +2,7 @@ package logictest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -42,11 +43,16 @@ func TestClientCompat(t *testing.T) {
 		runClient(t, py, "testdata/psycopg2_client.py", host, port, "pydb")
 	})
 	t.Run("yb_servers", func(t *testing.T) {
-		// Every node reports its YSQL address in its heartbeats; wait
-		// until the master has all three.
+		// Every node reports its YSQL address and open connections in its
+		// heartbeats; wait until the master has all three with the
+		// connections open now: admin's on node 0, three on node 1.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		want := append([]string(nil), addrs...)
+		for range 3 {
+			conn := connect(t, addrs[1], "yugabyte")
+			defer conn.Close(ctx)
+		}
+		want := []string{addrs[0] + "=1", addrs[1] + "=3", addrs[2] + "=0"}
 		sort.Strings(want)
 		var got []string
 		for {
@@ -65,7 +71,7 @@ func TestClientCompat(t *testing.T) {
 				if nodeType != "primary" || publicIP != host || uuid == "" {
 					t.Fatalf("yb_servers row: %s %d %d %s %s %s", host, port, conns, nodeType, publicIP, uuid)
 				}
-				got = append(got, net.JoinHostPort(host, strconv.FormatInt(port, 10)))
+				got = append(got, fmt.Sprintf("%s=%d", net.JoinHostPort(host, strconv.FormatInt(port, 10)), conns))
 			}
 			if err := rows.Err(); err != nil {
 				t.Fatal(err)

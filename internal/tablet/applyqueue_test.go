@@ -104,7 +104,7 @@ func TestDeferredApply(t *testing.T) {
 // the queued transaction inserted waits for the apply and finds it.
 func TestWriteRidesQueuedApply(t *testing.T) {
 	t.Cleanup(tablet.SetApplyLinger(time.Hour))
-	h, _ := newTxnHarness(t)
+	h, res := newTxnHarness(t)
 	id := desc.ID
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -151,5 +151,24 @@ func TestWriteRidesQueuedApply(t *testing.T) {
 	err = h.txnWrite(t, id, &tablet.TxnWrite{Txn: y, WriteID: 5, Ops: []docdb.WriteOp{{Kind: docdb.OpInsertRow, RowKey: rowKey(10)}}, Wait: tablet.FailOnConflict})
 	if !errors.Is(err, docdb.ErrDuplicateKey) {
 		t.Fatalf("insert of a row a queued commit inserted: %v, want a duplicate key", err)
+	}
+
+	// A large committed transaction (applied in entries of its own, not
+	// queued) is not waited for either: the write goes through while its
+	// apply has not even started.
+	big := testTxnID("bulk")
+	h.writeIntents(t, id, big, 1000, 1001+tablet.DeferMaxIntents)
+	bigCommit := clock.Now()
+	res.set(big, tablet.TxnStatus{State: tablet.TxnCommitted, CommitHT: bigCommit})
+	release := leader.HoldBackgroundApply(big)
+	if err := h.txnWrite(t, id, &tablet.TxnWrite{Txn: y, WriteID: 10, ReadTime: clock.Now(), CheckNewer: true, Ops: putBatch(1000, 1001, "y").Ops, Wait: tablet.FailOnConflict}); err != nil {
+		t.Fatalf("write over a committed bulk load's intent: %v", err)
+	}
+	if n, err := leader.IntentCount(); err != nil || n < tablet.DeferMaxIntents {
+		t.Fatalf("intents after the write: %d %v, want the bulk load's still there (its apply held back)", n, err)
+	}
+	release()
+	if err := leader.ApplyTxn(ctx, big, bigCommit); err != nil {
+		t.Fatal(err)
 	}
 }

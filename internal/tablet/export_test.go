@@ -53,3 +53,10 @@ func (t *Tablet) HeldAndEngineConflicts(txn docdb.TxnID, want []docdb.Access) (h
 
 // LockAccesses is the accesses row locks of mode take.
 func LockAccesses(rows [][]byte, mode LockMode) []docdb.Access { return lockAccesses(rows, mode) }
+
+// HoldBackgroundApply keeps applySoon from applying txn until the returned
+// function is called.
+func (t *Tablet) HoldBackgroundApply(txn docdb.TxnID) (release func()) {
+	t.applying.Store(txn, struct{}{})
+	return func() { t.applying.Delete(txn) }
+}

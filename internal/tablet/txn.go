@@ -226,25 +226,61 @@ func (tr *txnTracker) init() {
 }
 
 // ridingApplies reports whether every conflict is with a committed
-// transaction whose apply is queued here (see applyqueue.go), and the
+// transaction: one whose apply is queued here (see applyqueue.go) or one
+// this write learnt is committed (committed, see resolveForWrite); and the
 // newest of their commit times. A write meeting only those need not wait
-// for their applies: its own entry carries them in front (or they go in an
-// entry of their own); their versions sit below its time either way. That
-// saved a Raft round of every update of a hot row (a pgbench branch), whose
-// previous writer's apply was still queued. Inserts wait: their duplicate
-// check reads the engine, where those rows are not yet.
-func (t *Tablet) ridingApplies(conflicts []docdb.Conflict, ops []docdb.WriteOp) (newest hlc.Timestamp, ok bool) {
+// for their applies: its own entry carries the queued ones in front, the
+// others are applied in entries of their own, and their versions sit below
+// its time either way. Each update of a hot row (a pgbench branch) used to
+// pay its previous writer's apply as a Raft round, and a write meeting a
+// bulk load's intents waited for the whole load's apply. Inserts wait:
+// their duplicate check reads the engine, where those rows are not yet.
+func (t *Tablet) ridingApplies(conflicts []docdb.Conflict, ops []docdb.WriteOp, committed map[docdb.TxnID]hlc.Timestamp) (newest hlc.Timestamp, ok bool) {
 	if len(conflicts) == 0 || docdb.HasInserts(ops) {
 		return 0, false
 	}
 	for _, c := range conflicts {
-		commit, queued := t.queuedCommit(c.Txn)
-		if !queued {
-			return 0, false
+		commit, known := committed[c.Txn]
+		if !known {
+			if commit, known = t.queuedCommit(c.Txn); !known {
+				return 0, false
+			}
 		}
 		newest = max(newest, commit)
 	}
 	return newest, true
+}
+
+// resolveForWrite is resolveConflicts for a write that need not wait for
+// the applies of committed transactions (see ridingApplies): it notes
+// their commit times in *committed and has them applied in the background
+// rather than applying them itself.
+func (t *Tablet) resolveForWrite(ctx context.Context, conflicts []docdb.Conflict, committed *map[docdb.TxnID]hlc.Timestamp) ([]docdb.TxnID, error) {
+	var pending []docdb.TxnID
+	for _, c := range conflicts {
+		if _, known := (*committed)[c.Txn]; known || slices.Contains(pending, c.Txn) {
+			continue
+		}
+		st, err := t.statusOf(ctx, c.Txn, 0)
+		if err != nil {
+			return nil, err
+		}
+		switch st.State {
+		case TxnCommitted:
+			if *committed == nil {
+				*committed = map[docdb.TxnID]hlc.Timestamp{}
+			}
+			(*committed)[c.Txn] = st.CommitHT
+			t.applySoon(c.Txn, st.CommitHT)
+		case TxnAborted:
+			if err := t.RemoveTxn(ctx, c.Txn, false, 0); err != nil {
+				return nil, err
+			}
+		default:
+			pending = append(pending, c.Txn)
+		}
+	}
+	return pending, nil
 }
 
 // pointWindow is the intent window of a point read (readTxn): its span is
@@ -744,6 +780,9 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 	lockRows := w.Locks
 	var skipped [][]byte
 	waitStart := time.Now()
+	// committed: the commit times of committed transactions met here whose
+	// intents are still being applied (see ridingApplies).
+	var committed map[docdb.TxnID]hlc.Timestamp
 	for {
 		release, err := t.latches.acquireWrite(ctx, keys)
 		if err != nil {
@@ -762,11 +801,11 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 			return TxnWriteResult{}, err
 		}
 		conflicts = append(conflicts, t.ranges.conflicts(w.Txn, want)...)
-		riding, rides := t.ridingApplies(conflicts, w.Ops)
+		riding, rides := t.ridingApplies(conflicts, w.Ops, committed)
 		if len(conflicts) == 0 || rides {
 			if rides {
-				// Their applies go in front of this entry (or in an entry
-				// of their own, by commit times below this write's).
+				// Their applies go in front of this entry or in entries
+				// of their own; their commit times are below this write's.
 				t.clock.ForceUpdate(riding)
 			}
 			if w.CheckNewer {
@@ -798,7 +837,12 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 			return TxnWriteResult{HT: ht, Skipped: skipped}, err
 		}
 		release()
-		pending, err := t.resolveConflicts(ctx, conflicts)
+		var pending []docdb.TxnID
+		if docdb.HasInserts(w.Ops) {
+			pending, err = t.resolveConflicts(ctx, conflicts)
+		} else {
+			pending, err = t.resolveForWrite(ctx, conflicts, &committed)
+		}
 		if err != nil {
 			return TxnWriteResult{}, err
 		}

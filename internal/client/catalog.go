@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"sync"
 
 	"github.com/shaledb/shaledb/internal/master/masterpb"
 )
@@ -78,4 +79,55 @@ func (c *Client) TServers(ctx context.Context) ([]*masterpb.TServerInfo, error) 
 		return nil, err
 	}
 	return resp.GetTservers(), nil
+}
+
+// TableSizes returns the size in bytes of each table in ids: the sum over
+// its tablets of the size the tablet's leader last reported to the master
+// in its heartbeat (sstables plus what the tablet wrote to the memtable
+// since the last flush; about a heartbeat interval old). It asks the
+// master as the meta cache's lookups do, bypassing the cache, whose
+// locations carry no sizes and may be old. A table the master no longer
+// knows (dropped meanwhile) counts 0.
+func (c *Client) TableSizes(ctx context.Context, ids []uint32) (map[uint32]uint64, error) {
+	out := make(map[uint32]uint64, len(ids))
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	var distinct []uint32
+	for _, id := range ids {
+		if _, dup := out[id]; !dup {
+			out[id] = 0
+			distinct = append(distinct, id)
+		}
+	}
+	sem := make(chan struct{}, 8)
+	for _, id := range distinct {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(id uint32) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			resp, err := c.getTable(ctx, &masterpb.GetTableRequest{TableId: id})
+			var n uint64
+			for _, loc := range resp.GetTablets() {
+				n += loc.GetSizeBytes()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				out[id] = n
+			case IsTableNotFound(err):
+			case firstErr == nil:
+				firstErr = err
+			}
+		}(id)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
 }

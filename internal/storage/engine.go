@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -35,6 +36,10 @@ type Engine struct {
 	// time) against Close.
 	closeMu sync.RWMutex
 	closed  bool
+
+	// flushes counts completed memtable flushes and ingestions (see
+	// Flushes).
+	flushes *atomic.Uint64
 }
 
 // Open opens (creating if needed) the engine in dir.
@@ -53,6 +58,15 @@ func Open(dir string, opts Options) (*Engine, error) {
 		DisableWAL:         opts.DisableWAL,
 		Logger:             quietLogger{},
 	}
+	flushes := new(atomic.Uint64)
+	po.EventListener = &pebble.EventListener{
+		FlushEnd: func(info pebble.FlushInfo) {
+			if info.Err == nil {
+				flushes.Add(1)
+			}
+		},
+		TableIngested: func(pebble.TableIngestInfo) { flushes.Add(1) },
+	}
 	po.FS = vfs.Default
 	if opts.InMemory {
 		po.FS = vfs.NewMem()
@@ -62,7 +76,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		cache.Unref()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	return &Engine{DB: db, FS: po.FS, dir: dir, cache: cache}, nil
+	return &Engine{DB: db, FS: po.FS, dir: dir, cache: cache, flushes: flushes}, nil
 }
 
 // Dir returns the directory the engine lives in.
@@ -89,6 +103,11 @@ func (e *Engine) WhileOpen(fn func()) bool {
 	fn()
 	return true
 }
+
+// Flushes counts the memtable flushes and file ingestions completed since
+// the engine opened: when it moves, data that was only in the memtable may
+// now be in sstables (which EstimateDiskUsage counts).
+func (e *Engine) Flushes() uint64 { return e.flushes.Load() }
 
 // Close closes the engine and releases its cache.
 func (e *Engine) Close() error {

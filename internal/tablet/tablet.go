@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/docdb"
@@ -64,9 +66,8 @@ type Tablet struct {
 	// maxApplied is the highest hybrid time applied on this replica (0
 	// until the first apply after open); it bounds the GC horizon.
 	maxApplied atomic.Uint64
-	// size caches ApproximateSize, estimated at sizeAt (unix ns).
-	size   atomic.Uint64
-	sizeAt atomic.Int64
+	// sizes backs ApproximateSize.
+	sizes sizeTracker
 
 	// Transactions (txn.go).
 	resolver Resolver
@@ -350,6 +351,15 @@ func encodeWrite(ht hlc.Timestamp, wb *docdb.WriteBatch) []byte {
 type stateMachine Tablet
 
 func (sm *stateMachine) Apply(b *pebble.Batch, e consensus.Entry) any {
+	before := b.Len()
+	res := sm.apply(b, e)
+	if b.Len() > before {
+		(*Tablet)(sm).noteWritten(b.Repr()[before:])
+	}
+	return res
+}
+
+func (sm *stateMachine) apply(b *pebble.Batch, e consensus.Entry) any {
 	if len(e.Data) > 0 && e.Data[0] == cmdSplit {
 		return sm.applySplit(b, e)
 	}
@@ -360,7 +370,7 @@ func (sm *stateMachine) Apply(b *pebble.Batch, e consensus.Entry) any {
 		return sm.applyTxns(b, entryData{index: e.Index, data: e.Data, inner: func(cmd []byte) any {
 			inner := e
 			inner.Data = cmd
-			return sm.Apply(b, inner)
+			return sm.apply(b, inner)
 		}})
 	}
 	if len(e.Data) < 9 || e.Data[0] != cmdWrite {
@@ -416,33 +426,105 @@ func (sm *stateMachine) Restored() error {
 	return nil
 }
 
-// sizeRefresh is how long ApproximateSize reuses its last estimate: the
-// estimate walks the LSM's metadata, and heartbeats ask for every tablet
-// every second.
+// sizeRefresh is how long ApproximateSize reuses its last sstable
+// estimate while the engine has not flushed: the estimate walks the LSM's
+// metadata, and heartbeats ask for every tablet every second.
 const sizeRefresh = 30 * time.Second
 
-// ApproximateSize estimates the bytes the tablet's data takes on disk (SSTs
-// only; the memtable is not counted), refreshed at most every sizeRefresh.
+// sizeTracker keeps the parts of ApproximateSize: the last estimate of the
+// tablet's sstable bytes, and the bytes its applied entries wrote to the
+// engine since the engine's last flush (its share of the shared memtable,
+// which the sstable estimate cannot see).
+type sizeTracker struct {
+	mu sync.Mutex
+	// sst was estimated at sstAt (unix ns) when the engine had made
+	// sstFlushes flushes.
+	sst        uint64
+	sstAt      int64
+	sstFlushes uint64
+	// unflushed bytes were written since the engine's flush number
+	// unflushedAt.
+	unflushed   uint64
+	unflushedAt uint64
+}
+
+// noteWritten counts the bytes of the tablet's data (its span: not
+// intents, transaction records or raft state, which the sstable estimate
+// leaves out too) among the batch records an apply wrote.
+func (t *Tablet) noteWritten(records []byte) {
+	start, end := t.dataSpan()
+	n := 0
+	r := batchrepr.Reader(records)
+	for {
+		kind, k, v, ok, err := r.Next()
+		if !ok || err != nil {
+			break
+		}
+		if bytes.Compare(k, start) < 0 || bytes.Compare(k, end) >= 0 {
+			continue
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete,
+			pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindMerge:
+			n += len(k) + len(v)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	f := t.eng.Flushes()
+	z := &t.sizes
+	z.mu.Lock()
+	if z.unflushedAt != f {
+		z.unflushed, z.unflushedAt = 0, f // flushed: the sstables have them
+	}
+	z.unflushed += uint64(n)
+	z.mu.Unlock()
+}
+
+// ApproximateSize estimates the bytes of the tablet's data: its sstables
+// (re-estimated after each engine flush or ingestion, and at least every
+// sizeRefresh) plus what it wrote to the memtable since the last flush, so
+// that freshly written data counts before the engine flushes it. Writes
+// that land while a flush runs are missed until the next flush.
 func (t *Tablet) ApproximateSize() uint64 {
 	if t.split.Load() != nil {
 		return 0
 	}
+	f := t.eng.Flushes()
 	now := time.Now().UnixNano()
-	if at := t.sizeAt.Load(); at != 0 && now-at < int64(sizeRefresh) {
-		return t.size.Load()
+	z := &t.sizes
+	z.mu.Lock()
+	fresh := z.sstAt != 0 && now-z.sstAt < int64(sizeRefresh) && z.sstFlushes == f
+	z.mu.Unlock()
+	if !fresh {
+		sst := t.estimateSize()
+		z.mu.Lock()
+		z.sst, z.sstAt, z.sstFlushes = sst, now, f
+		z.mu.Unlock()
 	}
-	n := t.estimateSize()
-	t.size.Store(n)
-	t.sizeAt.Store(now)
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	n := z.sst
+	if z.unflushedAt == f {
+		n += z.unflushed
+	}
 	return n
 }
 
-func (t *Tablet) estimateSize() uint64 {
-	end := t.desc.Span.End
+// dataSpan is the tablet's span of data keys, with an unbounded end made
+// the end of the data key space.
+func (t *Tablet) dataSpan() (start, end []byte) {
+	end = t.desc.Span.End
 	if end == nil {
 		end = storage.PrefixEnd(t.desc.Span.Start[:1])
 	}
-	n, err := t.eng.EstimateDiskUsage(t.desc.Span.Start, end)
+	return t.desc.Span.Start, end
+}
+
+func (t *Tablet) estimateSize() uint64 {
+	start, end := t.dataSpan()
+	n, err := t.eng.EstimateDiskUsage(start, end)
 	if err != nil {
 		return 0
 	}

@@ -19,15 +19,11 @@ func (s *Session) catalogFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 		return &plan.FuncExpr{Name: name, Args: args, T: t, Strict: strict, Volatile: true,
 			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) { return f(v) }}, true, nil
 	}
+	if e, ok, err := s.sizeFunc(name, args); ok || err != nil {
+		return e, ok, err
+	}
 	isArray := len(args) > 0 && args[0].Type().IsArray()
 	switch {
-	case (name == "pg_table_size" || name == "pg_relation_size" || name == "pg_total_relation_size" ||
-		name == "pg_indexes_size") && len(args) >= 1 && len(args) <= 2:
-		// Sizes are not tracked per relation: 0 bytes, as YugabyteDB
-		// reported for its tables before it asked the tablets.
-		return fn(types.T{OID: types.OIDInt8, Mod: -1}, true, func([]types.Datum) (types.Datum, error) { return types.DInt(0), nil })
-	case name == "pg_database_size" && len(args) == 1:
-		return fn(types.T{OID: types.OIDInt8, Mod: -1}, true, func([]types.Datum) (types.Datum, error) { return types.DInt(0), nil })
 	case (name == "to_regclass" || name == "to_regtype" || name == "to_regnamespace" || name == "to_regrole") && len(args) == 1:
 		t := types.T{OID: map[string]uint32{"to_regclass": types.OIDRegclass, "to_regtype": types.OIDRegtype,
 			"to_regnamespace": types.OIDRegnamespace, "to_regrole": types.OIDRegrole}[name], Mod: -1}

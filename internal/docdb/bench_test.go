@@ -1,6 +1,7 @@
 package docdb
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -127,4 +128,162 @@ func BenchmarkApplyIntents100k(b *testing.B) {
 		}
 		_ = eng.Close()
 	}
+}
+
+// lsmFixture is an engine whose rows and intents live in sstables on two
+// levels, for the point lookups of BenchmarkLookupsOnDisk:
+//
+//   - committed rows (a liveness marker and two columns) at even i, written
+//     in random order in four flushes and compacted into the bottom level;
+//   - then, in three overlapping L0 files (below the L0 compaction
+//     threshold): an update of one column of every fourth row, and the
+//     intents of a COPY transaction (insert of two columns) at i ≡ 1 mod 4;
+//   - rows at i ≡ 3 mod 4 exist nowhere: the fresh rows of the COPY.
+type lsmFixture struct {
+	eng     *storage.Engine
+	txn     TxnID
+	now     hlc.Timestamp
+	present [][]byte // committed rows
+	fresh   [][]byte // rows with no key at all, inside the key range
+}
+
+func lsmKey(i int) []byte { return testRowKey(fmt.Sprintf("aid:%08d", i)) }
+
+func newLSMFixture(b *testing.B, rows int) *lsmFixture {
+	b.Helper()
+	eng, err := storage.Open(b.TempDir(), storage.Options{CacheSize: 8 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = eng.Close() })
+	f := &lsmFixture{eng: eng}
+	copy(f.txn[:], "the COPY")
+	// A fixed permutation spreads every batch over the whole key range, so
+	// every sstable of a flush overlaps every lookup.
+	perm := func(n, k int) int { return int((uint64(k)*2654435761 + 12345) % uint64(n)) }
+	filler := Text(fmt.Sprintf("%84s", ""))
+	ht := hlc.Timestamp(1 << 16)
+	write := func(n, flushes int, each func(wb *WriteBatch, k int)) {
+		next := n / flushes
+		for k := 0; k < n; {
+			wb := &WriteBatch{}
+			for end := min(k+1000, n); k < end; k++ {
+				each(wb, perm(n, k))
+			}
+			ht += 1 << 16
+			if len(wb.Ops) > 0 {
+				if err := ApplyWriteBatch(eng.DB, ht, wb); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if k >= next || k == n {
+				if err := eng.Flush(); err != nil {
+					b.Fatal(err)
+				}
+				next += n / flushes
+			}
+		}
+	}
+	f.present = make([][]byte, rows)
+	for k := range f.present {
+		f.present[k] = lsmKey(2 * k)
+	}
+	write(rows, 4, func(wb *WriteBatch, k int) {
+		wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutRow, RowKey: f.present[k],
+			Columns: []ColumnValue{{ID: 2, Value: Int64(int64(k))}, {ID: 3, Value: filler}}})
+	})
+	span := DataSpanForBench()
+	if err := eng.Compact(context.Background(), span.Start, span.End, false); err != nil {
+		b.Fatal(err)
+	}
+	// Updates and intents, three L0 files.
+	wid := uint32(0)
+	write(rows, 3, func(wb *WriteBatch, k int) {
+		switch k % 2 {
+		case 0:
+			if k%4 == 0 {
+				wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutColumns, RowKey: f.present[k], Columns: []ColumnValue{{ID: 2, Value: Int64(-1)}}})
+			}
+		case 1:
+			i := 2*k + 1 // odd: i ≡ 1 or 3 mod 4
+			if i%4 != 1 {
+				return
+			}
+			ops := []WriteOp{{Kind: OpInsertRow, RowKey: lsmKey(i), Columns: []ColumnValue{{ID: 2, Value: Int64(int64(i))}, {ID: 3, Value: filler}}}}
+			if err := WriteIntents(eng.DB, 1, f.txn, ht, ops, wid); err != nil {
+				b.Fatal(err)
+			}
+			wid += 3
+		}
+	})
+	for i := 3; i < 2*rows; i += 4 {
+		f.fresh = append(f.fresh, lsmKey(i))
+	}
+	f.now = ht + 1<<16
+	return f
+}
+
+// DataSpanForBench is the whole data and intent key space.
+func DataSpanForBench() storage.Span {
+	return storage.Span{Start: []byte{storage.IntentPrefix}, End: []byte{storage.DataPrefix + 1}}
+}
+
+// BenchmarkLookupsOnDisk: point lookups of one row each against 200,000
+// committed rows and 50,000 rows of intents in sstables on two levels (see
+// lsmFixture): GetRow of present and absent rows, and the checks the tablet
+// runs before it writes a fresh row of a COPY: Conflicts (intents on the
+// row), NewestVersion (committed versions of the row) and CheckInserts (the
+// duplicate check, with the transaction's own intents).
+func BenchmarkLookupsOnDisk(b *testing.B) {
+	f := newLSMFixture(b, 200_000)
+	m := f.eng.Metrics()
+	for l := range m.Levels {
+		if n := m.Levels[l].TablesCount; n > 0 {
+			b.Logf("L%d: %d tables", l, n)
+		}
+	}
+	read := ReadOptions{ReadTime: f.now}
+	filler := Text(fmt.Sprintf("%84s", ""))
+	freshOps := func(i int) []WriteOp {
+		return []WriteOp{{Kind: OpInsertRow, RowKey: f.fresh[(i*7919)%len(f.fresh)],
+			Columns: []ColumnValue{{ID: 2, Value: Int64(1)}, {ID: 3, Value: filler}}}}
+	}
+	b.Run("GetRow/present", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, found, err := GetRow(f.eng.DB, f.present[(i*7919)%len(f.present)], read); err != nil || !found {
+				b.Fatal("missing row", err)
+			}
+		}
+	})
+	b.Run("GetRow/absent", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, found, err := GetRow(f.eng.DB, f.fresh[(i*7919)%len(f.fresh)], read); err != nil || found {
+				b.Fatal("found an absent row", err)
+			}
+		}
+	})
+	b.Run("Conflicts/fresh", func(b *testing.B) {
+		var other TxnID
+		copy(other[:], "another")
+		for i := 0; i < b.N; i++ {
+			if cs, err := Conflicts(f.eng.DB, other, WriteAccesses(freshOps(i))); err != nil || len(cs) != 0 {
+				b.Fatal(cs, err)
+			}
+		}
+	})
+	b.Run("NewestVersion/fresh", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if ht, err := NewestVersion(f.eng.DB, f.fresh[(i*7919)%len(f.fresh)]); err != nil || ht != 0 {
+				b.Fatal(ht, err)
+			}
+		}
+	})
+	b.Run("CheckInserts/fresh", func(b *testing.B) {
+		c := InsertCheck{ReadTime: f.now, Txn: f.txn, OwnBefore: ^uint32(0)}
+		for i := 0; i < b.N; i++ {
+			if err := CheckInserts(f.eng.DB, freshOps(i), c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -192,7 +192,7 @@ func newLSMFixture(b *testing.B, rows int) *lsmFixture {
 		wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutRow, RowKey: f.present[k],
 			Columns: []ColumnValue{{ID: 2, Value: Int64(int64(k))}, {ID: 3, Value: filler}}})
 	})
-	span := DataSpanForBench()
+	span := lookupSpan()
 	if err := eng.Compact(context.Background(), span.Start, span.End, false); err != nil {
 		b.Fatal(err)
 	}
@@ -223,8 +223,8 @@ func newLSMFixture(b *testing.B, rows int) *lsmFixture {
 	return f
 }
 
-// DataSpanForBench is the whole data and intent key space.
-func DataSpanForBench() storage.Span {
+// lookupSpan covers the intent and data key spaces.
+func lookupSpan() storage.Span {
 	return storage.Span{Start: []byte{storage.IntentPrefix}, End: []byte{storage.DataPrefix + 1}}
 }
 
@@ -236,12 +236,17 @@ func DataSpanForBench() storage.Span {
 // duplicate check, with the transaction's own intents).
 func BenchmarkLookupsOnDisk(b *testing.B) {
 	f := newLSMFixture(b, 200_000)
-	m := f.eng.Metrics()
-	for l := range m.Levels {
-		if n := m.Levels[l].TablesCount; n > 0 {
-			b.Logf("L%d: %d tables", l, n)
+	logShape := func(when string) {
+		m := f.eng.Metrics()
+		for l := range m.Levels {
+			if n := m.Levels[l].TablesCount; n > 0 {
+				b.Logf("%s: L%d: %d tables", when, l, n)
+			}
 		}
+		b.Logf("%s: %d compactions", when, m.Compact.Count)
 	}
+	logShape("before")
+	defer logShape("after")
 	read := ReadOptions{ReadTime: f.now}
 	filler := Text(fmt.Sprintf("%84s", ""))
 	freshOps := func(i int) []WriteOp {

@@ -135,8 +135,8 @@ func BenchmarkApplyIntents100k(b *testing.B) {
 //
 //   - committed rows (a liveness marker and two columns) at even i, written
 //     in random order in four flushes and compacted into the bottom level;
-//   - then, in three overlapping L0 files (below the L0 compaction
-//     threshold): an update of one column of every fourth row, and the
+//   - then, in three overlapping L0 files (automatic compactions are off,
+//     so the shape stays): an update of one column of every fourth row, and the
 //     intents of a COPY transaction (insert of two columns) at i ≡ 1 mod 4;
 //   - rows at i ≡ 3 mod 4 exist nowhere: the fresh rows of the COPY.
 type lsmFixture struct {
@@ -151,7 +151,7 @@ func lsmKey(i int) []byte { return testRowKey(fmt.Sprintf("aid:%08d", i)) }
 
 func newLSMFixture(b *testing.B, rows int) *lsmFixture {
 	b.Helper()
-	eng, err := storage.Open(b.TempDir(), storage.Options{CacheSize: 8 << 20})
+	eng, err := storage.Open(b.TempDir(), storage.Options{CacheSize: 8 << 20, DisableAutomaticCompactions: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func BenchmarkLookupsOnDisk(b *testing.B) {
 				b.Logf("%s: L%d: %d tables", when, l, n)
 			}
 		}
-		b.Logf("%s: %d compactions", when, m.Compact.Count)
+		b.Logf("%s: %d compactions (%d default, %d read, %d move, %d elision, %d tombstone density)", when, m.Compact.Count, m.Compact.DefaultCount, m.Compact.ReadCount, m.Compact.MoveCount, m.Compact.ElisionOnlyCount, m.Compact.TombstoneDensityCount)
 	}
 	logShape("before")
 	defer logShape("after")

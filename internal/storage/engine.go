@@ -19,6 +19,9 @@ type Options struct {
 	// DisableWAL turns off the write-ahead log. Never set in production:
 	// acknowledged writes would not survive a crash.
 	DisableWAL bool
+	// DisableAutomaticCompactions leaves compactions to explicit Compact
+	// calls, for benchmarks that need the LSM to keep the shape they built.
+	DisableAutomaticCompactions bool
 }
 
 // Engine is the node's single Pebble instance, shared by every tablet: one
@@ -47,11 +50,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	po := &pebble.Options{
-		Cache:              cache,
-		MemTableSize:       opts.MemTableSize,
-		FormatMajorVersion: pebble.FormatNewest,
-		DisableWAL:         opts.DisableWAL,
-		Logger:             quietLogger{},
+		Cache:                       cache,
+		MemTableSize:                opts.MemTableSize,
+		FormatMajorVersion:          pebble.FormatNewest,
+		DisableWAL:                  opts.DisableWAL,
+		DisableAutomaticCompactions: opts.DisableAutomaticCompactions,
+		Logger:                      quietLogger{},
 	}
 	po.FS = vfs.Default
 	if opts.InMemory {

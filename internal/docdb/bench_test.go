@@ -133,11 +133,13 @@ func BenchmarkApplyIntents100k(b *testing.B) {
 // lsmFixture is an engine whose rows and intents live in sstables on two
 // levels, for the point lookups of BenchmarkLookupsOnDisk:
 //
-//   - committed rows (a liveness marker and two columns) at even i, written
-//     in random order in four flushes and compacted into the bottom level;
+//   - committed rows (a liveness marker and two columns) at even i, and the
+//     intents of a COPY transaction (insert of two columns) at i ≡ 1 mod 8,
+//     written in random order in four flushes and compacted into the
+//     bottom level;
 //   - then, in three overlapping L0 files (automatic compactions are off,
-//     so the shape stays): an update of one column of every fourth row, and the
-//     intents of a COPY transaction (insert of two columns) at i ≡ 1 mod 4;
+//     so the shape stays): an update of one column of every fourth row, and
+//     the COPY's intents at i ≡ 5 mod 8;
 //   - rows at i ≡ 3 mod 4 exist nowhere: the fresh rows of the COPY.
 type lsmFixture struct {
 	eng     *storage.Engine
@@ -151,7 +153,7 @@ func lsmKey(i int) []byte { return testRowKey(fmt.Sprintf("aid:%08d", i)) }
 
 func newLSMFixture(b *testing.B, rows int) *lsmFixture {
 	b.Helper()
-	eng, err := storage.Open(b.TempDir(), storage.Options{CacheSize: 8 << 20, DisableAutomaticCompactions: true})
+	eng, err := storage.Open(b.TempDir(), storage.Options{CacheSize: 32 << 20, DisableAutomaticCompactions: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -188,33 +190,32 @@ func newLSMFixture(b *testing.B, rows int) *lsmFixture {
 	for k := range f.present {
 		f.present[k] = lsmKey(2 * k)
 	}
-	write(rows, 4, func(wb *WriteBatch, k int) {
-		wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutRow, RowKey: f.present[k],
-			Columns: []ColumnValue{{ID: 2, Value: Int64(int64(k))}, {ID: 3, Value: filler}}})
-	})
-	span := lookupSpan()
-	if err := eng.Compact(context.Background(), span.Start, span.End, false); err != nil {
-		b.Fatal(err)
-	}
-	// Updates and intents, three L0 files.
 	wid := uint32(0)
-	write(rows, 3, func(wb *WriteBatch, k int) {
-		switch k % 2 {
-		case 0:
-			if k%4 == 0 {
-				wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutColumns, RowKey: f.present[k], Columns: []ColumnValue{{ID: 2, Value: Int64(-1)}}})
-			}
-		case 1:
-			i := 2*k + 1 // odd: i ≡ 1 or 3 mod 4
-			if i%4 != 1 {
-				return
-			}
+	intent := func(k, mod8 int) {
+		if i := 2*k + 1; i%8 == mod8 {
 			ops := []WriteOp{{Kind: OpInsertRow, RowKey: lsmKey(i), Columns: []ColumnValue{{ID: 2, Value: Int64(int64(i))}, {ID: 3, Value: filler}}}}
 			if err := WriteIntents(eng.DB, 1, f.txn, ht, ops, wid); err != nil {
 				b.Fatal(err)
 			}
 			wid += 3
 		}
+	}
+	// Rows and half of the intents, into the bottom level.
+	write(rows, 4, func(wb *WriteBatch, k int) {
+		wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutRow, RowKey: f.present[k],
+			Columns: []ColumnValue{{ID: 2, Value: Int64(int64(k))}, {ID: 3, Value: filler}}})
+		intent(k, 1)
+	})
+	span := lookupSpan()
+	if err := eng.Compact(context.Background(), span.Start, span.End, false); err != nil {
+		b.Fatal(err)
+	}
+	// Updates and the other intents, three L0 files.
+	write(rows, 3, func(wb *WriteBatch, k int) {
+		if k%4 == 0 {
+			wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutColumns, RowKey: f.present[k], Columns: []ColumnValue{{ID: 2, Value: Int64(-1)}}})
+		}
+		intent(k, 5)
 	})
 	for i := 3; i < 2*rows; i += 4 {
 		f.fresh = append(f.fresh, lsmKey(i))
@@ -240,7 +241,7 @@ func BenchmarkLookupsOnDisk(b *testing.B) {
 		m := f.eng.Metrics()
 		for l := range m.Levels {
 			if n := m.Levels[l].TablesCount; n > 0 {
-				b.Logf("%s: L%d: %d tables", when, l, n)
+				b.Logf("%s: L%d: %d tables, %d KiB", when, l, n, m.Levels[l].TablesSize>>10)
 			}
 		}
 		b.Logf("%s: %d compactions (%d default, %d read, %d move, %d elision, %d tombstone density)", when, m.Compact.Count, m.Compact.DefaultCount, m.Compact.ReadCount, m.Compact.MoveCount, m.Compact.ElisionOnlyCount, m.Compact.TombstoneDensityCount)

@@ -10,7 +10,8 @@ import (
 
 // Options configure the engine. Zero values take the documented defaults.
 type Options struct {
-	// CacheSize is the block cache size in bytes. Default 128 MiB.
+	// CacheSize is the block cache size in bytes, for blocks: the memtables
+	// Pebble charges to the cache come on top. Default 128 MiB.
 	CacheSize int64
 	// MemTableSize is the size of one memtable in bytes. Default 64 MiB.
 	MemTableSize uint64
@@ -48,7 +49,11 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.MemTableSize == 0 {
 		opts.MemTableSize = 64 << 20
 	}
-	cache := pebble.NewCache(opts.CacheSize)
+	// Pebble charges the memtables to the block cache (Cache.Reserve): the
+	// mutable one and one recycled one, each up to MemTableSize. Without
+	// room for them the reservation takes the whole cache (64 MiB
+	// memtables and a 128 MiB cache left no block cached at all).
+	cache := pebble.NewCache(opts.CacheSize + 2*int64(opts.MemTableSize))
 	po := &pebble.Options{
 		Cache:                       cache,
 		MemTableSize:                opts.MemTableSize,

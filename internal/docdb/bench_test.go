@@ -153,6 +153,7 @@ func lsmKey(i int) []byte { return testRowKey(fmt.Sprintf("aid:%08d", i)) }
 
 func newLSMFixture(b *testing.B, rows int) *lsmFixture {
 	b.Helper()
+	// 32 MiB of block cache: less than the tables, uncompressed.
 	eng, err := storage.Open(b.TempDir(), storage.Options{CacheSize: 32 << 20, DisableAutomaticCompactions: true})
 	if err != nil {
 		b.Fatal(err)
@@ -244,6 +245,7 @@ func BenchmarkLookupsOnDisk(b *testing.B) {
 				b.Logf("%s: L%d: %d tables, %d KiB", when, l, n, m.Levels[l].TablesSize>>10)
 			}
 		}
+		b.Logf("%s: block cache %d KiB, %d hits, %d misses", when, m.BlockCache.Size>>10, m.BlockCache.Hits, m.BlockCache.Misses)
 		b.Logf("%s: %d compactions (%d default, %d read, %d move, %d elision, %d tombstone density)", when, m.Compact.Count, m.Compact.DefaultCount, m.Compact.ReadCount, m.Compact.MoveCount, m.Compact.ElisionOnlyCount, m.Compact.TombstoneDensityCount)
 	}
 	logShape("before")

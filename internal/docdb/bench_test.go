@@ -12,7 +12,7 @@ import (
 // BenchmarkGetRow: point reads of one-column rows (a liveness marker and a
 // 64-byte value each) out of 100,000 rows in a 64 MiB memtable.
 func BenchmarkGetRow(b *testing.B) {
-	eng, err := storage.Open(b.TempDir(), storage.Options{InMemory: true, CacheSize: 8 << 20})
+	eng, err := OpenEngine(b.TempDir(), storage.Options{InMemory: true, CacheSize: 8 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func BenchmarkGetRow(b *testing.B) {
 // 20,000 applied one-row transactions (as on a tablet after a run of
 // transactions).
 func BenchmarkConflictsAfterApplies(b *testing.B) {
-	eng, err := storage.Open(b.TempDir(), storage.Options{InMemory: true, CacheSize: 8 << 20})
+	eng, err := OpenEngine(b.TempDir(), storage.Options{InMemory: true, CacheSize: 8 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func BenchmarkApplyIntents100k(b *testing.B) {
 	const rows = 100_000
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		eng, err := storage.Open(b.TempDir(), storage.Options{CacheSize: 32 << 20})
+		eng, err := OpenEngine(b.TempDir(), storage.Options{CacheSize: 32 << 20})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func lsmKey(i int) []byte { return testRowKey(fmt.Sprintf("aid:%08d", i)) }
 func newLSMFixture(b *testing.B, rows int) *lsmFixture {
 	b.Helper()
 	// 32 MiB of block cache: less than the tables, uncompressed.
-	eng, err := storage.Open(b.TempDir(), storage.Options{CacheSize: 32 << 20, DisableAutomaticCompactions: true})
+	eng, err := OpenEngine(b.TempDir(), storage.Options{CacheSize: 32 << 20, DisableAutomaticCompactions: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func BenchmarkApplyIntents100k(b *testing.B) {
 //     intents of a COPY transaction (insert of two columns) at i ≡ 1 mod 8,
 //     written in random order in four flushes and compacted into the
 //     bottom level;
-//   - then, in three overlapping L0 files (automatic compactions are off,
+//   - then, in three flushes to overlapping L0 files (automatic compactions are off,
 //     so the shape stays): an update of one column of every fourth row, and
 //     the COPY's intents at i ≡ 5 mod 8;
 //   - rows at i ≡ 3 mod 4 exist nowhere: the fresh rows of the COPY.
@@ -211,7 +211,7 @@ func newLSMFixture(b *testing.B, rows int) *lsmFixture {
 	if err := eng.Compact(context.Background(), span.Start, span.End, false); err != nil {
 		b.Fatal(err)
 	}
-	// Updates and the other intents, three L0 files.
+	// Updates and the other intents, three flushes into L0.
 	write(rows, 3, func(wb *WriteBatch, k int) {
 		if k%4 == 0 {
 			wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutColumns, RowKey: f.present[k], Columns: []ColumnValue{{ID: 2, Value: Int64(-1)}}})

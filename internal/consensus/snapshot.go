@@ -387,7 +387,7 @@ func newSSTWriter(eng *storage.Engine, path string) (*sstWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{TableFormat: eng.TableFormat()})
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), eng.SSTWriterOptions())
 	return &sstWriter{path: path, w: w}, nil
 }
 

@@ -1,6 +1,7 @@
 package docdb
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 // BenchmarkGetRow: point reads of one-column rows (a liveness marker and a
 // 64-byte value each) out of 100,000 rows in a 64 MiB memtable.
 func BenchmarkGetRow(b *testing.B) {
-	eng, err := storage.Open(b.TempDir(), storage.Options{InMemory: true, CacheSize: 8 << 20})
+	eng, err := OpenEngine(b.TempDir(), storage.Options{InMemory: true, CacheSize: 8 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func BenchmarkGetRow(b *testing.B) {
 // 20,000 applied one-row transactions (as on a tablet after a run of
 // transactions).
 func BenchmarkConflictsAfterApplies(b *testing.B) {
-	eng, err := storage.Open(b.TempDir(), storage.Options{InMemory: true, CacheSize: 8 << 20})
+	eng, err := OpenEngine(b.TempDir(), storage.Options{InMemory: true, CacheSize: 8 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func BenchmarkApplyIntents100k(b *testing.B) {
 	const rows = 100_000
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		eng, err := storage.Open(b.TempDir(), storage.Options{CacheSize: 32 << 20})
+		eng, err := OpenEngine(b.TempDir(), storage.Options{CacheSize: 32 << 20})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -127,4 +128,170 @@ func BenchmarkApplyIntents100k(b *testing.B) {
 		}
 		_ = eng.Close()
 	}
+}
+
+// lsmFixture is an engine whose rows and intents live in sstables on two
+// levels, for the point lookups of BenchmarkLookupsOnDisk:
+//
+//   - committed rows (a liveness marker and two columns) at even i, and the
+//     intents of a COPY transaction (insert of two columns) at i ≡ 1 mod 8,
+//     written in random order in four flushes and compacted into the
+//     bottom level;
+//   - then, in three flushes to overlapping L0 files (automatic compactions are off,
+//     so the shape stays): an update of one column of every fourth row, and
+//     the COPY's intents at i ≡ 5 mod 8;
+//   - rows at i ≡ 3 mod 4 exist nowhere: the fresh rows of the COPY.
+type lsmFixture struct {
+	eng     *storage.Engine
+	txn     TxnID
+	now     hlc.Timestamp
+	present [][]byte // committed rows
+	fresh   [][]byte // rows with no key at all, inside the key range
+}
+
+func lsmKey(i int) []byte { return testRowKey(fmt.Sprintf("aid:%08d", i)) }
+
+func newLSMFixture(b *testing.B, rows int) *lsmFixture {
+	b.Helper()
+	// 32 MiB of block cache: less than the tables, uncompressed.
+	eng, err := OpenEngine(b.TempDir(), storage.Options{CacheSize: 32 << 20, DisableAutomaticCompactions: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = eng.Close() })
+	f := &lsmFixture{eng: eng}
+	copy(f.txn[:], "the COPY")
+	// A fixed permutation spreads every batch over the whole key range, so
+	// every sstable of a flush overlaps every lookup.
+	perm := func(n, k int) int { return int((uint64(k)*2654435761 + 12345) % uint64(n)) }
+	filler := Text(fmt.Sprintf("%84s", ""))
+	ht := hlc.Timestamp(1 << 16)
+	write := func(n, flushes int, each func(wb *WriteBatch, k int)) {
+		next := n / flushes
+		for k := 0; k < n; {
+			wb := &WriteBatch{}
+			for end := min(k+1000, n); k < end; k++ {
+				each(wb, perm(n, k))
+			}
+			ht += 1 << 16
+			if len(wb.Ops) > 0 {
+				if err := ApplyWriteBatch(eng.DB, ht, wb); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if k >= next || k == n {
+				if err := eng.Flush(); err != nil {
+					b.Fatal(err)
+				}
+				next += n / flushes
+			}
+		}
+	}
+	f.present = make([][]byte, rows)
+	for k := range f.present {
+		f.present[k] = lsmKey(2 * k)
+	}
+	wid := uint32(0)
+	intent := func(k, mod8 int) {
+		if i := 2*k + 1; i%8 == mod8 {
+			ops := []WriteOp{{Kind: OpInsertRow, RowKey: lsmKey(i), Columns: []ColumnValue{{ID: 2, Value: Int64(int64(i))}, {ID: 3, Value: filler}}}}
+			if err := WriteIntents(eng.DB, 1, f.txn, ht, ops, wid); err != nil {
+				b.Fatal(err)
+			}
+			wid += 3
+		}
+	}
+	// Rows and half of the intents, into the bottom level.
+	write(rows, 4, func(wb *WriteBatch, k int) {
+		wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutRow, RowKey: f.present[k],
+			Columns: []ColumnValue{{ID: 2, Value: Int64(int64(k))}, {ID: 3, Value: filler}}})
+		intent(k, 1)
+	})
+	span := lookupSpan()
+	if err := eng.Compact(context.Background(), span.Start, span.End, false); err != nil {
+		b.Fatal(err)
+	}
+	// Updates and the other intents, three flushes into L0.
+	write(rows, 3, func(wb *WriteBatch, k int) {
+		if k%4 == 0 {
+			wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutColumns, RowKey: f.present[k], Columns: []ColumnValue{{ID: 2, Value: Int64(-1)}}})
+		}
+		intent(k, 5)
+	})
+	for i := 3; i < 2*rows; i += 4 {
+		f.fresh = append(f.fresh, lsmKey(i))
+	}
+	f.now = ht + 1<<16
+	return f
+}
+
+// lookupSpan covers the intent and data key spaces.
+func lookupSpan() storage.Span {
+	return storage.Span{Start: []byte{storage.IntentPrefix}, End: []byte{storage.DataPrefix + 1}}
+}
+
+// BenchmarkLookupsOnDisk: point lookups of one row each against 200,000
+// committed rows and 50,000 rows of intents in sstables on two levels (see
+// lsmFixture): GetRow of present and absent rows, and the checks the tablet
+// runs before it writes a fresh row of a COPY: Conflicts (intents on the
+// row), NewestVersion (committed versions of the row) and CheckInserts (the
+// duplicate check, with the transaction's own intents).
+func BenchmarkLookupsOnDisk(b *testing.B) {
+	f := newLSMFixture(b, 200_000)
+	logShape := func(when string) {
+		m := f.eng.Metrics()
+		for l := range m.Levels {
+			if n := m.Levels[l].TablesCount; n > 0 {
+				b.Logf("%s: L%d: %d tables, %d KiB", when, l, n, m.Levels[l].TablesSize>>10)
+			}
+		}
+		b.Logf("%s: block cache %d KiB, %d hits, %d misses", when, m.BlockCache.Size>>10, m.BlockCache.Hits, m.BlockCache.Misses)
+		b.Logf("%s: %d compactions (%d default, %d read, %d move, %d elision, %d tombstone density)", when, m.Compact.Count, m.Compact.DefaultCount, m.Compact.ReadCount, m.Compact.MoveCount, m.Compact.ElisionOnlyCount, m.Compact.TombstoneDensityCount)
+	}
+	logShape("before")
+	defer logShape("after")
+	read := ReadOptions{ReadTime: f.now}
+	filler := Text(fmt.Sprintf("%84s", ""))
+	freshOps := func(i int) []WriteOp {
+		return []WriteOp{{Kind: OpInsertRow, RowKey: f.fresh[(i*7919)%len(f.fresh)],
+			Columns: []ColumnValue{{ID: 2, Value: Int64(1)}, {ID: 3, Value: filler}}}}
+	}
+	b.Run("GetRow/present", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, found, err := GetRow(f.eng.DB, f.present[(i*7919)%len(f.present)], read); err != nil || !found {
+				b.Fatal("missing row", err)
+			}
+		}
+	})
+	b.Run("GetRow/absent", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, found, err := GetRow(f.eng.DB, f.fresh[(i*7919)%len(f.fresh)], read); err != nil || found {
+				b.Fatal("found an absent row", err)
+			}
+		}
+	})
+	b.Run("Conflicts/fresh", func(b *testing.B) {
+		var other TxnID
+		copy(other[:], "another")
+		for i := 0; i < b.N; i++ {
+			if cs, err := Conflicts(f.eng.DB, other, WriteAccesses(freshOps(i))); err != nil || len(cs) != 0 {
+				b.Fatal(cs, err)
+			}
+		}
+	})
+	b.Run("NewestVersion/fresh", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if ht, err := NewestVersion(f.eng.DB, f.fresh[(i*7919)%len(f.fresh)]); err != nil || ht != 0 {
+				b.Fatal(ht, err)
+			}
+		}
+	})
+	b.Run("CheckInserts/fresh", func(b *testing.B) {
+		c := InsertCheck{ReadTime: f.now, Txn: f.txn, OwnBefore: ^uint32(0)}
+		for i := 0; i < b.N; i++ {
+			if err := CheckInserts(f.eng.DB, freshOps(i), c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -42,7 +42,7 @@ func TestMVCCHistories(t *testing.T) {
 
 func openTestEngine(t testing.TB) *storage.Engine {
 	t.Helper()
-	eng, err := storage.Open(t.TempDir(), storage.Options{InMemory: true, CacheSize: 1 << 20, MemTableSize: 1 << 20})
+	eng, err := OpenEngine(t.TempDir(), storage.Options{InMemory: true, CacheSize: 1 << 20, MemTableSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func CheckInserts(r pebble.Reader, ops []WriteOp, c InsertCheck) error {
 		return nil
 	}
 	span := storage.Span{Start: lo, End: rowEnd(hi)}
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End, UseL6Filters: lookupsMostlyMiss})
 	if err != nil {
 		return err
 	}
@@ -125,12 +125,13 @@ func CheckInserts(r pebble.Reader, ops []WriteOp, c InsertCheck) error {
 	var own *pebble.Iterator
 	if !c.Txn.IsZero() {
 		is := IntentSpanOf(span)
-		if own, err = r.NewIter(&pebble.IterOptions{LowerBound: is.Start, UpperBound: is.End}); err != nil {
+		if own, err = r.NewIter(&pebble.IterOptions{LowerBound: is.Start, UpperBound: is.End, UseL6Filters: lookupsMostlyMiss}); err != nil {
 			return err
 		}
 		defer own.Close()
 	}
 	rr := newRowReader(it, c.ReadTime, nil)
+	rr.prefix = true // it reads one row at a time
 	for i := range ops {
 		op := &ops[i]
 		p := rows[string(op.RowKey)]
@@ -252,7 +253,8 @@ func readOwnIntents(it *pebble.Iterator, rowKey []byte, txn TxnID, before uint32
 	span := IntentSpanOf(RowSpan(rowKey))
 	var row *ownIntent
 	var cols map[uint32]ownIntent
-	for valid := it.SeekGE(span.Start); valid && bytes.Compare(it.Key(), span.End) < 0; valid = it.Next() {
+	// span.Start is the prefix of every intent on the row (Comparer).
+	for valid := it.SeekPrefixGE(span.Start); valid && bytes.Compare(it.Key(), span.End) < 0; valid = it.Next() {
 		k, err := decodeIntentKey(it.Key())
 		if err != nil {
 			return nil, nil, err

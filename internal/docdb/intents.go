@@ -594,7 +594,7 @@ func WriteReadIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestam
 // also check for committed versions newer than its read time in the data.
 func Conflicts(r pebble.Reader, txn TxnID, want []Access) ([]Conflict, error) {
 	is := storage.IntentSpan()
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: is.Start, UpperBound: is.End})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: is.Start, UpperBound: is.End, UseL6Filters: lookupsMostlyMiss})
 	if err != nil {
 		return nil, err
 	}
@@ -611,11 +611,13 @@ func Conflicts(r pebble.Reader, txn TxnID, want []Access) ([]Conflict, error) {
 			return nil, fmt.Errorf("docdb: Conflicts: bad access %s %s", a.Type, a.Key)
 		}
 		span := intentSubKeySpan(a.Key.RowKey, a.Key.Column)
-		// The limit stops the seek at the row's end rather than walking
-		// the deleted intents (of applied transactions) beyond it up to
-		// the next live one, which made this the costliest part of a
-		// transactional write. It is best-effort, hence the key check.
-		for st := it.SeekGEWithLimit(span.Start, span.End); st == pebble.IterValid && bytes.Compare(it.Key(), span.End) < 0; st = it.NextWithLimit(span.End) {
+		// Every intent on the row shares its prefix (Comparer): a prefix
+		// seek skips the sstables whose bloom filter rules the row out,
+		// and stops at the row's end rather than walking the deleted
+		// intents (of applied transactions) beyond it up to the next live
+		// one, which made this the costliest part of a transactional
+		// write.
+		for valid := it.SeekPrefixGE(span.Start); valid && bytes.Compare(it.Key(), span.End) < 0; valid = it.Next() {
 			key := it.Key()
 			if len(key) != len(span.Start)+intentSuffixLen {
 				return nil, corruptf("bad intent key %x", key)
@@ -1384,13 +1386,20 @@ func ReadIntents(r pebble.Reader, span storage.Span, readTxn TxnID) ([]RowIntent
 // of a large transaction on every page made a scan quadratic.
 func ReadIntentsUpTo(r pebble.Reader, span storage.Span, readTxn TxnID, maxRows int) (out []RowIntents, next []byte, err error) {
 	is := IntentSpanOf(span)
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: is.Start, UpperBound: is.End})
+	// One row (RowSpan): its intents share a prefix (Comparer), and a
+	// prefix seek skips the sstables that do not hold it.
+	oneRow := IsRowKey(span.Start) && bytes.Equal(span.End, rowEnd(span.Start))
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: is.Start, UpperBound: is.End, UseL6Filters: oneRow && lookupsMostlyMiss})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer it.Close()
+	first := it.First
+	if oneRow {
+		first = func() bool { return it.SeekPrefixGE(is.Start) }
+	}
 	var cur *RowIntents
-	for valid := it.First(); valid; valid = it.Next() {
+	for valid := first(); valid; valid = it.Next() {
 		key := it.Key()
 		k, err := decodeIntentKey(key)
 		if err != nil {

@@ -48,6 +48,7 @@ func GetRow(r pebble.Reader, rowKey []byte, opts ReadOptions) (Row, bool, error)
 	}
 	var rr rowReader
 	rr.init(it, opts.ReadTime, opts.Columns)
+	rr.prefix = true
 	row, ok, err := rr.readRow(rowKey)
 	if cerr := it.Close(); err == nil {
 		err = cerr
@@ -245,6 +246,19 @@ type rowReader struct {
 	seekBuf    []byte
 	colBuf     []byte
 	buf        [96]byte // backing of seekBuf for typical keys
+	// prefix: the reader reads single rows (not a scan), so its seeks are
+	// SeekPrefixGE, which the bloom filters answer for the sstables that
+	// do not hold the row. The iterator then only sees the row's keys.
+	prefix bool
+}
+
+// seek positions the iterator at the first key at or above target, a key
+// inside the row being read.
+func (rr *rowReader) seek(target []byte) bool {
+	if rr.prefix {
+		return rr.it.SeekPrefixGE(target)
+	}
+	return rr.it.SeekGE(target)
 }
 
 func newRowReader(it *pebble.Iterator, readTime hlc.Timestamp, cols []uint32) *rowReader {
@@ -290,7 +304,7 @@ func (rr *rowReader) readRowLevel(rowKey []byte) (rowLevel, error) {
 		// than the read time: where the seek would land.
 		valid = true
 	} else {
-		valid = rr.it.SeekGE(rr.seekBuf)
+		valid = rr.seek(rr.seekBuf)
 	}
 	rr.atRowStart = false
 	for ; valid; valid = rr.it.Next() {
@@ -451,7 +465,7 @@ func (rr *rowReader) seekForward(target, rowKey []byte, landed bool) bool {
 			}
 		}
 	}
-	return it.SeekGE(target)
+	return rr.seek(target)
 }
 
 // nextTries is how many Next calls readAllColumns spends looking for the
@@ -466,7 +480,7 @@ func (rr *rowReader) readAllColumns(rowKey []byte, rl rowLevel, emit emitFunc) e
 		valid = it.Valid()
 	} else {
 		rr.seekBuf = appendColumnSubKey(append(rr.seekBuf[:0], rowKey...), 0)
-		valid = it.SeekGE(rr.seekBuf)
+		valid = rr.seek(rr.seekBuf)
 	}
 	prefixLen := len(rowKey) + columnSubKeyLen
 	for valid {
@@ -481,7 +495,7 @@ func (rr *rowReader) readAllColumns(rowKey []byte, rl rowLevel, emit emitFunc) e
 		if rr.readVer.less(v) {
 			// Versions newer than the read time: jump to the visible one.
 			rr.seekBuf = columnVersionKey(rr.seekBuf[:0], rowKey, col, rr.readVer)
-			valid = it.SeekGE(rr.seekBuf)
+			valid = rr.seek(rr.seekBuf)
 			if !valid {
 				break
 			}
@@ -516,7 +530,7 @@ func (rr *rowReader) readAllColumns(rowKey []byte, rl rowLevel, emit emitFunc) e
 			break
 		}
 		rr.seekBuf = appendColumnSubKey(append(rr.seekBuf[:0], rowKey...), col+1)
-		valid = it.SeekGE(rr.seekBuf)
+		valid = rr.seek(rr.seekBuf)
 	}
 	return it.Error()
 }

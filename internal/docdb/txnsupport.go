@@ -19,14 +19,16 @@ func NewestVersion(r pebble.Reader, rowKey []byte) (hlc.Timestamp, error) {
 	if !IsRowKey(rowKey) {
 		return 0, fmt.Errorf("docdb: NewestVersion: malformed row key %x", rowKey)
 	}
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: rowKey, UpperBound: rowEnd(rowKey)})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: rowKey, UpperBound: rowEnd(rowKey), UseL6Filters: lookupsMostlyMiss})
 	if err != nil {
 		return 0, err
 	}
 	defer it.Close()
 	var newest hlc.Timestamp
 	var seek []byte
-	for valid := it.First(); valid; {
+	// Every key of the row has the row key as its prefix (Comparer), so
+	// the seeks are prefix seeks, which the bloom filters serve.
+	for valid := it.SeekPrefixGE(rowKey); valid; {
 		key := it.Key()
 		col, isCol, v, err := splitKey(key, len(rowKey))
 		if err != nil {
@@ -40,7 +42,7 @@ func NewestVersion(r pebble.Reader, rowKey []byte) (hlc.Timestamp, error) {
 			seek = appendColumnSubKey(seek, col)
 		}
 		seek = append(seek, versionMarker+1)
-		valid = it.SeekGE(seek)
+		valid = it.SeekPrefixGE(seek)
 	}
 	return newest, it.Error()
 }

@@ -1,17 +1,26 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// Options configure the engine. Zero values take the documented defaults.
+// Options configure the engine. Zero values take the documented defaults,
+// except Comparer, which is required.
 type Options struct {
-	// CacheSize is the block cache size in bytes. Default 128 MiB.
+	// Comparer orders the keys and splits them into the prefixes the bloom
+	// filters hold (docdb.Comparer: docdb.EngineOptions sets it). Required:
+	// Pebble records its name, and an engine does not open with another.
+	Comparer *pebble.Comparer
+	// CacheSize is the block cache size in bytes, for blocks: the memtables
+	// Pebble charges to the cache come on top. Default 128 MiB.
 	CacheSize int64
 	// MemTableSize is the size of one memtable in bytes. Default 64 MiB.
 	MemTableSize uint64
@@ -20,6 +29,9 @@ type Options struct {
 	// DisableWAL turns off the write-ahead log. Never set in production:
 	// acknowledged writes would not survive a crash.
 	DisableWAL bool
+	// DisableAutomaticCompactions leaves compactions to explicit Compact
+	// calls, for benchmarks that need the LSM to keep the shape they built.
+	DisableAutomaticCompactions bool
 }
 
 // Engine is the node's single Pebble instance, shared by every tablet: one
@@ -31,6 +43,7 @@ type Engine struct {
 	FS    vfs.FS
 	dir   string
 	cache *pebble.Cache
+	opts  *pebble.Options
 
 	// closeMu orders Metrics (which may run from a metrics scrape at any
 	// time) against Close.
@@ -44,19 +57,35 @@ type Engine struct {
 
 // Open opens (creating if needed) the engine in dir.
 func Open(dir string, opts Options) (*Engine, error) {
+	if opts.Comparer == nil {
+		return nil, errors.New("storage: open " + dir + ": no comparer (open DocDB engines with docdb.EngineOptions)")
+	}
 	if opts.CacheSize == 0 {
 		opts.CacheSize = 128 << 20
 	}
 	if opts.MemTableSize == 0 {
 		opts.MemTableSize = 64 << 20
 	}
-	cache := pebble.NewCache(opts.CacheSize)
+	// Pebble charges the memtables to the block cache (Cache.Reserve): the
+	// mutable one and one recycled one, each up to MemTableSize. Without
+	// room for them the reservation takes the whole cache (64 MiB
+	// memtables and a 128 MiB cache left no block cached at all).
+	cache := pebble.NewCache(opts.CacheSize + 2*int64(opts.MemTableSize))
 	po := &pebble.Options{
-		Cache:              cache,
-		MemTableSize:       opts.MemTableSize,
-		FormatMajorVersion: pebble.FormatNewest,
-		DisableWAL:         opts.DisableWAL,
-		Logger:             quietLogger{},
+		Comparer:                    opts.Comparer,
+		Cache:                       cache,
+		MemTableSize:                opts.MemTableSize,
+		FormatMajorVersion:          pebble.FormatNewest,
+		DisableWAL:                  opts.DisableWAL,
+		DisableAutomaticCompactions: opts.DisableAutomaticCompactions,
+		Logger:                      quietLogger{},
+	}
+	// Bloom filters of the key prefixes (Comparer.Split) on every level: a
+	// point lookup (SeekPrefixGE) skips the sstables that cannot hold its
+	// row instead of reading a data block of each.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].FilterType = pebble.TableFilter
 	}
 	flushes := new(atomic.Uint64)
 	po.EventListener = &pebble.EventListener{
@@ -71,12 +100,20 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.InMemory {
 		po.FS = vfs.NewMem()
 	}
+	po.EnsureDefaults()
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		cache.Unref()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	return &Engine{DB: db, FS: po.FS, dir: dir, cache: cache, flushes: flushes}, nil
+	return &Engine{DB: db, FS: po.FS, dir: dir, cache: cache, opts: po, flushes: flushes}, nil
+}
+
+// SSTWriterOptions are the options of an sstable to ingest into the engine
+// (snapshots): its comparer, key schema and filters, in the engine's table
+// format.
+func (e *Engine) SSTWriterOptions() sstable.WriterOptions {
+	return e.opts.MakeWriterOptions(0, e.DB.TableFormat())
 }
 
 // Dir returns the directory the engine lives in.

@@ -3,6 +3,8 @@ package storage
 import (
 	"bytes"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 func TestPrefixEnd(t *testing.T) {
@@ -41,9 +43,16 @@ func TestLocalKeysOrderedAndScoped(t *testing.T) {
 	}
 }
 
+func TestOpenWithoutComparer(t *testing.T) {
+	if e, err := Open(t.TempDir(), Options{InMemory: true}); err == nil {
+		_ = e.Close()
+		t.Fatal("an engine opened without a comparer")
+	}
+}
+
 func TestEngineSyncedWriteSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
-	e, err := Open(dir, Options{})
+	e, err := Open(dir, Options{Comparer: pebble.DefaultComparer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +67,7 @@ func TestEngineSyncedWriteSurvivesReopen(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e, err = Open(dir, Options{})
+	e, err = Open(dir, Options{Comparer: pebble.DefaultComparer})
 	if err != nil {
 		t.Fatal(err)
 	}

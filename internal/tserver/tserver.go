@@ -142,7 +142,7 @@ func Start(cfg Config) (*Node, error) {
 		NodeID:        cfg.NodeID,
 		Listener:      lis,
 		Dir:           cfg.DataDir,
-		Engine:        cfg.Engine,
+		Engine:        docdb.EngineOptions(cfg.Engine),
 		Runtime:       cfg.Raft,
 		Resolver:      n.resolve,
 		Clock:         cfg.Clock,

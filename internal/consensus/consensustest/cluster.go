@@ -2,6 +2,8 @@
 // transport, Multi-Raft runtime) on 127.0.0.x for tests of the consensus and
 // tablet layers. Each node keeps its address and data directory across
 // StopNode/StartNode, so restarts replay from disk as a real node would.
+// Engines are opened as a tablet server opens them (docdb.EngineOptions):
+// the tablet tests keep DocDB data in them.
 package consensustest
 
 import (
@@ -18,6 +20,7 @@ import (
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/host"
 	"github.com/shaledb/shaledb/internal/consensus/transport"
+	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/storage"
 )
@@ -124,7 +127,7 @@ func (c *Cluster) start(n *Node, l net.Listener) {
 		NodeID:   n.ID,
 		Listener: l,
 		Dir:      n.Dir,
-		Engine:   storage.Options{CacheSize: 16 << 20, MemTableSize: 8 << 20},
+		Engine:   docdb.EngineOptions(storage.Options{CacheSize: 16 << 20, MemTableSize: 8 << 20}),
 		Runtime:  c.opts.Runtime,
 		Resolver: c.resolve,
 		Clock:    n.Clock,

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bufio"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -144,5 +145,26 @@ func TestNoticesFollowClientMinMessages(t *testing.T) {
 	n := s.Notices()
 	if len(n) != 2 || n[0].Severity != "WARNING" || n[1].Severity != "INFO" {
 		t.Fatalf("at warning: %+v", n)
+	}
+}
+
+// TestParameterStatusFollowsSettings: the reported parameters are built
+// once and reused while no reported setting changes, and show a change.
+func TestParameterStatusFollowsSettings(t *testing.T) {
+	s := &Session{settings: defaultSettings("u")}
+	first := s.ParameterStatus()
+	if first["application_name"] != "" || first["DateStyle"] == "" {
+		t.Fatalf("initial parameters: %v", first)
+	}
+	if again := s.ParameterStatus(); fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Fatalf("unchanged settings reported differently: %v vs %v", again, first)
+	}
+	s.settings["application_name"] = "bench"
+	if got := s.ParameterStatus()["application_name"]; got != "bench" {
+		t.Fatalf("after SET application_name: %q", got)
+	}
+	s.settings["timezone"] = "UTC+3"
+	if got := s.ParameterStatus()["TimeZone"]; got != "UTC+3" {
+		t.Fatalf("after SET timezone: %q", got)
 	}
 }

@@ -221,6 +221,10 @@ type Session struct {
 	db, user string
 	pid      uint32
 	settings map[string]string
+	// reported is the last ParameterStatus answer (read-only for the
+	// caller), of the settings values reportedVals.
+	reported     map[string]string
+	reportedVals []string
 
 	// Transaction state: inBlock between BEGIN and COMMIT/ROLLBACK; txn is
 	// started lazily by the block's first statement; failed after an
@@ -267,10 +271,25 @@ type Session struct {
 
 // ParameterStatus reports the parameters PostgreSQL sends to clients.
 func (s *Session) ParameterStatus() map[string]string {
-	out := map[string]string{}
-	for _, k := range reportedSettings {
-		out[settingDisplayName(k)] = s.settings[k]
+	if s.reported != nil && len(s.reportedVals) == len(reportedSettings) {
+		same := true
+		for i, k := range reportedSettings {
+			if s.settings[k] != s.reportedVals[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return s.reported // pgwire asks after every statement
+		}
 	}
+	out := make(map[string]string, len(reportedSettings))
+	vals := make([]string, len(reportedSettings))
+	for i, k := range reportedSettings {
+		vals[i] = s.settings[k]
+		out[settingDisplayName(k)] = vals[i]
+	}
+	s.reported, s.reportedVals = out, vals
 	return out
 }
 

@@ -97,32 +97,19 @@ func immediateSuccessor(dst, a []byte) []byte {
 // start with a complete row key. Unlike rowKeyLen it does not validate the
 // components, only skips them (keyLen).
 func rowKeyEnd(key []byte) int {
-	i := tablePrefixLen
-	if len(key) <= i {
+	n, err := walkRowKey(key, skipKeyLoosely)
+	if err != nil {
 		return -1
 	}
-	groups := 1
-	if key[i] == hashMarker {
-		i += 3
-		groups = 2
+	return n
+}
+
+// skipKeyLoosely is keyLen for walkRowKey.
+func skipKeyLoosely(src []byte) (int, error) {
+	if n := keyLen(src); n >= 0 {
+		return n, nil
 	}
-	for ; groups > 0; groups-- {
-		for {
-			if i >= len(key) {
-				return -1
-			}
-			if key[i] == GroupEnd {
-				i++
-				break
-			}
-			n := keyLen(key[i:])
-			if n < 0 {
-				return -1
-			}
-			i += n
-		}
-	}
-	return i
+	return 0, errTruncated
 }
 
 // keyLen returns the length of the value encoding at the front of src, or
@@ -140,20 +127,8 @@ func keyLen(src []byte) int {
 	if desc {
 		inv = 0xff
 	}
-	var n int
+	n := fixedKeyLen(t)
 	switch t {
-	case TypeNull:
-		n = 0
-	case TypeBool:
-		n = 1
-	case TypeInt16:
-		n = 2
-	case TypeInt32, TypeFloat32:
-		n = 4
-	case TypeInt64, TypeTimestamp, TypeFloat64:
-		n = 8
-	case TypeUUID:
-		n = 16
 	case TypeText, TypeBytes:
 		for i := 1; i+1 < len(src); i++ {
 			if src[i]^inv == 0 {
@@ -185,10 +160,8 @@ func keyLen(src []byte) int {
 			}
 		}
 		return -1
-	default:
-		return -1
 	}
-	if len(src) < 1+n {
+	if n < 0 || len(src) < 1+n {
 		return -1
 	}
 	return 1 + n

@@ -126,7 +126,17 @@ func rowKeyLen(key []byte) (int, error) {
 	if len(key) < tablePrefixLen+1 || key[0] != storage.DataPrefix {
 		return 0, corruptf("not a data key: %x", key)
 	}
+	return walkRowKey(key, skipKey)
+}
+
+// walkRowKey returns the length of the row key at the front of key, whose
+// first byte (the key space) it does not look at, stepping over each key
+// component with skip.
+func walkRowKey(key []byte, skip func([]byte) (int, error)) (int, error) {
 	i := tablePrefixLen
+	if len(key) <= i {
+		return 0, errTruncated
+	}
 	groups := 1
 	if key[i] == hashMarker {
 		i += 3
@@ -141,7 +151,7 @@ func rowKeyLen(key []byte) (int, error) {
 				i++
 				break
 			}
-			n, err := skipKey(key[i:])
+			n, err := skip(key[i:])
 			if err != nil {
 				return 0, err
 			}

@@ -244,6 +244,26 @@ func decodeEscaped(src []byte, inv byte) (out, rest []byte, err error) {
 	return nil, nil, errTruncated
 }
 
+// fixedKeyLen is the payload length of a key-encoded value of type t, or -1
+// for types whose payload ends with a terminator (text, bytes, decimal).
+func fixedKeyLen(t ValueType) int {
+	switch t {
+	case TypeNull:
+		return 0
+	case TypeBool:
+		return 1
+	case TypeInt16:
+		return 2
+	case TypeInt32, TypeFloat32:
+		return 4
+	case TypeInt64, TypeTimestamp, TypeFloat64:
+		return 8
+	case TypeUUID:
+		return 16
+	}
+	return -1
+}
+
 // skipKey returns the length of the value encoding at the front of src
 // without decoding it; row-key parsing on the read path uses it so that
 // finding row boundaries allocates nothing.
@@ -258,20 +278,8 @@ func skipKey(src []byte) (int, error) {
 		}
 		return 0, corruptf("bad key tag %#x", src[0])
 	}
-	var n int
+	n := fixedKeyLen(t)
 	switch t {
-	case TypeNull:
-		n = 0
-	case TypeBool:
-		n = 1
-	case TypeInt16:
-		n = 2
-	case TypeInt32, TypeFloat32:
-		n = 4
-	case TypeInt64, TypeTimestamp, TypeFloat64:
-		n = 8
-	case TypeUUID:
-		n = 16
 	case TypeText, TypeBytes:
 		var inv byte
 		if desc {
@@ -292,6 +300,9 @@ func skipKey(src []byte) (int, error) {
 			return 0, err
 		}
 		return len(src) - len(rest), nil
+	}
+	if n < 0 {
+		return 0, corruptf("bad key tag %#x", src[0])
 	}
 	if len(src) < 1+n {
 		return 0, errTruncated

@@ -215,29 +215,7 @@ func intentRowKeyLen(key []byte) (int, error) {
 	if len(key) < tablePrefixLen+1 || key[0] != storage.IntentPrefix {
 		return 0, corruptf("not an intent key: %x", key)
 	}
-	i := tablePrefixLen
-	groups := 1
-	if key[i] == hashMarker {
-		i += 3
-		groups = 2
-	}
-	for ; groups > 0; groups-- {
-		for {
-			if i >= len(key) {
-				return 0, errTruncated
-			}
-			if key[i] == GroupEnd {
-				i++
-				break
-			}
-			n, err := skipKey(key[i:])
-			if err != nil {
-				return 0, err
-			}
-			i += n
-		}
-	}
-	return i, nil
+	return walkRowKey(key, skipKey)
 }
 
 // decodedIntentKey is a decoded intent key; row aliases the key and still

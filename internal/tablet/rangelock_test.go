@@ -131,6 +131,20 @@ func (h *harness) onLeader(t testing.TB, id uint64, op func(ctx context.Context,
 	}
 }
 
+// restartAll stops every node and starts it again on its data; the
+// replicas reopen from disk.
+func (h *harness) restartAll() {
+	for _, n := range h.Nodes() {
+		h.StopNode(n.ID)
+	}
+	h.mu.Lock()
+	clear(h.opened)
+	h.mu.Unlock()
+	for _, n := range h.Nodes() {
+		h.StartNode(n.ID)
+	}
+}
+
 // waitRangeLocks waits until every replica of tablet id holds n range
 // locks, in memory and on disk.
 func (h *harness) waitRangeLocks(t testing.TB, id uint64, n int) {
@@ -250,15 +264,7 @@ func TestRangeLockConflicts(t *testing.T) {
 	}
 
 	// A restart of every node reloads the lock from disk.
-	for _, n := range h.Nodes() {
-		h.StopNode(n.ID)
-	}
-	h.mu.Lock()
-	clear(h.opened)
-	h.mu.Unlock()
-	for _, n := range h.Nodes() {
-		h.StartNode(n.ID)
-	}
+	h.restartAll()
 	h.waitRangeLocks(t, id, 1)
 	if err := write(b, 103, 13, tablet.FailOnConflict); !errors.Is(err, tablet.ErrTxnConflict) {
 		t.Fatalf("write into the span after a restart: %v", err)

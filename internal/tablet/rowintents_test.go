@@ -48,15 +48,7 @@ func TestRowIntentIndex(t *testing.T) {
 	}
 
 	// After a restart the intents come from disk.
-	for _, n := range h.Nodes() {
-		h.StopNode(n.ID)
-	}
-	h.mu.Lock()
-	clear(h.opened)
-	h.mu.Unlock()
-	for _, n := range h.Nodes() {
-		h.StartNode(n.ID)
-	}
+	h.restartAll()
 	if err := write(b, 12, 2); !errors.Is(err, tablet.ErrTxnConflict) {
 		t.Fatalf("write of a row a holds after a restart: %v, want a conflict", err)
 	}

@@ -66,23 +66,7 @@ func (b *Binder) indexAccess(t *catalog.Table, ix *catalog.Index, cs []Expr) (Ac
 	}
 	acc := Access{Kind: KeyRange, Eq: eq, Index: ix}
 	if len(eq) < l.KeyCols {
-		next := l.Key[len(eq)].Col
-		for _, c := range cs {
-			op, val, ok := keyCond(c, next)
-			if !ok {
-				continue
-			}
-			switch op {
-			case ">", ">=":
-				if acc.Lo == nil {
-					acc.Lo, acc.LoIncl = val, op == ">="
-				}
-			case "<", "<=":
-				if acc.Hi == nil {
-					acc.Hi, acc.HiIncl = val, op == "<="
-				}
-			}
-		}
+		acc.boundBy(cs, l.Key[len(eq)].Col)
 	}
 	return acc, true
 }
@@ -346,3 +330,24 @@ func markScan(s *Scan, chain []Node) {
 }
 
 var _ = catalog.IndexReady
+
+// boundBy sets the range bounds of a key-range access from the first
+// conditions of cs on column col (its next key column).
+func (a *Access) boundBy(cs []Expr, col int) {
+	for _, c := range cs {
+		op, val, ok := keyCond(c, col)
+		if !ok {
+			continue
+		}
+		switch op {
+		case ">", ">=":
+			if a.Lo == nil {
+				a.Lo, a.LoIncl = val, op == ">="
+			}
+		case "<", "<=":
+			if a.Hi == nil {
+				a.Hi, a.HiIncl = val, op == "<="
+			}
+		}
+	}
+}

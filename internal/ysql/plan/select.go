@@ -537,23 +537,7 @@ func (b *Binder) chooseAccess(s *Scan) {
 	}
 	defer b.chooseIndex(s, cs)
 	acc := Access{Kind: KeyRange, Eq: eq}
-	next := t.Key[len(eq)]
-	for _, c := range cs {
-		op, val, ok := keyCond(c, next.Column)
-		if !ok {
-			continue
-		}
-		switch op {
-		case ">", ">=":
-			if acc.Lo == nil {
-				acc.Lo, acc.LoIncl = val, op == ">="
-			}
-		case "<", "<=":
-			if acc.Hi == nil {
-				acc.Hi, acc.HiIncl = val, op == "<="
-			}
-		}
-	}
+	acc.boundBy(cs, t.Key[len(eq)].Column)
 	if len(eq) == 0 && acc.Lo == nil && acc.Hi == nil {
 		return
 	}

@@ -193,7 +193,7 @@ func (t *Tablet) ScanLocked(ctx context.Context, opts ScanOptions, lock ScanLock
 			return rows, covered, resume != nil, rt, nil
 		}
 		release()
-		pending, err := t.resolveConflicts(ctx, conflicts)
+		pending, err := t.resolveConflicts(ctx, conflicts, nil)
 		if err != nil {
 			return nil, storage.Span{}, false, 0, err
 		}

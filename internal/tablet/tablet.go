@@ -221,7 +221,7 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 			return t.writeLatched(ctx, &docdb.WriteBatch{Ops: ops}, release)
 		}
 		release()
-		pending, err := t.resolveConflicts(ctx, conflicts)
+		pending, err := t.resolveConflicts(ctx, conflicts, nil)
 		if err == nil && len(pending) > 0 {
 			err = t.waitAny(ctx, pending)
 		}

@@ -227,7 +227,7 @@ func (tr *txnTracker) init() {
 
 // ridingApplies reports whether every conflict is with a committed
 // transaction: one whose apply is queued here (see applyqueue.go) or one
-// this write learnt is committed (committed, see resolveForWrite); and the
+// this write learnt is committed (committed, see resolveConflicts); and the
 // newest of their commit times. A write meeting only those need not wait
 // for their applies: its own entry carries the queued ones in front, the
 // others are applied in entries of their own, and their versions sit below
@@ -249,38 +249,6 @@ func (t *Tablet) ridingApplies(conflicts []docdb.Conflict, ops []docdb.WriteOp, 
 		newest = max(newest, commit)
 	}
 	return newest, true
-}
-
-// resolveForWrite is resolveConflicts for a write that need not wait for
-// the applies of committed transactions (see ridingApplies): it notes
-// their commit times in *committed and has them applied in the background
-// rather than applying them itself.
-func (t *Tablet) resolveForWrite(ctx context.Context, conflicts []docdb.Conflict, committed *map[docdb.TxnID]hlc.Timestamp) ([]docdb.TxnID, error) {
-	var pending []docdb.TxnID
-	for _, c := range conflicts {
-		if _, known := (*committed)[c.Txn]; known || slices.Contains(pending, c.Txn) {
-			continue
-		}
-		st, err := t.statusOf(ctx, c.Txn, 0)
-		if err != nil {
-			return nil, err
-		}
-		switch st.State {
-		case TxnCommitted:
-			if *committed == nil {
-				*committed = map[docdb.TxnID]hlc.Timestamp{}
-			}
-			(*committed)[c.Txn] = st.CommitHT
-			t.applySoon(c.Txn, st.CommitHT)
-		case TxnAborted:
-			if err := t.RemoveTxn(ctx, c.Txn, false, 0); err != nil {
-				return nil, err
-			}
-		default:
-			pending = append(pending, c.Txn)
-		}
-	}
-	return pending, nil
 }
 
 // pointWindow is the intent window of a point read (readTxn): its span is
@@ -837,12 +805,11 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 			return TxnWriteResult{HT: ht, Skipped: skipped}, err
 		}
 		release()
-		var pending []docdb.TxnID
+		learn := &committed
 		if docdb.HasInserts(w.Ops) {
-			pending, err = t.resolveConflicts(ctx, conflicts)
-		} else {
-			pending, err = t.resolveForWrite(ctx, conflicts, &committed)
+			learn = nil // the duplicate check needs the rows applied
 		}
+		pending, err := t.resolveConflicts(ctx, conflicts, learn)
 		if err != nil {
 			return TxnWriteResult{}, err
 		}
@@ -884,8 +851,8 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 }
 
 // resolveConflicts resolves the transactions of conflicts (see
-// ResolveTxn) and returns the pending ones.
-func (t *Tablet) resolveConflicts(ctx context.Context, conflicts []docdb.Conflict) ([]docdb.TxnID, error) {
+// resolveTxn) and returns the pending ones.
+func (t *Tablet) resolveConflicts(ctx context.Context, conflicts []docdb.Conflict, committed *map[docdb.TxnID]hlc.Timestamp) ([]docdb.TxnID, error) {
 	seen := map[docdb.TxnID]bool{}
 	var pending []docdb.TxnID
 	for _, c := range conflicts {
@@ -893,7 +860,7 @@ func (t *Tablet) resolveConflicts(ctx context.Context, conflicts []docdb.Conflic
 			continue
 		}
 		seen[c.Txn] = true
-		still, err := t.ResolveTxn(ctx, c.Txn)
+		still, err := t.resolveTxn(ctx, c.Txn, committed)
 		if err != nil {
 			return nil, err
 		}
@@ -1430,8 +1397,21 @@ func (t *Tablet) StaleTxns(age time.Duration) []docdb.TxnID {
 // ResolveTxn asks txn's status and applies or removes its intents here if
 // it has finished. It reports whether the transaction is still pending.
 func (t *Tablet) ResolveTxn(ctx context.Context, txn docdb.TxnID) (pending bool, err error) {
+	return t.resolveTxn(ctx, txn, nil)
+}
+
+// resolveTxn is ResolveTxn; with committed set, a committed transaction is
+// not applied here and now: its commit time is noted in *committed and it
+// is applied in the background (a write that need not wait for the apply,
+// see ridingApplies). A transaction noted there already is not pending.
+func (t *Tablet) resolveTxn(ctx context.Context, txn docdb.TxnID, committed *map[docdb.TxnID]hlc.Timestamp) (pending bool, err error) {
 	if t.resolver == nil {
 		return false, ErrNoResolver
+	}
+	if committed != nil {
+		if _, known := (*committed)[txn]; known {
+			return false, nil
+		}
 	}
 	st, err := t.statusOf(ctx, txn, 0)
 	if err != nil {
@@ -1439,7 +1419,15 @@ func (t *Tablet) ResolveTxn(ctx context.Context, txn docdb.TxnID) (pending bool,
 	}
 	switch st.State {
 	case TxnCommitted:
-		return false, t.ApplyTxn(ctx, txn, st.CommitHT)
+		if committed == nil {
+			return false, t.ApplyTxn(ctx, txn, st.CommitHT)
+		}
+		if *committed == nil {
+			*committed = map[docdb.TxnID]hlc.Timestamp{}
+		}
+		(*committed)[txn] = st.CommitHT
+		t.applySoon(txn, st.CommitHT)
+		return false, nil
 	case TxnAborted:
 		return false, t.RemoveTxn(ctx, txn, false, 0)
 	}

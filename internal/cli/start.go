@@ -214,6 +214,7 @@ func runStart(ctx context.Context, o startOptions, stderr io.Writer) error {
 		logw = io.MultiWriter(logf, stderr)
 	}
 	log := slog.New(slog.NewTextHandler(logw, nil))
+	log.Info("garbage collector", "gogc", os.Getenv("GOGC"), "default_gc_percent", nodeGCPercent, "memory_limit", tuneGC())
 
 	var placement *masterpb.Placement
 	if o.Placement != "" {

@@ -73,6 +73,7 @@ transfer attempt and snapshot for the history checker (package txncheck).`,
 			}
 			cfg.Nodes = addrs
 			cfg.Out = cmd.OutOrStdout()
+			tuneGC()
 			if jsonSummary {
 				cfg.JSON = cmd.OutOrStdout()
 			}

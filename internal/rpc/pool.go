@@ -40,6 +40,8 @@ func NewPool() *Pool {
 				grpc.MaxCallRecvMsgSize(MaxMessageSize),
 				grpc.MaxCallSendMsgSize(MaxMessageSize),
 			),
+			grpc.WithInitialWindowSize(streamWindow),
+			grpc.WithInitialConnWindowSize(connWindow),
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{
 				Time:                keepaliveTime,
 				Timeout:             keepaliveTimeout,

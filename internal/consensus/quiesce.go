@@ -7,8 +7,6 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/shaledb/shaledb/internal/consensus/transport"
 )
 
 // maybeQuiesce puts an idle group to sleep: once the leader has nothing in
@@ -46,16 +44,18 @@ func (g *Group) maybeQuiesce(bs raft.BasicStatus) {
 	if !caughtUp {
 		return
 	}
+	beats := make(map[uint64]*raftpb.Message, len(followers))
 	for _, to := range followers {
-		rt.tr.Send(to, []transport.Message{{Group: g.id, Msg: &raftpb.Message{
+		beats[to] = &raftpb.Message{
 			Type:    raftpb.MsgHeartbeat.Enum(),
 			To:      proto.Uint64(to),
 			From:    proto.Uint64(rt.cfg.NodeID),
 			Term:    proto.Uint64(bs.GetTerm()),
 			Commit:  proto.Uint64(st.lastIndex),
 			Context: quiesceContext,
-		}}})
+		}
 	}
+	rt.quiesceSend(g.id, beats)
 	g.mu.Lock()
 	g.mu.quiesced = true
 	g.mu.Unlock()

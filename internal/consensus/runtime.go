@@ -105,6 +105,8 @@ type Runtime struct {
 	// state after the group's keys were deleted.
 	cycleMu sync.Mutex
 
+	hold commitHold
+
 	pendingMu struct {
 		sync.Mutex
 		set map[uint64]struct{}
@@ -126,6 +128,7 @@ func NewRuntime(cfg Config) *Runtime {
 	}
 	rt.mu.groups = make(map[uint64]*Group)
 	rt.pendingMu.set = make(map[uint64]struct{})
+	rt.hold.msgs = make(map[holdKey]*raftpb.Message)
 	return rt
 }
 

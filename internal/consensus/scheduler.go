@@ -158,7 +158,7 @@ func (rt *Runtime) cycle(ids []uint64) error {
 					rt.sendSnapshot(w.g, m)
 					continue
 				}
-				out[m.GetTo()] = append(out[m.GetTo()], transport.Message{Group: w.g.id, Msg: m})
+				rt.route(w.g, m, out)
 			}
 		}
 		for to, msgs := range out {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shaledb/shaledb/internal/hlc"
 	"github.com/shaledb/shaledb/internal/storage"
@@ -92,23 +93,7 @@ func BenchmarkApplyIntents100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var txn TxnID
-		copy(txn[:], "a big transaction")
-		filler := Text(fmt.Sprintf("%84s", ""))
-		for r := 0; r < rows; r += 1000 {
-			wb := eng.NewBatch()
-			var ops []WriteOp
-			for k := r; k < r+1000; k++ {
-				ops = append(ops, WriteOp{Kind: OpInsertRow, RowKey: testRowKey(fmt.Sprintf("aid:%07d", k)),
-					Columns: []ColumnValue{{ID: 2, Value: Int64(1)}, {ID: 3, Value: Int64(0)}, {ID: 4, Value: filler}}})
-			}
-			if err := WriteIntents(wb, 1, txn, hlc.Timestamp(uint64(r+1)<<16), ops, uint32(r)); err != nil {
-				b.Fatal(err)
-			}
-			if err := wb.Commit(nil); err != nil {
-				b.Fatal(err)
-			}
-		}
+		txn := writeLoadIntents(b, eng, rows)
 		if err := eng.Flush(); err != nil {
 			b.Fatal(err)
 		}
@@ -128,6 +113,31 @@ func BenchmarkApplyIntents100k(b *testing.B) {
 		}
 		_ = eng.Close()
 	}
+}
+
+// writeLoadIntents writes the intents of a load of rows pgbench_accounts
+// rows (a marker and three columns) in one transaction, in batches of
+// 1,000 rows as the participant's Raft log would, and returns the
+// transaction.
+func writeLoadIntents(b *testing.B, eng *storage.Engine, rows int) TxnID {
+	var txn TxnID
+	copy(txn[:], "a big transaction")
+	filler := Text(fmt.Sprintf("%84s", ""))
+	for r := 0; r < rows; r += 1000 {
+		wb := eng.NewBatch()
+		var ops []WriteOp
+		for k := r; k < r+1000; k++ {
+			ops = append(ops, WriteOp{Kind: OpInsertRow, RowKey: testRowKey(fmt.Sprintf("aid:%07d", k)),
+				Columns: []ColumnValue{{ID: 2, Value: Int64(1)}, {ID: 3, Value: Int64(0)}, {ID: 4, Value: filler}}})
+		}
+		if err := WriteIntents(wb, 1, txn, hlc.Timestamp(uint64(r+1)<<16), ops, uint32(r)); err != nil {
+			b.Fatal(err)
+		}
+		if err := wb.Commit(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return txn
 }
 
 // lsmFixture is an engine whose rows and intents live in sstables on two
@@ -294,4 +304,59 @@ func BenchmarkLookupsOnDisk(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkApplyIntentsStepped: the stepped apply of a committed
+// 200,000-row transaction on one tablet, as the tablet runs it after a bulk
+// load: intents written in batches of 1,000 rows into the memtable, then
+// applied in steps of 4,096 intents, each step an indexed batch committed
+// before the next (one Raft entry each). It reports the time of the first
+// and of the last step: with the walk restarting at the txn's first index
+// entry, the last step stepped over every index entry the earlier steps
+// had deleted, and the apply was quadratic (sub-benchmark "restart": no
+// StepCursor).
+func BenchmarkApplyIntentsStepped(b *testing.B) {
+	b.Run("cursor", func(b *testing.B) { benchmarkApplyIntentsStepped(b, true) })
+	b.Run("restart", func(b *testing.B) { benchmarkApplyIntentsStepped(b, false) })
+}
+
+func benchmarkApplyIntentsStepped(b *testing.B, withCursor bool) {
+	const rows, step = 200_000, 4096
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		eng, err := OpenEngine(b.TempDir(), storage.Options{CacheSize: 32 << 20, MemTableSize: 256 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		txn := writeLoadIntents(b, eng, rows)
+		b.StartTimer()
+		var cur *StepCursor
+		if withCursor {
+			cur = &StepCursor{}
+		}
+		var first, last time.Duration
+		for done, steps := false, 0; !done; steps++ {
+			start := time.Now()
+			batch := eng.NewIndexedBatch()
+			var err error
+			if _, done, err = ApplyIntentsPart(batch, batch, 1, txn, hlc.Timestamp(uint64(rows+1)<<16), step, cur); err != nil {
+				b.Fatal(err)
+			}
+			if err := batch.Commit(nil); err != nil {
+				b.Fatal(err)
+			}
+			if steps == 0 {
+				first = time.Since(start)
+			}
+			last = time.Since(start)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(first.Microseconds()), "first-step-us")
+		b.ReportMetric(float64(last.Microseconds()), "last-step-us")
+		left, err := IntentsOf(eng, 1, txn)
+		if err != nil || len(left) != 0 {
+			b.Fatalf("%d intents left, err %v", len(left), err)
+		}
+		_ = eng.Close()
+	}
 }

@@ -679,6 +679,43 @@ func newIntentWalker(r pebble.Reader, tablet uint64, txn TxnID) (*intentWalker, 
 	return newIntentWalkerIn(r, tablet, txn, storage.Span{})
 }
 
+// StepCursor remembers where a stepped apply or removal of one
+// transaction's intents in one tablet stopped (ApplyIntentsPart,
+// RemoveIntentsPart), so that the next step starts there. Without it each
+// step walked the transaction's index from its start, over every entry the
+// earlier steps had deleted: their range deletion hides them, but an
+// iterator still visits the deleted keys of its own memtable or sstable
+// one by one, so the steps of a bulk load's apply were quadratic. A cursor
+// is a hint of one replica: the index before it holds nothing of the
+// transaction, since every step deletes what it walked and a committed or
+// aborted transaction writes no more intents. The zero value starts at the
+// beginning.
+type StepCursor struct {
+	next []byte // the txn index key the next step starts at
+}
+
+// walker opens the intent walk of the next step.
+func (c *StepCursor) walker(r pebble.Reader, tablet uint64, txn TxnID) (*intentWalker, error) {
+	prefix := txnIndexPrefix(nil, tablet, txn)
+	if c == nil || !bytes.HasPrefix(c.next, prefix) {
+		return newIntentWalker(r, tablet, txn)
+	}
+	return openIntentWalker(r, txn, c.next, storage.PrefixEnd(prefix))
+}
+
+// stop records where the step stopped: at walk's current entry (the
+// first one the step left), or nowhere when done.
+func (c *StepCursor) stop(walk *intentWalker, done bool) {
+	if c == nil {
+		return
+	}
+	if done {
+		c.next = nil
+		return
+	}
+	c.next = append(c.next[:0], walk.idx.Key()...)
+}
+
 // newIntentWalkerIn walks the intents of txn on the rows of span (a
 // data-space span; an empty one: all rows): the index is ordered as the
 // intents, so they are one range of it.
@@ -691,6 +728,12 @@ func newIntentWalkerIn(r pebble.Reader, tablet uint64, txn TxnID, span storage.S
 			upper = append(append([]byte(nil), prefix...), is.End[1:]...)
 		}
 	}
+	return openIntentWalker(r, txn, lower, upper)
+}
+
+// openIntentWalker walks the intents of txn whose index entries are in
+// [lower, upper).
+func openIntentWalker(r pebble.Reader, txn TxnID, lower, upper []byte) (*intentWalker, error) {
 	idx, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err
@@ -833,7 +876,7 @@ func TxnsWithIntents(r pebble.Reader, tablet uint64) ([]TxnID, error) {
 // intents (the engine, or w when w is an indexed batch); the writes go to w
 // atomically. Applying again finds nothing: it is idempotent.
 func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp) (int, error) {
-	n, _, err := ApplyIntentsPart(r, w, tablet, txn, commitHT, 0)
+	n, _, err := ApplyIntentsPart(r, w, tablet, txn, commitHT, 0, nil)
 	return n, err
 }
 
@@ -843,15 +886,15 @@ func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, co
 // (its range locks go with the last step). The next step starts where this
 // one stopped, since the applied intents and their index entries are gone;
 // every replica that applies the same steps in the same order writes the
-// same versions.
-func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, limit int) (n int, done bool, err error) {
+// same versions. cur (nil: none) carries the position from step to step.
+func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, limit int, cur *StepCursor) (n int, done bool, err error) {
 	done = true
 	err = atomically(w, func(w pebble.Writer) error {
 		// One pass, writing as it reads: an iterator does not see writes
 		// made to its batch after it was opened. The intents' deletions
 		// go in ranges over runs of adjacent intents (a large
 		// transaction's rows), the index in one range (intentDeleter).
-		walk, err := newIntentWalker(r, tablet, txn)
+		walk, err := cur.walker(r, tablet, txn)
 		if err != nil {
 			return err
 		}
@@ -877,6 +920,9 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 			}
 		}
 		n = ap.n
+		if walk.err == nil {
+			cur.stop(walk, done)
+		}
 		if err := walk.close(); err != nil {
 			return err
 		}
@@ -1189,7 +1235,7 @@ const rangeDeleteMin = 64
 // and its range locks there: the cleanup of an aborted transaction. It
 // returns the number of intents and range locks removed.
 func RemoveIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID) (int, error) {
-	n, _, err := RemoveIntentsPart(r, w, tablet, txn, 0)
+	n, _, err := RemoveIntentsPart(r, w, tablet, txn, 0, nil)
 	return n, err
 }
 
@@ -1197,10 +1243,10 @@ func RemoveIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID) (
 // txn in tablet in index order (limit <= 0: all of them), as
 // ApplyIntentsPart; done reports that none remain (its range locks go with
 // the last step).
-func RemoveIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, limit int) (n int, done bool, err error) {
+func RemoveIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, limit int, cur *StepCursor) (n int, done bool, err error) {
 	done = true
 	err = atomically(w, func(w pebble.Writer) error {
-		walk, err := newIntentWalker(r, tablet, txn)
+		walk, err := cur.walker(r, tablet, txn)
 		if err != nil {
 			return err
 		}
@@ -1214,6 +1260,9 @@ func RemoveIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnI
 				walk.err = err
 				break
 			}
+		}
+		if walk.err == nil {
+			cur.stop(walk, done)
 		}
 		if err := walk.close(); err != nil {
 			return err

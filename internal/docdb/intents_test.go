@@ -989,6 +989,7 @@ func TestApplyAndRemoveIntentsInParts(t *testing.T) {
 		for _, limit := range []int{1, 7, 64, 65, 100, 1000} {
 			eng := setup(1)
 			steps, n := 0, 0
+			var cur StepCursor // carried from step to step, as a tablet does
 			for done := false; !done; steps++ {
 				if steps > 2000 {
 					t.Fatalf("limit %d: no end after %d steps", limit, steps)
@@ -1004,9 +1005,9 @@ func TestApplyAndRemoveIntentsInParts(t *testing.T) {
 				b := eng.NewIndexedBatch()
 				var m int
 				if remove {
-					m, done, err = RemoveIntentsPart(b, b, 1, txnA, limit)
+					m, done, err = RemoveIntentsPart(b, b, 1, txnA, limit, &cur)
 				} else {
-					m, done, err = ApplyIntentsPart(b, b, 1, txnA, commit, limit)
+					m, done, err = ApplyIntentsPart(b, b, 1, txnA, commit, limit, &cur)
 				}
 				if err != nil {
 					t.Fatal(err)

@@ -215,6 +215,10 @@ type txnTracker struct {
 	// held mirrors the intents of the live transactions by row, while
 	// it can (see locktable.go).
 	held heldIntents
+	// steps: where the stepped apply or removal of a large transaction's
+	// intents stopped on this replica (docdb.StepCursor). Only the apply
+	// loop uses it.
+	steps map[docdb.TxnID]*docdb.StepCursor
 }
 
 func (tr *txnTracker) init() {
@@ -222,7 +226,20 @@ func (tr *txnTracker) init() {
 	tr.size = map[docdb.TxnID]int{}
 	tr.done = map[docdb.TxnID]chan struct{}{}
 	tr.known = map[docdb.TxnID]*docdb.KnownIntents{}
+	tr.steps = map[docdb.TxnID]*docdb.StepCursor{}
 	tr.held.init()
+}
+
+// cursor returns txn's step cursor, kept until txn leaves.
+func (tr *txnTracker) cursor(txn docdb.TxnID) *docdb.StepCursor {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	c := tr.steps[txn]
+	if c == nil {
+		c = &docdb.StepCursor{}
+		tr.steps[txn] = c
+	}
+	return c
 }
 
 // ridingApplies reports whether every conflict is with a committed
@@ -368,6 +385,7 @@ func (tr *txnTracker) wake() {
 		delete(tr.live, txn)
 		delete(tr.size, txn)
 		delete(tr.known, txn)
+		delete(tr.steps, txn)
 		if ch := tr.done[txn]; ch != nil {
 			close(ch)
 			delete(tr.done, txn)
@@ -398,6 +416,7 @@ func (t *Tablet) loadTxns() error {
 	clear(t.txns.live)
 	clear(t.txns.size)
 	clear(t.txns.known)
+	clear(t.txns.steps)
 	t.txns.held.init()
 	for _, id := range txns {
 		t.txns.addLocked(id, now, deferMaxIntents+1)
@@ -645,7 +664,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		} else if data[17] == 1 {
 			_, err = docdb.RemoveIntents(b, b, t.desc.ID, txn)
 		} else {
-			_, done, err = docdb.RemoveIntentsPart(b, b, t.desc.ID, txn, step)
+			_, done, err = docdb.RemoveIntentsPart(b, b, t.desc.ID, txn, step, t.txns.cursor(txn))
 			if done {
 				t.txns.remove(txn)
 			}
@@ -675,7 +694,7 @@ func (t *Tablet) applyCommitted(b *pebble.Batch, txn docdb.TxnID, commit hlc.Tim
 		if _, err := docdb.ApplyKnownIntents(b, t.desc.ID, txn, commit, known); err != nil {
 			return false, err
 		}
-	} else if _, done, err := docdb.ApplyIntentsPart(b, b, t.desc.ID, txn, commit, step); err != nil {
+	} else if _, done, err := docdb.ApplyIntentsPart(b, b, t.desc.ID, txn, commit, step, t.txns.cursor(txn)); err != nil {
 		return false, err
 	} else if !done {
 		// Still live: the proposer proposes the next step; readers and

@@ -34,3 +34,22 @@ const LazyRecordWindow = txn.LazyRecordWindow
 // Age makes the coordinator take the transaction for d older than it is
 // (its id keeps its start time).
 func (tx *Txn) Age(d time.Duration) { tx.begin = tx.begin.Add(-d) }
+
+// OwnRead is the answer Get takes from the transaction's own writes; ok is
+// false when Get would ask the tablet.
+func (tx *Txn) OwnRead(t *Table, key Row, columns ...string) (Row, bool, bool) {
+	rk, err := t.RowKey(key)
+	if err != nil {
+		return nil, false, false
+	}
+	return tx.ownRead(t, rk, columns)
+}
+
+// ServerGet is Get always asking the tablet.
+func (tx *Txn) ServerGet(ctx context.Context, t *Table, key Row, columns ...string) (Row, bool, error) {
+	rowKey, resp, err := tx.read(ctx, t, key, columns)
+	if err != nil {
+		return nil, false, err
+	}
+	return tx.finishGet(ctx, t, rowKey, resp, columns)
+}

@@ -106,7 +106,10 @@ type Txn struct {
 	// participants: tablets with intents, by id.
 	participants map[uint64]*tabletMeta
 	// writes buffers the transaction's own writes for reading them back.
-	writes     []ownWrite
+	writes []ownWrite
+	// ownUnsure: a write failed, and may have landed: reads ask the server
+	// (ownRead would miss it).
+	ownUnsure  bool
 	savepoints []savepoint
 
 	hbStop context.CancelFunc // stops the heartbeat
@@ -329,6 +332,7 @@ func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestam
 		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil, since)
 	})
 	if err != nil {
+		tx.ownUnsure = true
 		return tx.applyFailed(ctx, err, owner, base)
 	}
 	for i, op := range ops {
@@ -524,6 +528,11 @@ func (tx *Txn) ReadForWrite(ctx context.Context, t *Table, key Row, columns ...s
 }
 
 func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Row, bool, error) {
+	if rowKey, err := t.RowKey(key); err == nil {
+		if row, found, ok := tx.ownRead(t, rowKey, columns); ok {
+			return row, found, nil
+		}
+	}
 	rowKey, resp, err := tx.read(ctx, t, key, columns)
 	if err != nil {
 		return nil, false, err
@@ -765,6 +774,77 @@ func (tx *Txn) hasOwnTable(table uint32) bool {
 		}
 	}
 	return false
+}
+
+// ownRead answers a point read from the transaction's own writes of the
+// row when they decide it: whether the row exists, and every column asked
+// for (every column when columns is empty). ok is false when the server
+// must be asked. What the transaction wrote is what it reads: its intents
+// keep every other writer off those columns (and off the row, for a write
+// of the row level) until it ends. A transaction that updates a row and
+// reads it back (pgbench's TPC-B) saves the read's round trip.
+func (tx *Txn) ownRead(t *Table, rowKey []byte, columns []string) (row Row, found, ok bool) {
+	var (
+		seen       bool
+		foundKnown bool            // a write decided whether the row exists
+		wiped      bool            // a delete made every column absent
+		set        map[string]bool // columns written since (or at all)
+	)
+	for _, w := range tx.writes {
+		if w.table != t.id || !bytes.Equal(w.rowKey, rowKey) {
+			continue
+		}
+		if !seen {
+			seen, set = true, map[string]bool{}
+		}
+		switch w.op.Kind {
+		case OpDelete:
+			foundKnown, wiped = true, true
+		case OpPut:
+			foundKnown = true
+		}
+		for name, v := range w.op.Row {
+			set[name] = true
+			if w.op.Kind == OpUpdate && !v.IsNull() {
+				if c, isCol := t.schema.byName[name]; isCol && !c.IsKey() {
+					foundKnown = true // an update setting a column makes the row exist
+				}
+			}
+		}
+	}
+	if !seen || !foundKnown || tx.ownUnsure {
+		return nil, false, false
+	}
+	decided := func(name string) bool {
+		c, isCol := t.schema.byName[name]
+		return wiped || set[name] || isCol && c.IsKey()
+	}
+	if len(columns) == 0 {
+		for name := range t.schema.byName {
+			if !decided(name) {
+				return nil, false, false
+			}
+		}
+	}
+	for _, name := range columns {
+		if !decided(name) {
+			return nil, false, false
+		}
+	}
+	row, found = tx.overlay(t, rowKey, nil, false)
+	if !found {
+		return nil, false, true
+	}
+	for _, c := range t.schema.Columns {
+		if _, ok := row[c.Name]; c.IsKey() && !ok {
+			row = mergeKey(t, rowKey, row)
+			break
+		}
+	}
+	if len(columns) > 0 {
+		row = project(t, row, columns)
+	}
+	return row, found, true
 }
 
 // overlay applies the transaction's own writes of a row, in order, to what

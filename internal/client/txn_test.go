@@ -772,3 +772,74 @@ func TestTxnPhantomInsertWaits(t *testing.T) {
 	}
 	waitNoIntents(t, c)
 }
+
+// TestTxnOwnRead: a point read that the transaction's own writes decide
+// (whether the row exists, and each column asked for) is answered from
+// them, and the answer is the tablet's; a read they do not decide, or any
+// read after a failed write, asks the tablet.
+func TestTxnOwnRead(t *testing.T) {
+	_, cl, tb := txnSetup(t, "ownread", 4)
+	ctx := ctxT(t)
+	for _, k := range []string{"a", "c", "d"} {
+		if err := tb.Put(ctx, client.Row{"k": docdb.Text(k), "v": docdb.Int64(1), "s": docdb.Text("old")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(k string) client.Row { return client.Row{"k": docdb.Text(k)} }
+	for _, iso := range []client.Isolation{client.Snapshot, client.Serializable, client.ReadCommitted} {
+		t.Run(iso.String(), func(t *testing.T) {
+			tx := begin(t, cl, iso)
+			defer func() { _ = tx.Rollback(ctx) }()
+			write := func(op client.Op) {
+				t.Helper()
+				if err := tx.Apply(ctx, tb, []client.Op{op}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(client.Op{Kind: client.OpUpdate, Row: client.Row{"k": docdb.Text("a"), "v": docdb.Int64(2)}})
+			write(client.Op{Kind: client.OpPut, Row: client.Row{"k": docdb.Text("b"), "v": docdb.Int64(7)}})
+			write(client.Op{Kind: client.OpDelete, Row: key("c")})
+			write(client.Op{Kind: client.OpDelete, Row: key("d")})
+			write(client.Op{Kind: client.OpPut, Row: client.Row{"k": docdb.Text("d"), "v": docdb.Int64(5)}})
+			write(client.Op{Kind: client.OpUpdate, Row: client.Row{"k": docdb.Text("e"), "v": docdb.Null()}})
+			cases := []struct {
+				key     string
+				columns []string
+				own     bool
+			}{
+				{"a", []string{"v"}, true},   // the updated column
+				{"a", nil, false},            // s is the tablet's
+				{"b", []string{"v"}, true},   // put
+				{"b", []string{"s"}, false},  // not in the put
+				{"c", nil, true},             // deleted
+				{"d", nil, true},             // deleted, then put: s is gone
+				{"e", []string{"v"}, false},  // a NULL update does not say whether e exists
+				{"zz", []string{"v"}, false}, // never written
+			}
+			for _, tc := range cases {
+				own, ownFound, ok := tx.OwnRead(tb, key(tc.key), tc.columns...)
+				if ok != tc.own {
+					t.Fatalf("%s %v: answered from own writes %v, want %v", tc.key, tc.columns, ok, tc.own)
+				}
+				srv, srvFound, err := tx.ServerGet(ctx, tb, key(tc.key), tc.columns...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok && (ownFound != srvFound || fmt.Sprint(own) != fmt.Sprint(srv)) {
+					t.Fatalf("%s %v: own writes say %v %v, the tablet %v %v", tc.key, tc.columns, own, ownFound, srv, srvFound)
+				}
+				got, gotFound, err := tx.Get(ctx, tb, key(tc.key), tc.columns...)
+				if err != nil || gotFound != srvFound || fmt.Sprint(got) != fmt.Sprint(srv) {
+					t.Fatalf("%s %v: Get %v %v %v, the tablet %v %v", tc.key, tc.columns, got, gotFound, err, srv, srvFound)
+				}
+			}
+			// A failed write (a duplicate insert) leaves the reads to the tablet.
+			if err := tx.Apply(ctx, tb, []client.Op{{Kind: client.OpInsert, Row: client.Row{"k": docdb.Text("b"), "v": docdb.Int64(9)}}}); err == nil {
+				t.Fatal("duplicate insert succeeded")
+			}
+			if _, _, ok := tx.OwnRead(tb, key("a"), "v"); ok {
+				t.Fatal("answered from own writes after a failed write")
+			}
+		})
+	}
+}

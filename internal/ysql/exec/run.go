@@ -654,9 +654,11 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		case r.txn != nil && s.Lock != plan.NoLock && !(s.ForWrite && r.txn.Isolation() == client.Snapshot):
 			row, found, err = r.txn.GetForUpdate(r.ctx, tbl, key, lockMode(s.Lock), waitPolicy(s.Wait))
 		case r.txn != nil:
-			row, found, err = r.txn.Get(r.ctx, tbl, key)
+			// Only the columns the query reads: a transaction that wrote
+			// them answers from its own writes, without a read.
+			row, found, err = r.txn.Get(r.ctx, tbl, key, projection(s)...)
 		default:
-			row, found, err = tbl.Get(r.ctx, key)
+			row, found, err = tbl.Get(r.ctx, key, projection(s)...)
 		}
 		if err != nil {
 			return nil, err

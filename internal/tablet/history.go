@@ -3,6 +3,9 @@ package tablet
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/hlc"
@@ -54,8 +57,97 @@ func (t *Tablet) GCHorizon() hlc.Timestamp {
 	return top.Add(-t.retention)
 }
 
+// gcGarbageShare: a GC pass, which reads the whole tablet, runs once the
+// data this replica applied between the last pass's horizon and the new
+// one (the versions that may have become garbage since) is at least this
+// share of the tablet's size. Passing every minute regardless, each
+// replica of a 1,000,000-row pgbench_accounts read every row once a
+// minute: a third of a node's CPU in bursts under TPC-B, which updates a
+// few thousand of those rows a minute. A small, hot tablet (pgbench's
+// branches) still passes every time.
+const gcGarbageShare = 0.1
+
+// gcTracker remembers what the replica applied when, for GC.
+type gcTracker struct {
+	// passes counts the GC passes run (tests).
+	passes atomic.Uint64
+
+	mu sync.Mutex
+	// written counts the data bytes applied on this replica since open.
+	written uint64
+	// marks: (clock time, written) pairs, oldest first, taken after each
+	// apply (the applies of one span of retention/gcMarksPerRetention move
+	// one mark) and at each GC call: every byte counted in a mark's
+	// written was applied at or below its time.
+	marks []gcMark
+	// done is the written mark the last pass reached; ran: a pass ran
+	// since open (the first one always does: data applied before open is
+	// not counted).
+	done uint64
+	ran  bool
+	// wroteMark is when the span of the applies' current mark began.
+	wroteMark hlc.Timestamp
+}
+
+type gcMark struct {
+	at      hlc.Timestamp
+	written uint64
+}
+
+// gcMarksPerRetention bounds how many marks the applies of one retention
+// window take.
+const gcMarksPerRetention = 8
+
+// wrote counts n data bytes applied, every byte so far stamped at or below
+// now.
+func (g *gcTracker) wrote(n uint64, now hlc.Timestamp, retention time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.written += n
+	k := len(g.marks)
+	if k > 0 && g.wroteMark != 0 && g.marks[k-1].at >= g.wroteMark && now <= g.wroteMark.Add(retention/gcMarksPerRetention) {
+		g.marks[k-1] = gcMark{at: now, written: g.written} // the same span of time: move its mark
+		return
+	}
+	g.marks = append(g.marks, gcMark{at: now, written: g.written})
+	g.wroteMark = now
+}
+
+// due takes a mark and reports whether a pass at horizon h is worth it,
+// and the written mark it would reach: the newest mark at or below h.
+func (g *gcTracker) due(now, h hlc.Timestamp, size uint64) (bool, uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.marks = append(g.marks, gcMark{at: now, written: g.written})
+	upTo, newest := g.done, -1
+	for i, m := range g.marks {
+		if m.at <= h {
+			upTo, newest = m.written, i
+		}
+	}
+	if newest > 0 {
+		g.marks = g.marks[newest:] // older marks at or below h say no more
+	}
+	if !g.ran {
+		return true, upTo
+	}
+	return upTo > g.done && float64(upTo-g.done) >= gcGarbageShare*float64(size), upTo
+}
+
+// passed records a pass that reached the written mark upTo.
+func (g *gcTracker) passed(upTo uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.done, g.ran = max(g.done, upTo), true
+	g.passes.Add(1)
+}
+
+// GCPasses is how many GC passes ran on this replica since open.
+func (t *Tablet) GCPasses() uint64 { return t.gc.passes.Load() }
+
 // GC removes, on this replica only, the versions of the tablet's rows that
-// no read inside the retention window can see. Replicas collect
+// no read inside the retention window can see, when enough may have
+// become garbage since the last pass (gcGarbageShare). Replicas collect
 // independently: what they keep differs only below the horizon, where reads
 // are refused. It returns the number of keys deleted.
 func (t *Tablet) GC() (int, error) {
@@ -63,5 +155,13 @@ func (t *Tablet) GC() (int, error) {
 	if h == 0 {
 		return 0, nil
 	}
-	return docdb.GC(t.eng.DB, t.desc.Span, h)
+	due, upTo := t.gc.due(t.clock.Now(), h, t.ApproximateSize())
+	if !due {
+		return 0, nil
+	}
+	n, err := docdb.GC(t.eng.DB, t.desc.Span, h)
+	if err == nil {
+		t.gc.passed(upTo)
+	}
+	return n, err
 }

@@ -68,6 +68,8 @@ type Tablet struct {
 	maxApplied atomic.Uint64
 	// sizes backs ApproximateSize.
 	sizes sizeTracker
+	// gc decides when a GC pass is worth its scan (history.go).
+	gc gcTracker
 
 	// Transactions (txn.go).
 	resolver Resolver
@@ -468,6 +470,10 @@ func (t *Tablet) noteWritten(records []byte) {
 			pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindMerge:
 			n += len(k) + len(v)
 		}
+	}
+	if n > 0 {
+		// Everything applied so far is stamped at or below maxApplied.
+		t.gc.wrote(uint64(n), hlc.Timestamp(t.maxApplied.Load()), t.retention)
 	}
 	if n == 0 {
 		return

@@ -71,6 +71,8 @@ func (rt *Runtime) route(g *Group, m *raftpb.Message, out map[uint64][]transport
 		delete(h.msgs, k)
 		if m.GetType() != raftpb.MsgApp {
 			out[to] = append(out[to], transport.Message{Group: g.id, Msg: held})
+		} else {
+			rt.metrics.CommitsReplaced.Add(1)
 		}
 	}
 	if !hold {

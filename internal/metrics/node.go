@@ -73,6 +73,7 @@ func raftCollector(snap func() consensus.MetricsSnapshot) prometheus.Collector {
 			counter(sub, "log_truncations_total", "Raft log truncations.", func(s S) float64 { return float64(s.LogTruncations) }),
 			counter(sub, "quiesces_total", "Times an idle group quiesced.", func(s S) float64 { return float64(s.Quiesces) }),
 			counter(sub, "commits_held_total", "Commit-only appends held back to ride on the next append.", func(s S) float64 { return float64(s.CommitsHeld) }),
+			counter(sub, "commits_replaced_total", "Held commit-only appends a later append made unnecessary.", func(s S) float64 { return float64(s.CommitsReplaced) }),
 			counter(sub, "snapshots_sent_total", "Snapshots sent to other replicas.", func(s S) float64 { return float64(s.SnapshotsSent) }),
 			counter(sub, "snapshots_failed_total", "Snapshots that failed to send.", func(s S) float64 { return float64(s.SnapshotsFailed) }),
 			counter(sub, "snapshots_applied_total", "Snapshots received and applied.", func(s S) float64 { return float64(s.SnapshotsApplied) }),

@@ -528,12 +528,14 @@ func (tx *Txn) ReadForWrite(ctx context.Context, t *Table, key Row, columns ...s
 }
 
 func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Row, bool, error) {
-	if rowKey, err := t.RowKey(key); err == nil {
-		if row, found, ok := tx.ownRead(t, rowKey, columns); ok {
-			return row, found, nil
-		}
+	rowKey, err := t.RowKey(key)
+	if err != nil {
+		return nil, false, (&sender{c: tx.c}).finish(ctx, "get", t, err)
 	}
-	rowKey, resp, err := tx.read(ctx, t, key, columns)
+	if row, found, ok := tx.ownRead(t, rowKey, columns); ok {
+		return row, found, nil
+	}
+	resp, err := tx.readKey(ctx, t, rowKey, columns)
 	if err != nil {
 		return nil, false, err
 	}
@@ -543,14 +545,20 @@ func (tx *Txn) get(ctx context.Context, t *Table, key Row, columns []string) (Ro
 // read sends a transactional point read; it changes nothing in tx, so
 // reads at a fixed read time may run at once (GetMany).
 func (tx *Txn) read(ctx context.Context, t *Table, key Row, columns []string) ([]byte, *tspb.ReadResponse, error) {
-	s := &sender{c: tx.c}
 	rowKey, err := t.RowKey(key)
 	if err != nil {
-		return nil, nil, s.finish(ctx, "get", t, err)
+		return nil, nil, (&sender{c: tx.c}).finish(ctx, "get", t, err)
 	}
+	resp, err := tx.readKey(ctx, t, rowKey, columns)
+	return rowKey, resp, err
+}
+
+// readKey is read of the row with key rowKey.
+func (tx *Txn) readKey(ctx context.Context, t *Table, rowKey []byte, columns []string) (*tspb.ReadResponse, error) {
+	s := &sender{c: tx.c}
 	proj, err := t.projection(columns)
 	if err != nil {
-		return nil, nil, s.finish(ctx, "get", t, err)
+		return nil, s.finish(ctx, "get", t, err)
 	}
 	if tx.hasOwn(t.id, rowKey) {
 		proj = nil // the overlay needs every column
@@ -572,9 +580,9 @@ func (tx *Txn) read(ctx context.Context, t *Table, key Row, columns []string) ([
 		}
 	})
 	if err != nil {
-		return nil, nil, s.finish(ctx, "get", t, err)
+		return nil, s.finish(ctx, "get", t, err)
 	}
-	return rowKey, resp, nil
+	return resp, nil
 }
 
 // finishGet notes a read's time and lays the transaction's own writes
@@ -831,17 +839,8 @@ func (tx *Txn) ownRead(t *Table, rowKey []byte, columns []string) (row Row, foun
 			return nil, false, false
 		}
 	}
-	row, found = tx.overlay(t, rowKey, nil, false)
-	if !found {
-		return nil, false, true
-	}
-	for _, c := range t.schema.Columns {
-		if _, ok := row[c.Name]; c.IsKey() && !ok {
-			row = mergeKey(t, rowKey, row)
-			break
-		}
-	}
-	if len(columns) > 0 {
+	row, found = tx.overlay(t, rowKey, nil, false) // the ops carry the key columns
+	if found && len(columns) > 0 {
 		row = project(t, row, columns)
 	}
 	return row, found, true

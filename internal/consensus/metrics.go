@@ -18,22 +18,22 @@ type Metrics struct {
 	ConfChanges         atomic.Uint64
 	LogTruncations      atomic.Uint64
 	Quiesces            atomic.Uint64
-	// CommitsHeld counts commit-only appends held back (holdcommit.go),
-	// CommitsReplaced those of them a later append made unnecessary.
-	CommitsHeld, CommitsReplaced atomic.Uint64
-	SnapshotsSent                atomic.Uint64
-	SnapshotsFailed              atomic.Uint64
-	SnapshotsApplied             atomic.Uint64
-	SnapshotBytesSent            atomic.Uint64
-	Syncs                        atomic.Uint64
-	SyncNanos                    atomic.Uint64
-	CycleNanos                   atomic.Uint64
+	SnapshotsSent       atomic.Uint64
+	SnapshotsFailed     atomic.Uint64
+	SnapshotsApplied    atomic.Uint64
+	SnapshotBytesSent   atomic.Uint64
+	Syncs               atomic.Uint64
+	SyncNanos           atomic.Uint64
+	CycleNanos          atomic.Uint64
 	// Proposals counts commands and membership changes handed to raft on
 	// this node (as leader).
 	Proposals atomic.Uint64
 	// EntriesApplied counts committed log entries applied to the state
 	// machines of this node's replicas.
 	EntriesApplied atomic.Uint64
+	// CommitsHeld counts commit-only appends held back (holdcommit.go),
+	// CommitsReplaced those of them a later append made unnecessary.
+	CommitsHeld, CommitsReplaced atomic.Uint64
 
 	// CycleLatency is the duration of one scheduler cycle.
 	CycleLatency Histogram
@@ -76,7 +76,8 @@ func (rt *Runtime) Metrics() MetricsSnapshot {
 	return MetricsSnapshot{
 		Cycles: m.Cycles.Load(), MessagesSent: m.MessagesSent.Load(), MessagesReceived: m.MessagesReceived.Load(),
 		VotesRefused: m.VotesRefused.Load(), DroppedUnknownGroup: m.DroppedUnknownGroup.Load(), ConfChanges: m.ConfChanges.Load(),
-		LogTruncations: m.LogTruncations.Load(), Quiesces: m.Quiesces.Load(), CommitsHeld: m.CommitsHeld.Load(), CommitsReplaced: m.CommitsReplaced.Load(),
+		LogTruncations: m.LogTruncations.Load(), Quiesces: m.Quiesces.Load(),
+		CommitsHeld: m.CommitsHeld.Load(), CommitsReplaced: m.CommitsReplaced.Load(),
 		SnapshotsSent: m.SnapshotsSent.Load(), SnapshotsFailed: m.SnapshotsFailed.Load(),
 		SnapshotsApplied: m.SnapshotsApplied.Load(), SnapshotBytesSent: m.SnapshotBytesSent.Load(),
 		Syncs: m.Syncs.Load(), Proposals: m.Proposals.Load(), EntriesApplied: m.EntriesApplied.Load(),

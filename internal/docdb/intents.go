@@ -703,17 +703,16 @@ func (c *StepCursor) walker(r pebble.Reader, tablet uint64, txn TxnID) (*intentW
 	return openIntentWalker(r, txn, c.next, storage.PrefixEnd(prefix))
 }
 
-// stop records where the step stopped: at walk's current entry (the
-// first one the step left), or nowhere when done.
-func (c *StepCursor) stop(walk *intentWalker, done bool) {
-	if c == nil {
-		return
+// stoppedAt is where a step that stopped at its limit left walk: the
+// index entry of the first intent it did not take.
+func stoppedAt(walk *intentWalker) []byte { return append([]byte(nil), walk.idx.Key()...) }
+
+// moveTo records where the next step starts (nil: at the beginning, the
+// transaction being done), once the step's writes are made.
+func (c *StepCursor) moveTo(next []byte) {
+	if c != nil {
+		c.next = next
 	}
-	if done {
-		c.next = nil
-		return
-	}
-	c.next = append(c.next[:0], walk.idx.Key()...)
 }
 
 // newIntentWalkerIn walks the intents of txn on the rows of span (a
@@ -889,6 +888,7 @@ func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, co
 // same versions. cur (nil: none) carries the position from step to step.
 func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, limit int, cur *StepCursor) (n int, done bool, err error) {
 	done = true
+	var next []byte
 	err = atomically(w, func(w pebble.Writer) error {
 		// One pass, writing as it reads: an iterator does not see writes
 		// made to its batch after it was opened. The intents' deletions
@@ -902,7 +902,7 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 		ap := intentApplier{txn: txn, commitHT: commitHT}
 		for walk.next() {
 			if limit > 0 && del.n == limit {
-				done = false // walk.next found one more
+				done, next = false, stoppedAt(walk) // walk.next found one more
 				break
 			}
 			k, err := decodeIntentKey(walk.key)
@@ -920,9 +920,6 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 			}
 		}
 		n = ap.n
-		if walk.err == nil {
-			cur.stop(walk, done)
-		}
 		if err := walk.close(); err != nil {
 			return err
 		}
@@ -935,6 +932,7 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 	if err != nil {
 		return 0, false, err
 	}
+	cur.moveTo(next)
 	return n, done, nil
 }
 
@@ -1245,6 +1243,7 @@ func RemoveIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID) (
 // the last step).
 func RemoveIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, limit int, cur *StepCursor) (n int, done bool, err error) {
 	done = true
+	var next []byte
 	err = atomically(w, func(w pebble.Writer) error {
 		walk, err := cur.walker(r, tablet, txn)
 		if err != nil {
@@ -1253,16 +1252,13 @@ func RemoveIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnI
 		del := intentDeleter{w: w, tablet: tablet, txn: txn}
 		for walk.next() {
 			if limit > 0 && del.n == limit {
-				done = false
+				done, next = false, stoppedAt(walk)
 				break
 			}
 			if err := del.add(walk.key, walk.adjacent); err != nil {
 				walk.err = err
 				break
 			}
-		}
-		if walk.err == nil {
-			cur.stop(walk, done)
 		}
 		if err := walk.close(); err != nil {
 			return err
@@ -1281,6 +1277,7 @@ func RemoveIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnI
 	if err != nil {
 		return 0, false, err
 	}
+	cur.moveTo(next)
 	return n, done, nil
 }
 

@@ -105,7 +105,7 @@ func (g *gcTracker) wrote(n uint64, now hlc.Timestamp, retention time.Duration) 
 	defer g.mu.Unlock()
 	g.written += n
 	k := len(g.marks)
-	if k > 0 && g.wroteMark != 0 && g.marks[k-1].at >= g.wroteMark && now <= g.wroteMark.Add(retention/gcMarksPerRetention) {
+	if k > 0 && g.marks[k-1].at >= g.wroteMark && now <= g.wroteMark.Add(retention/gcMarksPerRetention) {
 		g.marks[k-1] = gcMark{at: now, written: g.written} // the same span of time: move its mark
 		return
 	}

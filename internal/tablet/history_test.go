@@ -116,18 +116,7 @@ func TestReadsInThePastAndGC(t *testing.T) {
 // updates of a large tablet wait, an update of every row does not.
 func TestGCPassesWhenGarbageIsWorthIt(t *testing.T) {
 	const retention = 200 * time.Millisecond
-	var tb *tablet.Tablet
-	consensustest.NewCluster(t, 1, consensustest.Options{
-		Runtime: fastConfig(),
-		OnStart: func(n *consensustest.Node) {
-			var err error
-			if tb, err = tablet.Open(tablet.Config{Descriptor: desc, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock,
-				Bootstrap: []uint64{1}, HistoryRetention: retention}); err != nil {
-				t.Fatal(err)
-			}
-		},
-	})
-	consensustest.WaitFor(t, 15*time.Second, "a leaseholder", func() bool { return tb.Group().HasLease() })
+	tb, _ := oneTablet(t, tablet.Config{HistoryRetention: retention})
 	ctx := context.Background()
 	write := func(lo, hi int, v string) {
 		t.Helper()

@@ -25,19 +25,29 @@ func (r *fakeResolver) waitingAny(txn docdb.TxnID) bool {
 // returns it once it holds the lease, with its node's clock.
 func txnTablet(t *testing.T, res tablet.Resolver) (*tablet.Tablet, *hlc.Clock) {
 	t.Helper()
+	tb, n := oneTablet(t, tablet.Config{Resolver: res})
+	return tb, n.Clock
+}
+
+// oneTablet opens desc with cfg (its node's parts filled in) as the only
+// replica on a single node and returns it once it holds the lease, with
+// its node.
+func oneTablet(t *testing.T, cfg tablet.Config) (*tablet.Tablet, *consensustest.Node) {
+	t.Helper()
 	var tb *tablet.Tablet
-	var clock *hlc.Clock
+	var node *consensustest.Node
 	var mu sync.Mutex
 	consensustest.NewCluster(t, 1, consensustest.Options{
 		Runtime: fastConfig(),
 		OnStart: func(n *consensustest.Node) {
-			x, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock,
-				Bootstrap: []uint64{n.ID}, Resolver: res})
+			c := cfg
+			c.Descriptor, c.Runtime, c.Engine, c.Clock, c.Bootstrap = desc, n.Runtime, n.Engine, n.Clock, []uint64{n.ID}
+			x, err := tablet.Open(c)
 			if err != nil {
 				t.Fatalf("open tablet: %v", err)
 			}
 			mu.Lock()
-			tb, clock = x, n.Clock
+			tb, node = x, n
 			mu.Unlock()
 		},
 	})
@@ -46,7 +56,7 @@ func txnTablet(t *testing.T, res tablet.Resolver) (*tablet.Tablet, *hlc.Clock) {
 		defer mu.Unlock()
 		return tb != nil && tb.Group().HasLease()
 	})
-	return tb, clock
+	return tb, node
 }
 
 func insertRowOp(i int, val string) docdb.WriteOp {

@@ -2,12 +2,8 @@ package tablet_test
 
 import (
 	"context"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/shaledb/shaledb/internal/consensus/consensustest"
-	"github.com/shaledb/shaledb/internal/storage"
 	"github.com/shaledb/shaledb/internal/tablet"
 )
 
@@ -15,27 +11,8 @@ import (
 // size before the engine flushes them (the memtable's share), and still
 // count once they are in sstables.
 func TestApproximateSizeCountsMemtable(t *testing.T) {
-	var tb *tablet.Tablet
-	var eng *storage.Engine
-	var mu sync.Mutex
-	consensustest.NewCluster(t, 1, consensustest.Options{
-		Runtime: fastConfig(),
-		OnStart: func(n *consensustest.Node) {
-			x, err := tablet.Open(tablet.Config{Descriptor: desc, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock,
-				Bootstrap: []uint64{n.ID}})
-			if err != nil {
-				t.Fatalf("open tablet: %v", err)
-			}
-			mu.Lock()
-			tb, eng = x, n.Engine
-			mu.Unlock()
-		},
-	})
-	consensustest.WaitFor(t, 15*time.Second, "a leaseholder", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return tb != nil && tb.Group().HasLease()
-	})
+	tb, node := oneTablet(t, tablet.Config{})
+	eng := node.Engine
 	if n := tb.ApproximateSize(); n != 0 {
 		t.Fatalf("empty tablet: size %d", n)
 	}

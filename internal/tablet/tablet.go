@@ -471,13 +471,11 @@ func (t *Tablet) noteWritten(records []byte) {
 			n += len(k) + len(v)
 		}
 	}
-	if n > 0 {
-		// Everything applied so far is stamped at or below maxApplied.
-		t.gc.wrote(uint64(n), hlc.Timestamp(t.maxApplied.Load()), t.retention)
-	}
 	if n == 0 {
 		return
 	}
+	// Everything applied so far is stamped at or below maxApplied.
+	t.gc.wrote(uint64(n), hlc.Timestamp(t.maxApplied.Load()), t.retention)
 	f := t.eng.Flushes()
 	z := &t.sizes
 	z.mu.Lock()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -397,9 +399,25 @@ func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, 
 	src := make([]plan.Row, len(rows))
 	for i, row := range rows {
 		src[i] = row[1:] // without the row id
+		for _, k := range next.Key {
+			if src[i][k.Column].Null {
+				_ = s.e.cfg.Cache.DropTable(ctx, created)
+				c := next.Columns[k.Column].Name
+				return &pgerror.Error{Code: pgerror.CodeNotNullViolation, Table: old.Name, Column: c,
+					Message: fmt.Sprintf("column %q of relation %q contains null values", c, old.Name)}
+			}
+		}
 	}
 	if err := s.copyRows(ctx, created, src); err != nil {
 		_ = s.e.cfg.Cache.DropTable(ctx, created)
+		// PostgreSQL names the index it could not build, and the table
+		// by its own name, not the rewrite's.
+		var pe *pgerror.Error
+		if errors.As(err, &pe) && pe.Code == pgerror.CodeUniqueViolation {
+			return &pgerror.Error{Code: pe.Code, Table: old.Name, Constraint: next.PKName,
+				Message: fmt.Sprintf("could not create unique index %q", next.PKName),
+				Detail:  strings.Replace(pe.Detail, "already exists.", "is duplicated.", 1)}
+		}
 		return err
 	}
 	if err := s.e.cfg.Cache.DropTable(ctx, old); err != nil {
@@ -662,21 +680,22 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 
 var _ = types.NullDatum
 
-// Rewrite copies: chunks of rewriteChunk rows, each its own transaction (a
-// big table does not become one huge transaction), rewriteWorkers at a
-// time (one after another, pgbench -i's ADD PRIMARY KEY of a million rows
-// took seven minutes waiting on round trips).
+// A rewrite copies chunks of rewriteChunk rows, rewriteWorkers at a time
+// (one after another, pgbench -i's ADD PRIMARY KEY of a million rows took
+// seven minutes waiting on round trips).
 const (
-	rewriteChunk   = 1000
+	rewriteChunk   = 4000
 	rewriteWorkers = 4
 )
 
-// copyRows inserts rows into t in chunks of their own transactions, some
-// at once. Duplicate keys fail it (and stop the other chunks).
+// copyRows fills t, a rewrite's new table that nobody else sees yet, with
+// rows, in chunks, some at once; see bulkFill. Duplicate keys fail it (and
+// stop the other chunks).
 func (s *Session) copyRows(ctx context.Context, t *catalog.Table, rows []plan.Row) error {
 	if _, err := s.openTable(ctx, t); err != nil { // the workers only read the session's table cache
 		return err
 	}
+	fill := &bulkFill{s: s, keys: make(map[string]struct{}, len(rows))}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	chunks := make(chan []plan.Row)
@@ -686,7 +705,7 @@ func (s *Session) copyRows(ctx context.Context, t *catalog.Table, rows []plan.Ro
 			var err error
 			for c := range chunks {
 				if err == nil {
-					if err = s.insertChunk(ctx, t, c); err != nil {
+					if err = fill.chunk(ctx, t, c); err != nil {
 						cancel()
 					}
 				}
@@ -710,12 +729,53 @@ func (s *Session) copyRows(ctx context.Context, t *catalog.Table, rows []plan.Ro
 	return first
 }
 
-// insertChunk inserts rows into t in a transaction of their own, retried
-// as a statement is.
-func (s *Session) insertChunk(ctx context.Context, t *catalog.Table, rows []plan.Row) error {
-	return s.ownTxn(ctx, func(tx *client.Txn) error {
-		r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
-		_, _, err := r.insert(plan.InsertRows(t, rows))
+// bulkFill writes a rewrite's new table (which has no secondary indexes:
+// ADD PRIMARY KEY refuses tables with them) in plain per-tablet batches of
+// upserts, not transactions: the table is seen by nobody until the rewrite
+// renames it, and a failed rewrite drops it, so a chunk needs no atomicity
+// across tablets, and a transaction would write every row twice (its
+// intents, then their apply) and leave a long apply behind. Duplicate keys
+// are found here, by key, so the writes need no existence check at the
+// tablets and a batch whose outcome is unknown can simply be sent again.
+type bulkFill struct {
+	s    *Session
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+// bulkAttempts bounds how often one chunk is sent after ambiguous failures.
+const bulkAttempts = 5
+
+func (b *bulkFill) chunk(ctx context.Context, t *catalog.Table, rows []plan.Row) error {
+	tbl, err := b.s.openTable(ctx, t)
+	if err != nil {
 		return err
-	})
+	}
+	ops := make([]client.Op, len(rows))
+	keys := make([][]byte, len(rows))
+	for i, row := range rows {
+		sr, err := storageRow(t, row, false)
+		if err != nil {
+			return err
+		}
+		if keys[i], err = tbl.RowKey(sr); err != nil {
+			return err
+		}
+		ops[i] = client.Op{Kind: client.OpPut, Row: sr}
+	}
+	b.mu.Lock()
+	for i, k := range keys {
+		if _, dup := b.keys[string(k)]; dup {
+			b.mu.Unlock()
+			return uniqueViolation(t, b.s, rows[i])
+		}
+		b.keys[string(k)] = struct{}{}
+	}
+	b.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		err = tbl.Apply(ctx, ops)
+		if err == nil || !client.IsAmbiguous(err) || attempt == bulkAttempts || ctx.Err() != nil {
+			return err
+		}
+	}
 }

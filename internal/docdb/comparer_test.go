@@ -257,7 +257,11 @@ func TestPrefixSeeksSeeOneRow(t *testing.T) {
 			}
 		}
 		if i%3 == 1 {
-			if err := WriteIntents(eng, 1, tx, 3<<16, wb.Ops, uint32(i)); err != nil {
+			// A column write: two intent keys (a put of the whole row
+			// would be one packed intent).
+			upd := []WriteOp{wb.Ops[0]}
+			upd[0].Kind = OpPutColumns
+			if err := WriteIntents(eng, 1, tx, 3<<16, upd, uint32(i)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -295,7 +299,7 @@ func TestPrefixSeeksSeeOneRow(t *testing.T) {
 			}
 			n++
 		}
-		if want := map[bool]int{true: 2, false: 0}[i%3 == 1]; n != want { // strong writes of the row level and column 1
+		if want := map[bool]int{true: 2, false: 0}[i%3 == 1]; n != want { // a weak write on the row level, a strong one on column 1
 			t.Fatalf("row %d: %d intents, want %d", i, n, want)
 		}
 		row, found, err := GetRow(eng, rk, ReadOptions{ReadTime: 5 << 16})

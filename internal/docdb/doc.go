@@ -38,7 +38,18 @@
 //
 //	intent key    IntentPrefix | row key without DataPrefix | ['K' column id] | type | ^hybrid time | ^write id
 //	intent value  txn id (16) | strong write: flags | [TTL ns] | [value encoding unless tombstone]
+//	packed        txn id (16) | flags (packed) | [TTL ns] | (column id (4 BE) | uvarint length | value encoding)…
 //	txn index     TxnIndexPrefix | tablet id (8 BE) | txn id | intent key without IntentPrefix  (empty value)
+//
+// A put or insert of a whole row is stored as one packed intent at the row
+// level: the strong write of its marker and the values of its columns (in
+// ascending id order), all with the op's write id and TTL. It stands for
+// exactly the intents the op would otherwise store one by one (a strong
+// write on the row and on each column), and everything that reads intents
+// back expands it (IntentsOf, ReadIntents, the apply); the row-level strong
+// write conflicts with any access to the row or its columns, so conflict
+// checks need no expansion. A bulk load's transaction so writes, indexes,
+// applies and deletes one intent per row instead of one per column.
 //
 // Types: a write to a column takes a strong write on the column and a weak
 // write on its row; a write of the row level (INSERT's liveness marker, a

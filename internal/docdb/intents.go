@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -178,6 +179,9 @@ const (
 const (
 	ivTombstone byte = 1 << 0
 	ivTTL       byte = 1 << 1
+	// ivPacked: a row-level intent that also carries the columns of its
+	// op (a packed row, see packedOp); with or without ivTTL.
+	ivPacked byte = 1 << 2
 )
 
 // appendIntentSubKey appends the intent-space prefix of every intent on
@@ -268,6 +272,83 @@ type intentValue struct {
 	tombstone bool
 	ttl       time.Duration
 	value     Value
+	// packed: the columns of a packed row-level intent (the row level
+	// itself is a live marker), encoded by appendPackedColumns.
+	packed []byte
+}
+
+// packedOp reports whether WriteIntents writes op as one packed intent: a
+// put or insert of a row with columns. Its intents would be a strong write
+// on the row (the marker) and one on every column, all with the op's write
+// id and TTL; one key carries them all instead, which a bulk load's
+// transaction writes, indexes, applies and deletes once per row rather than
+// once per column. The row-level strong write already conflicts with every
+// access to the row or its columns, so the locks it takes are the same;
+// readers of intents expand it (expandIntent) into exactly the intents it
+// stands for.
+func packedOp(op *WriteOp) bool {
+	return (op.Kind == OpPutRow || op.Kind == OpInsertRow) && len(op.Columns) > 0
+}
+
+// appendPackedColumns appends the columns of a packed intent: in ascending
+// column id order (the last value of a column named twice, as separate
+// intents of one write id would leave it), each its id (4 bytes), the
+// length of its value's encoding (uvarint) and the encoding.
+func appendPackedColumns(dst []byte, cols []ColumnValue) []byte {
+	order := make([]int, 0, len(cols))
+	for i := range cols {
+		order = append(order, i)
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch x, y := cols[a].ID, cols[b].ID; {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	var enc []byte
+	for n, i := range order {
+		if n+1 < len(order) && cols[order[n+1]].ID == cols[i].ID {
+			continue // a later value of the same column wins
+		}
+		enc = AppendValue(enc[:0], cols[i].Value)
+		dst = binary.BigEndian.AppendUint32(dst, cols[i].ID)
+		dst = binary.AppendUvarint(dst, uint64(len(enc)))
+		dst = append(dst, enc...)
+	}
+	return dst
+}
+
+// forEachPackedColumn calls fn with every column of a packed intent's
+// columns and its value's encoding (aliasing b). It rejects malformed
+// input (no columns, ids not ascending, the liveness column, a length past
+// the end) with an error wrapping ErrCorrupt; the values themselves are
+// checked by whoever decodes them.
+func forEachPackedColumn(b []byte, fn func(col uint32, enc []byte) error) error {
+	if len(b) == 0 {
+		return corruptf("packed intent without columns")
+	}
+	var prev uint32
+	for first := true; len(b) > 0; first = false {
+		if len(b) < 4 {
+			return errTruncated
+		}
+		col := binary.BigEndian.Uint32(b)
+		if col == LivenessColumn || !first && col <= prev {
+			return corruptf("packed intent column %d after %d", col, prev)
+		}
+		n, w := binary.Uvarint(b[4:])
+		if w <= 0 || n == 0 || n > uint64(len(b)-4-w) {
+			return corruptf("packed intent column %d: bad length", col)
+		}
+		if err := fn(col, b[4+w:4+w+int(n)]); err != nil {
+			return err
+		}
+		prev, b = col, b[4+w+int(n):]
+	}
+	return nil
 }
 
 func appendIntentValue(dst []byte, typ IntentType, iv intentValue) []byte {
@@ -281,11 +362,17 @@ func appendIntentValue(dst []byte, typ IntentType, iv intentValue) []byte {
 	} else if iv.ttl > 0 {
 		flags |= ivTTL
 	}
+	if iv.packed != nil {
+		flags |= ivPacked
+	}
 	dst = append(dst, flags)
 	if flags&ivTTL != 0 {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(iv.ttl))
 	}
-	if !iv.tombstone {
+	switch {
+	case iv.packed != nil:
+		dst = append(dst, iv.packed...)
+	case !iv.tombstone:
 		dst = AppendValue(dst, iv.value)
 	}
 	return dst
@@ -312,38 +399,24 @@ func decodeIntentValue(typ IntentType, b []byte) (intentValue, error) {
 		}
 		return iv, nil
 	}
-	if len(b) == 0 {
-		return iv, errTruncated
-	}
-	flags := b[0]
-	b = b[1:]
-	switch flags {
-	case 0:
-	case ivTombstone:
-		if len(b) != 0 {
-			return iv, corruptf("tombstone intent with a %d-byte value", len(b))
-		}
-		iv.tombstone = true
-		return iv, nil
-	case ivTTL:
-		if len(b) < 8 {
-			return iv, errTruncated
-		}
-		ttl := binary.BigEndian.Uint64(b)
-		if ttl == 0 || ttl > math.MaxInt64 {
-			return iv, corruptf("bad intent TTL %d", ttl)
-		}
-		iv.ttl = time.Duration(ttl)
-		b = b[8:]
-	default:
-		return iv, corruptf("bad intent flags %#x", flags)
-	}
-	v, err := DecodeValue(b)
+	p, err := splitIntentPayload(b)
 	if err != nil {
 		return iv, err
 	}
-	iv.value = v
-	return iv, nil
+	iv.tombstone, iv.ttl = p.tombstone, p.ttl
+	if p.tombstone {
+		return iv, nil
+	}
+	if p.packed {
+		err := forEachPackedColumn(p.enc, func(_ uint32, enc []byte) error {
+			_, err := DecodeValue(enc)
+			return err
+		})
+		iv.value, iv.packed = Null(), p.enc
+		return iv, err
+	}
+	iv.value, err = DecodeValue(p.enc)
+	return iv, err
 }
 
 // TxnIndexSpan is the span of the reverse index of one tablet (Raft group):
@@ -443,6 +516,21 @@ func WriteAccesses(ops []WriteOp) []Access {
 	return acc
 }
 
+// StoredWriteAccesses returns the intents WriteIntents stores for ops, as
+// Conflicts finds them: WriteAccesses, but a packed op (packedOp) only as
+// the strong write on its row, which stands for its columns too.
+func StoredWriteAccesses(ops []WriteOp) []Access {
+	var acc []Access
+	for i := range ops {
+		if packedOp(&ops[i]) {
+			acc = append(acc, Access{Key: IntentKey{RowKey: ops[i].RowKey}, Type: StrongWrite})
+			continue
+		}
+		acc = append(acc, WriteAccesses(ops[i:i+1])...)
+	}
+	return acc
+}
+
 // ReadAccesses returns the accesses WriteReadIntents takes for keys.
 func ReadAccesses(keys []IntentKey, strong bool) []Access {
 	var acc []Access
@@ -527,8 +615,16 @@ func WriteIntentsKnown(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timesta
 	}
 	return atomically(w, func(w pebble.Writer) error {
 		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht, known: known}
+		var packed []byte
 		for i := range ops {
 			wid := writeID + uint32(i)
+			if op := &ops[i]; packedOp(op) {
+				packed = appendPackedColumns(packed[:0], op.Columns)
+				if err := iw.put(IntentKey{RowKey: op.RowKey}, StrongWrite, wid, intentValue{ttl: op.TTL, value: Null(), packed: packed}); err != nil {
+					return err
+				}
+				continue
+			}
 			err := forEachWriteIntent(&ops[i], func(k IntentKey, typ IntentType, iv intentValue) error {
 				return iw.put(k, typ, wid, iv)
 			})
@@ -790,34 +886,51 @@ func (w *intentWalker) close() error {
 	return err
 }
 
-// intent decodes the current intent (its memory owned by the result).
-func (w *intentWalker) intent() (Intent, error) {
+// intents appends the current intent to dst, expanded (expandIntent; its
+// memory owned by the result).
+func (w *intentWalker) intents(dst []Intent) ([]Intent, error) {
 	k, err := decodeIntentKey(w.key)
 	if err != nil {
-		return Intent{}, err
+		return dst, err
 	}
 	raw, err := w.value()
 	if err != nil {
-		return Intent{}, err
+		return dst, err
 	}
 	iv, err := decodeIntentValue(k.typ, append([]byte(nil), raw...))
 	if err != nil {
-		return Intent{}, err
+		return dst, err
 	}
 	if iv.txn != w.txn {
-		return Intent{}, corruptf("txn index of %s names an intent of %s at %x", w.txn, iv.txn, w.key)
+		return dst, corruptf("txn index of %s names an intent of %s at %x", w.txn, iv.txn, w.key)
 	}
-	return makeIntent(k, iv), nil
+	return expandIntent(dst, k, iv, k.dataRowKey())
 }
 
-func makeIntent(k decodedIntentKey, iv intentValue) Intent {
-	return Intent{
-		Txn: iv.txn, RowKey: k.dataRowKey(), Column: k.col, Type: k.typ, HT: k.ht, WriteID: k.wid,
+// expandIntent appends the intents one stored intent stands for, on row
+// key rowKey: itself, or for a packed one (packedOp) the row's marker and
+// a strong write on each of its columns, as they would have been stored
+// one by one.
+func expandIntent(dst []Intent, k decodedIntentKey, iv intentValue, rowKey []byte) ([]Intent, error) {
+	in := Intent{
+		Txn: iv.txn, RowKey: rowKey, Column: k.col, Type: k.typ, HT: k.ht, WriteID: k.wid,
 		Tombstone: iv.tombstone, TTL: iv.ttl, Value: iv.value,
 	}
+	dst = append(dst, in)
+	if iv.packed == nil {
+		return dst, nil
+	}
+	err := forEachPackedColumn(iv.packed, func(col uint32, enc []byte) error {
+		v, err := DecodeValue(enc)
+		in.Column, in.Value = col, v
+		dst = append(dst, in)
+		return err
+	})
+	return dst, err
 }
 
-// IntentsOf lists the intents of txn in tablet, in key order.
+// IntentsOf lists the intents of txn in tablet, in key order, a packed
+// intent expanded into the intents it stands for.
 func IntentsOf(r pebble.Reader, tablet uint64, txn TxnID) ([]Intent, error) {
 	w, err := newIntentWalker(r, tablet, txn)
 	if err != nil {
@@ -825,12 +938,10 @@ func IntentsOf(r pebble.Reader, tablet uint64, txn TxnID) ([]Intent, error) {
 	}
 	var out []Intent
 	for w.next() {
-		in, err := w.intent()
-		if err != nil {
+		if out, err = w.intents(out); err != nil {
 			w.err = err
 			break
 		}
-		out = append(out, in)
 	}
 	return out, w.close()
 }
@@ -880,7 +991,8 @@ func ApplyIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, co
 }
 
 // ApplyIntentsPart is ApplyIntents bounded to the first limit intents of
-// txn in tablet in index order (limit <= 0: all of them), so that a large
+// txn in tablet in index order (limit <= 0: all of them; a packed intent
+// counts as the versions it writes, at least one), so that a large
 // transaction's apply goes in bounded steps: done reports that none remain
 // (its range locks go with the last step). The next step starts where this
 // one stopped, since the applied intents and their index entries are gone;
@@ -899,9 +1011,11 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 			return err
 		}
 		del := intentDeleter{w: w, tablet: tablet, txn: txn}
-		ap := intentApplier{txn: txn, commitHT: commitHT}
+		ap := intentApplier{txn: txn, out: appliedWriter{commitHT: commitHT}}
 		for walk.next() {
-			if limit > 0 && del.n == limit {
+			// A step's work: its intents, and the extra versions of
+			// its packed ones (an intent is otherwise one version).
+			if limit > 0 && del.n+ap.n-ap.intents >= limit {
 				done, next = false, stoppedAt(walk) // walk.next found one more
 				break
 			}
@@ -949,7 +1063,7 @@ func OverlayIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, 
 	if err != nil {
 		return 0, err
 	}
-	ap := intentApplier{txn: txn, commitHT: commitHT}
+	ap := intentApplier{txn: txn, out: appliedWriter{commitHT: commitHT}}
 	for walk.next() {
 		k, err := decodeIntentKey(walk.key)
 		if err == nil {
@@ -964,12 +1078,12 @@ func OverlayIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, 
 }
 
 // intentApplier writes the versions a committed transaction's intents
-// become (writeApplied), for ApplyIntentsPart and OverlayIntents.
+// become (appliedWriter), for ApplyIntentsPart and OverlayIntents.
 type intentApplier struct {
-	txn           TxnID
-	commitHT      hlc.Timestamp
-	row, key, val []byte // scratch
-	n             int    // versions written
+	txn     TxnID
+	out     appliedWriter
+	n       int // versions written
+	intents int // strong write intents applied
 }
 
 // apply writes the version of the walker's current intent k, if it is a
@@ -985,11 +1099,10 @@ func (a *intentApplier) apply(w pebble.Writer, walk *intentWalker, k decodedInte
 	if len(raw) < txnIDLen || TxnID(raw[:txnIDLen]) != a.txn {
 		return corruptf("txn index of %s names an intent of another transaction at %x", a.txn, walk.key)
 	}
-	if a.row, a.key, a.val, err = writeApplied(w, k, raw[txnIDLen:], a.commitHT, a.row, a.key, a.val); err != nil {
-		return err
-	}
-	a.n++
-	return nil
+	n, err := a.out.write(w, k, raw[txnIDLen:])
+	a.n += n
+	a.intents++
+	return err
 }
 
 // KnownIntents are intents of one transaction in one tablet as
@@ -1011,23 +1124,52 @@ func (k *KnownIntents) add(key, val []byte) {
 func (k *KnownIntents) Len() int   { return len(k.keys) }
 func (k *KnownIntents) Bytes() int { return k.bytes }
 
-// writeApplied writes a strong write intent (k, its payload after the
-// transaction id) as the regular version it becomes at commitHT; row, key
-// and val are scratch buffers, returned for reuse.
-func writeApplied(w pebble.Writer, k decodedIntentKey, payload []byte, commitHT hlc.Timestamp, row, key, val []byte) ([]byte, []byte, []byte, error) {
-	tomb, hasTTL, ttl, enc, err := splitIntentPayload(payload)
+// nullEncoding is the encoding of a NULL value, a liveness marker's.
+var nullEncoding = AppendValue(nil, Null())
+
+// appliedWriter writes strong write intents as the regular versions they
+// become at a commit time (scratch buffers reused from intent to intent).
+type appliedWriter struct {
+	commitHT      hlc.Timestamp
+	row, key, val []byte
+}
+
+// write writes the intent k, with payload after its transaction id, and
+// returns the number of versions written (a packed intent's marker and
+// columns; otherwise one).
+func (a *appliedWriter) write(w pebble.Writer, k decodedIntentKey, payload []byte) (int, error) {
+	p, err := splitIntentPayload(payload)
 	if err != nil {
-		return row, key, val, err
+		return 0, err
 	}
-	row = append(append(row[:0], storage.DataPrefix), k.row[1:]...)
-	v := version{ht: commitHT, wid: k.wid}
-	if k.col == LivenessColumn {
-		key = rowVersionKey(key[:0], row, v)
-	} else {
-		key = columnVersionKey(key[:0], row, k.col, v)
+	a.row = append(append(a.row[:0], storage.DataPrefix), k.row[1:]...)
+	v := version{ht: a.commitHT, wid: k.wid}
+	expiry := expiryOf(a.commitHT, p.ttl)
+	if !p.packed {
+		if k.col == LivenessColumn {
+			a.key = rowVersionKey(a.key[:0], a.row, v)
+		} else {
+			a.key = columnVersionKey(a.key[:0], a.row, k.col, v)
+		}
+		a.val = appendStoredRaw(a.val[:0], p.tombstone, p.ttl > 0, expiry, p.enc)
+		return 1, w.Set(a.key, a.val, pebble.NoSync)
 	}
-	val = appendStoredRaw(val[:0], tomb, hasTTL, expiryOf(commitHT, ttl), enc)
-	return row, key, val, w.Set(key, val, pebble.NoSync)
+	if k.col != LivenessColumn {
+		return 0, corruptf("packed intent on column %d", k.col)
+	}
+	a.key = rowVersionKey(a.key[:0], a.row, v)
+	a.val = appendStoredRaw(a.val[:0], false, p.ttl > 0, expiry, nullEncoding)
+	if err := w.Set(a.key, a.val, pebble.NoSync); err != nil {
+		return 0, err
+	}
+	n := 1
+	err = forEachPackedColumn(p.enc, func(col uint32, enc []byte) error {
+		a.key = columnVersionKey(a.key[:0], a.row, col, v)
+		a.val = appendStoredRaw(a.val[:0], false, p.ttl > 0, expiry, enc)
+		n++
+		return w.Set(a.key, a.val, pebble.NoSync)
+	})
+	return n, err
 }
 
 // ApplyKnownIntents is ApplyIntents for a transaction whose intents in
@@ -1038,7 +1180,8 @@ func writeApplied(w pebble.Writer, k decodedIntentKey, payload []byte, commitHT 
 func ApplyKnownIntents(w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, known *KnownIntents) (int, error) {
 	n := 0
 	err := atomically(w, func(w pebble.Writer) error {
-		var key, val, row, index []byte
+		var index []byte
+		out := appliedWriter{commitHT: commitHT}
 		for i, ik := range known.keys {
 			k, err := decodeIntentKey(ik)
 			if err != nil {
@@ -1058,10 +1201,11 @@ func ApplyKnownIntents(w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.T
 			if len(raw) < txnIDLen || TxnID(raw[:txnIDLen]) != txn {
 				return corruptf("known intents of %s hold one of another transaction at %x", txn, ik)
 			}
-			if row, key, val, err = writeApplied(w, k, raw[txnIDLen:], commitHT, row, key, val); err != nil {
+			m, err := out.write(w, k, raw[txnIDLen:])
+			if err != nil {
 				return err
 			}
-			n++
+			n += m
 		}
 		return nil
 	})
@@ -1071,37 +1215,51 @@ func ApplyKnownIntents(w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.T
 	return n, nil
 }
 
+// intentPayload is the payload of a strong write intent (after the
+// transaction id), split: enc aliases the payload.
+type intentPayload struct {
+	tombstone bool
+	ttl       time.Duration // 0: none
+	// packed: enc holds the columns of a packed intent (appendPackedColumns)
+	// rather than one value's encoding.
+	packed bool
+	enc    []byte
+}
+
 // splitIntentPayload checks the payload of a strong write intent (after the
-// transaction id) and splits it: tombstone, TTL, and the value's encoding.
-func splitIntentPayload(b []byte) (tombstone, hasTTL bool, ttl time.Duration, enc []byte, err error) {
+// transaction id) and splits it: tombstone, TTL, and the value's encoding
+// (a packed intent's columns, not checked here).
+func splitIntentPayload(b []byte) (p intentPayload, err error) {
 	if len(b) == 0 {
-		return false, false, 0, nil, errTruncated
+		return p, errTruncated
 	}
 	flags := b[0]
 	b = b[1:]
 	switch flags {
-	case 0:
+	case 0, ivPacked:
 	case ivTombstone:
 		if len(b) != 0 {
-			return false, false, 0, nil, corruptf("tombstone intent with a %d-byte value", len(b))
+			return p, corruptf("tombstone intent with a %d-byte value", len(b))
 		}
-		return true, false, 0, nil, nil
-	case ivTTL:
+		p.tombstone = true
+		return p, nil
+	case ivTTL, ivTTL | ivPacked:
 		if len(b) < 8 {
-			return false, false, 0, nil, errTruncated
+			return p, errTruncated
 		}
 		t := binary.BigEndian.Uint64(b)
 		if t == 0 || t > math.MaxInt64 {
-			return false, false, 0, nil, corruptf("bad intent TTL %d", t)
+			return p, corruptf("bad intent TTL %d", t)
 		}
-		hasTTL, ttl, b = true, time.Duration(t), b[8:]
+		p.ttl, b = time.Duration(t), b[8:]
 	default:
-		return false, false, 0, nil, corruptf("bad intent flags %#x", flags)
+		return p, corruptf("bad intent flags %#x", flags)
 	}
 	if len(b) == 0 {
-		return false, false, 0, nil, errTruncated
+		return p, errTruncated
 	}
-	return false, hasTTL, ttl, b, nil
+	p.packed, p.enc = flags&ivPacked != 0, b
+	return p, nil
 }
 
 // appendStoredRaw is appendStoredValue with the value already encoded.
@@ -1423,6 +1581,7 @@ func ReadIntentsUpTo(r pebble.Reader, span storage.Span, readTxn TxnID, maxRows 
 		first = func() bool { return it.SeekPrefixGE(is.Start) }
 	}
 	var cur *RowIntents
+	var expanded []Intent
 	for valid := first(); valid; valid = it.Next() {
 		key := it.Key()
 		k, err := decodeIntentKey(key)
@@ -1438,7 +1597,7 @@ func ReadIntentsUpTo(r pebble.Reader, span storage.Span, readTxn TxnID, maxRows 
 				continue
 			}
 			if maxRows > 0 && len(out) == maxRows {
-				return out, rk, it.Error()
+				return sortedByColumn(out), rk, it.Error()
 			}
 			out = append(out, RowIntents{RowKey: rk})
 			cur = &out[len(out)-1]
@@ -1451,18 +1610,41 @@ func ReadIntentsUpTo(r pebble.Reader, span storage.Span, readTxn TxnID, maxRows 
 		if err != nil {
 			return nil, nil, err
 		}
-		in := makeIntent(k, iv)
-		in.RowKey = cur.RowKey
-		if iv.txn == readTxn {
-			cur.Own = mergeNewest(cur.Own, in)
-		} else {
-			cur.Others = mergeNewest(cur.Others, in)
+		if expanded, err = expandIntent(expanded[:0], k, iv, cur.RowKey); err != nil {
+			return nil, nil, err
+		}
+		for _, in := range expanded {
+			if iv.txn == readTxn {
+				cur.Own = mergeNewest(cur.Own, in)
+			} else {
+				cur.Others = mergeNewest(cur.Others, in)
+			}
 		}
 	}
 	if err := it.Error(); err != nil {
 		return nil, nil, err
 	}
-	return out, nil, nil
+	return sortedByColumn(out), nil, nil
+}
+
+// sortedByColumn puts each row's intents in key order (a packed intent's
+// columns came in with its row level).
+func sortedByColumn(rows []RowIntents) []RowIntents {
+	for i := range rows {
+		slices.SortStableFunc(rows[i].Own, byColumn)
+		slices.SortStableFunc(rows[i].Others, byColumn)
+	}
+	return rows
+}
+
+func byColumn(a, b Intent) int {
+	switch {
+	case a.Column < b.Column:
+		return -1
+	case a.Column > b.Column:
+		return 1
+	}
+	return 0
 }
 
 // mergeNewest keeps, per transaction and column, the intent with the

@@ -2,6 +2,7 @@ package docdb
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"strconv"
@@ -471,7 +472,21 @@ func dumpIntents(eng *storage.Engine) (string, error) {
 				_ = it.Close()
 				return "", err
 			}
-			sb.WriteString("intent " + fmtIntent(makeIntent(k, iv)) + "\n")
+			ins, err := expandIntent(nil, k, iv, k.dataRowKey())
+			if err != nil {
+				_ = it.Close()
+				return "", err
+			}
+			for i, in := range ins {
+				line := "intent " + fmtIntent(in)
+				if iv.packed != nil {
+					line = "packed " + fmtIntent(in) // one stored intent, expanded
+					if i > 0 {
+						line = "  and  " + fmtIntent(in)
+					}
+				}
+				sb.WriteString(line + "\n")
+			}
 		}
 		if err := it.Close(); err != nil {
 			return "", err
@@ -613,7 +628,11 @@ func TestApplyIntentsMatchesApplyWriteBatch(t *testing.T) {
 		if err != nil || fmt.Sprint(bAfter) != fmt.Sprint(bBefore) {
 			t.Fatalf("seed %d: intents of b changed: %v -> %v (%v)", seed, bBefore, bAfter, err)
 		}
-		if n, err := RemoveIntents(intents, intents, 1, txnB); err != nil || n != len(bBefore) {
+		stored, err := countKeys(intents, storage.IntentSpan())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := RemoveIntents(intents, intents, 1, txnB); err != nil || n != stored {
 			t.Fatalf("seed %d: remove b: %d %v", seed, n, err)
 		}
 		for _, span := range []storage.Span{storage.IntentSpan(), storage.TxnIndexSpan()} {
@@ -669,7 +688,8 @@ func TestIntentKeysStayInTabletSpans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != len(ins) || m != len(ins) {
+		// A packed intent stands for several (IntentsOf expands it).
+		if n != m || n > len(ins) || n == 0 && len(ins) > 0 {
 			t.Fatalf("tablet %d: %d intents, %d in its intent span, %d index keys", tb.id, len(ins), n, m)
 		}
 		total += n
@@ -724,6 +744,10 @@ func FuzzIntentValueDecode(f *testing.F) {
 	} {
 		f.Add(uint8(StrongWrite), appendIntentValue(nil, StrongWrite, iv))
 	}
+	cols := []ColumnValue{{ID: 2, Value: Text("x")}, {ID: 1, Value: Int64(5)}, {ID: 9, Value: Null()}}
+	f.Add(uint8(StrongWrite), appendIntentValue(nil, StrongWrite, intentValue{txn: txn, value: Null(), packed: appendPackedColumns(nil, cols)}))
+	f.Add(uint8(StrongWrite), appendIntentValue(nil, StrongWrite, intentValue{txn: txn, ttl: time.Minute, value: Null(), packed: appendPackedColumns(nil, cols[:1])}))
+	f.Add(uint8(StrongWrite), append(txn[:], ivPacked, 0, 0, 0, 1, 9, 3))
 	f.Add(uint8(StrongWrite), []byte{})
 	f.Add(uint8(StrongWrite), append(txn[:], ivTTL, 0, 0, 0))
 	f.Add(uint8(3), txn[:])
@@ -738,7 +762,8 @@ func FuzzIntentValueDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decoding %x: %v", enc, err)
 		}
-		if iv2.txn != iv.txn || iv2.tombstone != iv.tombstone || iv2.ttl != iv.ttl || iv2.value.Type != iv.value.Type || iv2.value.Compare(iv.value) != 0 {
+		if iv2.txn != iv.txn || iv2.tombstone != iv.tombstone || iv2.ttl != iv.ttl || iv2.value.Type != iv.value.Type || iv2.value.Compare(iv.value) != 0 ||
+			!bytes.Equal(iv2.packed, iv.packed) {
 			t.Fatalf("round trip: %+v != %+v", iv2, iv)
 		}
 	})
@@ -1103,6 +1128,94 @@ func TestOverlayIntentsAndWindows(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(all) {
 			t.Fatalf("window %d: %d rows in windows, %d at once, or different ones", w, len(got), len(all))
+		}
+	}
+}
+
+// A put of a whole row in a transaction is stored as one packed intent (one
+// intent key, one index key) that stands for exactly the intents of the
+// row level and of each column, and applies to the versions a plain write
+// of the op makes; malformed packed payloads are refused.
+func TestPackedRowIntent(t *testing.T) {
+	eng, plain := openTestEngine(t), openTestEngine(t)
+	txn := testTxn("p")
+	rk := testRowKey("r")
+	op := WriteOp{Kind: OpInsertRow, RowKey: rk, TTL: time.Hour, Columns: []ColumnValue{
+		{ID: 3, Value: Text("three")}, {ID: 1, Value: Int64(1)}, {ID: 2, Value: Null()}, {ID: 1, Value: Int64(11)},
+	}}
+	ht := hlc.FromMicros(5e6, 0)
+	if err := WriteIntents(eng, 1, txn, ht, []WriteOp{op}, 7); err != nil {
+		t.Fatal(err)
+	}
+	for _, span := range []storage.Span{storage.IntentSpan(), storage.TxnIndexSpan()} {
+		if n, err := countKeys(eng, span); err != nil || n != 1 {
+			t.Fatalf("%d keys in %s, want 1 (%v)", n, span, err)
+		}
+	}
+	got, err := IntentsOf(eng, 1, txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the op's intents were, one key each (the last value of column 1).
+	want := []string{
+		"strong_write " + fmt.Sprintf("%x", rk) + "@" + ht.String() + "#7 marker ttl=1h0m0s",
+		"strong_write " + fmt.Sprintf("%x", rk) + "/1@" + ht.String() + "#7 int64:11 ttl=1h0m0s",
+		"strong_write " + fmt.Sprintf("%x", rk) + "/2@" + ht.String() + "#7 null ttl=1h0m0s",
+		"strong_write " + fmt.Sprintf("%x", rk) + "/3@" + ht.String() + "#7 text:\"three\" ttl=1h0m0s",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("IntentsOf: %v", got)
+	}
+	for i := range got {
+		if got[i].String() != want[i] || got[i].Txn != txn {
+			t.Errorf("intent %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+	rows, err := ReadIntents(eng, RowSpan(rk), TxnID{})
+	if err != nil || len(rows) != 1 || fmt.Sprint(rows[0].Others) != fmt.Sprint(got) {
+		t.Fatalf("ReadIntents: %v (%v), want %v", rows, err, got)
+	}
+	// Another transaction's column write conflicts with the row's intent.
+	if cs, err := Conflicts(eng, testTxn("q"), WriteAccesses([]WriteOp{{Kind: OpPutColumns, RowKey: rk, Columns: []ColumnValue{{ID: 2, Value: Int64(2)}}}})); err != nil || len(cs) == 0 {
+		t.Fatalf("conflicts of a column write: %v (%v)", cs, err)
+	}
+	commit := hlc.FromMicros(9e6, 0)
+	if n, err := ApplyIntents(eng, eng, 1, txn, commit); err != nil || n != 4 {
+		t.Fatalf("ApplyIntents: %d versions (%v), want 4", n, err)
+	}
+	wb := &WriteBatch{Ops: make([]WriteOp, 8)} // write id 7, as the intent's
+	for i := range wb.Ops[:7] {
+		wb.Ops[i] = WriteOp{Kind: OpDeleteColumns, RowKey: testRowKey("other"), Columns: []ColumnValue{{ID: 1}}}
+	}
+	wb.Ops[7] = op
+	wb.Ops[7].Kind = OpPutRow
+	if err := ApplyWriteBatch(plain, commit, wb); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := engineKVs(t, eng, RowSpan(rk)), engineKVs(t, plain, RowSpan(rk)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("applied packed intent:\n got %q\nwant %q", got, want)
+	}
+
+	one := AppendValue(nil, Int64(1))
+	col := func(id uint32, n int, enc []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, id)
+		return append(binary.AppendUvarint(b, uint64(n)), enc...)
+	}
+	good := append([]byte{ivPacked}, col(2, len(one), one)...)
+	if _, err := decodeIntentValue(StrongWrite, append(txn[:], good...)); err != nil {
+		t.Fatalf("payload %x: %v", good, err)
+	}
+	for _, bad := range [][]byte{
+		{ivPacked}, // no columns
+		append(append([]byte{ivPacked}, col(2, len(one), one)...), col(1, len(one), one)...), // ids not ascending
+		append(append([]byte{ivPacked}, col(2, len(one), one)...), col(2, len(one), one)...), // twice
+		append([]byte{ivPacked}, col(0, len(one), one)...),                                   // the liveness column
+		append([]byte{ivPacked}, col(2, len(one)+1, one)...),                                 // length past the end
+		append([]byte{ivPacked}, col(2, 0, nil)...),                                          // empty value
+		append([]byte{ivPacked | ivTombstone}, col(2, len(one), one)...),
+	} {
+		if _, err := decodeIntentValue(StrongWrite, append(txn[:], bad...)); err == nil {
+			t.Errorf("payload %x decoded", bad)
 		}
 	}
 }

@@ -624,7 +624,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		t.txns.mu.Lock()
 		t.txns.addLocked(txn, time.Now(), len(ops)+len(locks)+len(spans))
-		t.txns.held.add(txn, docdb.WriteAccesses(ops), locks)
+		t.txns.held.add(txn, docdb.StoredWriteAccesses(ops), locks)
 		t.txns.mu.Unlock()
 		t.noteApplied(ht)
 		return ht

@@ -518,7 +518,12 @@ func WriteAccesses(ops []WriteOp) []Access {
 
 // StoredWriteAccesses returns the intents WriteIntents stores for ops, as
 // Conflicts finds them: WriteAccesses, but a packed op (packedOp) only as
-// the strong write on its row, which stands for its columns too.
+// the strong write on its row, which stands for its columns too. They are
+// also all a write needs to check: every intent on a column comes with one
+// on its row (WriteAccesses, ReadAccesses), and a strong write on the row
+// conflicts with any, so the transactions the packed op's column accesses
+// conflict with are those its row access does; a bulk load checks one key
+// per row instead of one per column.
 func StoredWriteAccesses(ops []WriteOp) []Access {
 	var acc []Access
 	for i := range ops {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -1178,6 +1179,34 @@ func TestPackedRowIntent(t *testing.T) {
 	// Another transaction's column write conflicts with the row's intent.
 	if cs, err := Conflicts(eng, testTxn("q"), WriteAccesses([]WriteOp{{Kind: OpPutColumns, RowKey: rk, Columns: []ColumnValue{{ID: 2, Value: Int64(2)}}}})); err != nil || len(cs) == 0 {
 		t.Fatalf("conflicts of a column write: %v (%v)", cs, err)
+	}
+	// A packed op checks its row only, and finds the transactions that its
+	// column accesses would: a column write or read takes a weak intent on
+	// the row too.
+	rk2 := testRowKey("s")
+	if err := WriteIntents(eng, 1, testTxn("w"), ht, []WriteOp{{Kind: OpPutColumns, RowKey: rk2, Columns: []ColumnValue{{ID: 2, Value: Int64(2)}}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReadIntents(eng, 1, testTxn("r"), ht, []IntentKey{{RowKey: rk2, Column: 3}}, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	ins := []WriteOp{{Kind: OpInsertRow, RowKey: rk2, Columns: []ColumnValue{{ID: 2, Value: Int64(9)}, {ID: 3, Value: Int64(9)}}}}
+	holders := func(want []Access) []string {
+		cs, err := Conflicts(eng, testTxn("i"), want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range cs {
+			if !slices.Contains(out, c.Txn.String()) {
+				out = append(out, c.Txn.String())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, all := holders(StoredWriteAccesses(ins)), holders(WriteAccesses(ins)); len(got) != 2 || !slices.Equal(got, all) {
+		t.Fatalf("an insert's row access conflicts with %v, its accesses with %v; want both holders", got, all)
 	}
 	commit := hlc.FromMicros(9e6, 0)
 	if n, err := ApplyIntents(eng, eng, 1, txn, commit); err != nil || n != 4 {

@@ -781,7 +781,7 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 			return TxnWriteResult{}, err
 		}
 		locks := lockAccesses(lockRows, w.Lock)
-		want := append(docdb.WriteAccesses(w.Ops), locks...)
+		want := append(docdb.StoredWriteAccesses(w.Ops), locks...)
 		conflicts, err := t.intentConflicts(w.Txn, want)
 		if err != nil {
 			release()
@@ -1526,7 +1526,7 @@ func (t *Tablet) plainWriteConflicts(ops []docdb.WriteOp) ([]docdb.Conflict, err
 	if !t.txns.any() {
 		return nil, nil
 	}
-	want := docdb.WriteAccesses(ops)
+	want := docdb.StoredWriteAccesses(ops)
 	conflicts, err := t.intentConflicts(docdb.TxnID{}, want)
 	if err != nil {
 		return nil, err

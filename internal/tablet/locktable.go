@@ -23,7 +23,8 @@ import (
 // transaction is wide: one with intents on more than heldRowsMax rows, one
 // loaded from disk (open, snapshot), or one that lost some intents to a
 // savepoint rollback. While any is, every check reads the engine as
-// before.
+// before, except a check for the wide transaction itself when it is the
+// only one (exactFor).
 
 // heldRowsMax bounds the rows mirrored per transaction.
 const heldRowsMax = 256
@@ -95,6 +96,14 @@ func (h *heldIntents) forget(txn docdb.TxnID) {
 
 func (h *heldIntents) exact() bool { return len(h.wide) == 0 }
 
+// exactFor reports whether the mirror holds every intent of transactions
+// other than txn: txn itself may be wide, since a check or read for it
+// skips its own intents. A bulk load's transaction is wide at once, and
+// its own writes then need no engine lookup while no other transaction is.
+func (h *heldIntents) exactFor(txn docdb.TxnID) bool {
+	return len(h.wide) == 0 || len(h.wide) == 1 && h.wide[txn]
+}
+
 // conflicts is docdb.Conflicts over the mirror: the intents of other
 // transactions that conflict with want, once per holder, key and type.
 func (h *heldIntents) conflicts(txn docdb.TxnID, want []docdb.Access) []docdb.Conflict {
@@ -145,7 +154,7 @@ func (tr *txnTracker) heldConflicts(txn docdb.TxnID, want []docdb.Access) (out [
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if !tr.held.exact() {
+	if !tr.held.exactFor(txn) {
 		return nil, false
 	}
 	return tr.held.conflicts(txn, want), true
@@ -155,7 +164,7 @@ func (tr *txnTracker) heldConflicts(txn docdb.TxnID, want []docdb.Access) (out [
 func (tr *txnTracker) heldWriters(rowKey []byte, reader docdb.TxnID) (out []docdb.TxnID, exact bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if !tr.held.exact() {
+	if !tr.held.exactFor(reader) {
 		return nil, false
 	}
 	return tr.held.writers(rowKey, reader), true

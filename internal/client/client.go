@@ -28,6 +28,19 @@ type Config struct {
 	AttemptTimeout time.Duration
 	// Clock is the client's hybrid clock; nil: a new wall clock.
 	Clock *hlc.Clock
+	// Local, when set, serves the data calls to LocalAddr (the tserver
+	// address of the node the client runs in) in process: a gateway's
+	// calls to the tablets its own node leads skip the loopback
+	// connection (a gRPC frame each way, its marshalling and syscalls).
+	Local     LocalServer
+	LocalAddr string
+}
+
+// LocalServer serves data requests in process: a node's own tserver. It
+// answers as the data stream would, errors inside the response; it may
+// keep no reference to req once it returns.
+type LocalServer interface {
+	ServeData(ctx context.Context, req *tspb.DataRequest) *tspb.DataResponse
 }
 
 // Client is a connection to a cluster: DDL through the master leader, and

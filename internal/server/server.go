@@ -250,7 +250,7 @@ func (s *Server) openTxnClient(rpcAddr string) {
 	for s.ctx.Err() == nil {
 		addrs := s.hb.candidates()
 		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-		c, err := client.Open(ctx, client.Config{Masters: addrs, Pool: s.pool, Clock: s.node.Clock()})
+		c, err := client.Open(ctx, client.Config{Masters: addrs, Pool: s.pool, Clock: s.node.Clock(), Local: s.node, LocalAddr: rpcAddr})
 		cancel()
 		if err == nil {
 			s.node.SetClient(c)

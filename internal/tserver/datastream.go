@@ -125,3 +125,10 @@ func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataRe
 	}
 	return out
 }
+
+// ServeData serves one data request in process, as the Data stream does:
+// the node's own client (the YSQL and YCQL gateways) calls its tablets
+// here rather than over a loopback connection (client.Config.Local).
+func (n *Node) ServeData(ctx context.Context, req *pb.DataRequest) *pb.DataResponse {
+	return (&service{n: n}).serveData(ctx, req)
+}

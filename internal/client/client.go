@@ -37,10 +37,12 @@ type Config struct {
 }
 
 // LocalServer serves data requests in process: a node's own tserver. It
-// answers as the data stream would, errors inside the response; it may
-// keep no reference to req once it returns.
+// answers as the data stream would (errors of the call inside the
+// response; an error of its own, such as Unavailable once the node
+// stops, as a failed call); it may keep no reference to req once it
+// returns.
 type LocalServer interface {
-	ServeData(ctx context.Context, req *tspb.DataRequest) *tspb.DataResponse
+	ServeData(ctx context.Context, req *tspb.DataRequest) (*tspb.DataResponse, error)
 }
 
 // Client is a connection to a cluster: DDL through the master leader, and

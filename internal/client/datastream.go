@@ -275,7 +275,7 @@ func (c *Client) localCall(ctx context.Context, addr string, req *tspb.DataReque
 		req.Resolves = append(req.Resolves, rs...)
 	}
 	localCalls.Add(1)
-	return c.cfg.Local.ServeData(ctx, req), nil
+	return c.cfg.Local.ServeData(ctx, req)
 }
 
 // localCalls counts the data calls served in process (tests).

@@ -925,6 +925,9 @@ func expandIntent(dst []Intent, k decodedIntentKey, iv intentValue, rowKey []byt
 	if iv.packed == nil {
 		return dst, nil
 	}
+	if k.col != LivenessColumn || k.typ != StrongWrite {
+		return dst, corruptf("packed %s intent on column %d", k.typ, k.col)
+	}
 	err := forEachPackedColumn(iv.packed, func(col uint32, enc []byte) error {
 		v, err := DecodeValue(enc)
 		in.Column, in.Value = col, v

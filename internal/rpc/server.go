@@ -57,6 +57,10 @@ func NewServer(opts ...grpc.ServerOption) *grpc.Server {
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.InitialWindowSize(streamWindow),
 		grpc.InitialConnWindowSize(connWindow),
+		// Stop waits for the handlers it cancels to return: a node closes
+		// its engine right after, and a data stream worker still in a
+		// scan panicked on the closed engine.
+		grpc.WaitForHandlers(true),
 	}
 	return grpc.NewServer(append(base, opts...)...)
 }

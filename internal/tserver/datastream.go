@@ -5,6 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
@@ -127,8 +130,65 @@ func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataRe
 }
 
 // ServeData serves one data request in process, as the Data stream does:
-// the node's own client (the YSQL and YCQL gateways) calls its tablets
-// here rather than over a loopback connection (client.Config.Local).
-func (n *Node) ServeData(ctx context.Context, req *pb.DataRequest) *pb.DataResponse {
-	return (&service{n: n}).serveData(ctx, req)
+// the node's own client (the YSQL and YCQL gateways, and its tablets'
+// resolver) calls its tablets here rather than over a loopback connection
+// (client.Config.Local). Once Stop has begun it refuses (Unavailable, as a
+// stopped server would), and Stop waits for the calls in progress, whose
+// contexts it cancels, before it closes the engine.
+func (n *Node) ServeData(ctx context.Context, req *pb.DataRequest) (*pb.DataResponse, error) {
+	if !n.local.enter() {
+		return nil, status.Error(codes.Unavailable, "tserver: node stopping")
+	}
+	defer n.local.exit()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(n.local.ctx, cancel)()
+	return (&service{n: n}).serveData(ctx, req), nil
+}
+
+// localCalls tracks the in-process calls (ServeData) of a node.
+type localCalls struct {
+	ctx    context.Context // canceled when the node stops
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	idle   sync.Cond
+	n      int
+	closed bool
+}
+
+func (l *localCalls) init() {
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.idle.L = &l.mu
+}
+
+// enter admits a call unless the node is stopping. A call may enter from
+// inside another (a tablet resolving intents through the node's client),
+// so entering never waits.
+func (l *localCalls) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.n++
+	return true
+}
+
+func (l *localCalls) exit() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n--; l.n == 0 {
+		l.idle.Broadcast()
+	}
+}
+
+// stop refuses new calls, cancels those in progress and waits for them.
+func (l *localCalls) stop() {
+	l.cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	for l.n > 0 {
+		l.idle.Wait()
+	}
 }

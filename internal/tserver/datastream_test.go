@@ -3,8 +3,13 @@ package tserver_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/docdb"
@@ -138,4 +143,63 @@ func TestDataStream(t *testing.T) {
 		_, err := st.Recv()
 		return err != nil
 	})
+}
+
+// TestServeDataInProcess: the node's own calls (ServeData) answer as the
+// stream does; calls racing Stop end (answered, cancelled or refused)
+// rather than reaching the closed engine, which panics; after Stop every
+// call is refused.
+func TestServeDataInProcess(t *testing.T) {
+	n, err := tserver.Start(tserver.Config{NodeID: 1, ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(), Raft: testRaft(), Engine: storageOpts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if _, err := n.CreateTablet(desc, []uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	retry(t, []*tserver.Node{n}, "leader", func(ctx context.Context, tb *tablet.Tablet) error { return nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := n.ServeData(ctx, &pb.DataRequest{Req: &pb.DataRequest_Write{Write: &pb.WriteRequest{TabletId: desc.ID, Batch: put(0, 100).Marshal()}}})
+	if w := r.GetWrite(); err != nil || w == nil || w.GetError() != nil || w.GetWriteTime() == 0 {
+		t.Fatalf("write: %v %v", r, err)
+	}
+	scan := &pb.DataRequest{Req: &pb.DataRequest_Scan{Scan: &pb.ScanRequest{TabletId: desc.ID, Span: &pb.Span{Start: desc.Span.Start, End: desc.Span.End}}}}
+	r, err = n.ServeData(ctx, scan)
+	if sc := r.GetScan(); err != nil || sc == nil || sc.GetError() != nil || len(sc.GetRows()) != 100 {
+		t.Fatalf("scan: %d rows, %v", len(r.GetScan().GetRows()), err)
+	}
+	// Scans in a loop on four goroutines while the node stops.
+	var wg sync.WaitGroup
+	answered := make([]int, 4)
+	for g := range answered {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				r, err := n.ServeData(ctx, scan)
+				if status.Code(err) == codes.Unavailable {
+					return
+				}
+				if err != nil {
+					t.Errorf("scan: %v", err)
+					return
+				}
+				if len(r.GetScan().GetRows()) == 100 {
+					answered[g]++
+				}
+			}
+		}()
+	}
+	for answered[0]+answered[1] == 0 && ctx.Err() == nil {
+		runtime.Gosched() // until the scans are under way
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if _, err := n.ServeData(ctx, scan); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a call after Stop: %v, want Unavailable", err)
+	}
 }

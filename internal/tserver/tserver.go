@@ -92,6 +92,7 @@ type Node struct {
 	gcStop, gcDone chan struct{}
 	gcDeleted      atomic.Uint64
 	txn            txnState
+	local          localCalls
 
 	mu struct {
 		sync.Mutex
@@ -118,6 +119,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("tserver: %w", err)
 	}
 	n := &Node{cfg: cfg, pool: rpc.NewPool()}
+	n.local.init()
 	n.mu.peers = make(map[uint64]string, len(cfg.Peers))
 	for id, addr := range cfg.Peers {
 		n.mu.peers[id] = addr
@@ -349,6 +351,7 @@ func (n *Node) Stop() error {
 	n.mu.Unlock()
 	close(n.gcStop)
 	<-n.gcDone
+	n.local.stop()
 	err := n.host.Stop()
 	n.pool.Close()
 	return err

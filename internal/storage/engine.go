@@ -53,6 +53,8 @@ type Engine struct {
 	// flushes counts completed memtable flushes and ingestions (see
 	// Flushes).
 	flushes *atomic.Uint64
+	// rampFlushing: a flushRamp is running.
+	rampFlushing atomic.Bool
 }
 
 // Open opens (creating if needed) the engine in dir.
@@ -88,6 +90,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		po.Levels[i].FilterType = pebble.TableFilter
 	}
 	flushes := new(atomic.Uint64)
+	var opened atomic.Pointer[Engine]
 	po.EventListener = &pebble.EventListener{
 		FlushEnd: func(info pebble.FlushInfo) {
 			if info.Err == nil {
@@ -95,6 +98,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 			}
 		},
 		TableIngested: func(pebble.TableIngestInfo) { flushes.Add(1) },
+		// A new WAL: a memtable was rotated.
+		WALCreated: func(pebble.WALCreateInfo) {
+			if e := opened.Load(); e != nil && e.rampFlushing.CompareAndSwap(false, true) {
+				go e.flushRamp()
+			}
+		},
 	}
 	po.FS = vfs.Default
 	if opts.InMemory {
@@ -106,8 +115,38 @@ func Open(dir string, opts Options) (*Engine, error) {
 		cache.Unref()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	return &Engine{DB: db, FS: po.FS, dir: dir, cache: cache, opts: po, flushes: flushes}, nil
+	e := &Engine{DB: db, FS: po.FS, dir: dir, cache: cache, opts: po, flushes: flushes}
+	opened.Store(e)
+	return e, nil
 }
+
+// rampMemtables is how many memtables a ramping engine holds before
+// flushRamp flushes them.
+const rampMemtables = 4
+
+// flushRamp flushes the memtables of an engine still ramping up. Pebble
+// starts a new engine's memtables at 256 KiB, doubles each next one up to
+// MemTableSize, and flushes none until the queued ones add up to half of
+// it: a fresh node held 8 memtables, and every point read seeked all 8
+// skiplists (memtables have no bloom filters; sstables do), which was a
+// third of a node's CPU under a point-read load. Once the ramp is over (a
+// memtable of full size), rotations leave the queue short by themselves.
+func (e *Engine) flushRamp() {
+	defer e.rampFlushing.Store(false)
+	e.WhileOpen(func() {
+		m := e.DB.Metrics()
+		if m.MemTable.Count >= rampMemtables && m.MemTable.Size < e.opts.MemTableSize {
+			rampFlushes.Add(1)
+			// Wait for it: its own rotation must not start another.
+			if done, err := e.DB.AsyncFlush(); err == nil {
+				<-done
+			}
+		}
+	})
+}
+
+// rampFlushes counts the flushes flushRamp asked for (tests).
+var rampFlushes atomic.Int64
 
 // SSTWriterOptions are the options of an sstable to ingest into the engine
 // (snapshots): its comparer, key schema and filters, in the engine's table

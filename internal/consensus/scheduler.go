@@ -193,10 +193,15 @@ func (rt *Runtime) cycle(ids []uint64) error {
 		}
 		rt.metrics.ApplyLatency.Observe(time.Since(applyStart))
 		for _, w := range work {
-			w.g.deliverResults(w)
+			// PostApply before the results: a proposer woken by its
+			// result must find the state machine's after-commit work
+			// done (a tablet forgets the transactions the batch resolved
+			// from its in-memory intent mirror there; delivered first, a
+			// caller saw the mirror hold intents the engine no longer had).
 			if pa, ok := w.g.sm.(PostApplier); ok && len(w.rd.CommittedEntries) > 0 {
 				pa.PostApply()
 			}
+			w.g.deliverResults(w)
 		}
 	}
 	// 4. Wait for the fsync, then send the acknowledgements.

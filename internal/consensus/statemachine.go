@@ -40,8 +40,9 @@ type StateMachine interface {
 // PostApplier is implemented by state machines that act on what they
 // applied once it is committed to the engine (for example a split opening
 // its children). PostApply is called from the scheduler goroutine after
-// the batch holding the group's applied entries has been committed; it
-// must not block.
+// the batch holding the group's applied entries has been committed and
+// before the proposers of those entries get their results; it must not
+// block.
 type PostApplier interface {
 	PostApply()
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,6 +79,9 @@ func TestHeldIntentsMatchEngine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	seed := time.Now().UnixNano()
+	if s, err := strconv.ParseInt(os.Getenv("SHALE_SEED"), 10, 64); err == nil {
+		seed = s
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
 	t.Logf("seed %d", seed)
 	const rows, slots = 6, 4

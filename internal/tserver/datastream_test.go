@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,7 +173,7 @@ func TestServeDataInProcess(t *testing.T) {
 	}
 	// Scans in a loop on four goroutines while the node stops.
 	var wg sync.WaitGroup
-	answered := make([]int, 4)
+	answered := make([]atomic.Int64, 4)
 	for g := range answered {
 		wg.Add(1)
 		go func() {
@@ -187,12 +188,12 @@ func TestServeDataInProcess(t *testing.T) {
 					return
 				}
 				if len(r.GetScan().GetRows()) == 100 {
-					answered[g]++
+					answered[g].Add(1)
 				}
 			}
 		}()
 	}
-	for answered[0]+answered[1] == 0 && ctx.Err() == nil {
+	for answered[0].Load()+answered[1].Load() == 0 && ctx.Err() == nil {
 		runtime.Gosched() // until the scans are under way
 	}
 	if err := n.Stop(); err != nil {

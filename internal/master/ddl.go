@@ -338,6 +338,12 @@ func (m *Master) createReplicas(ctx context.Context, tablets []*pb.TabletLocatio
 			voters = append(voters, r.GetNodeId())
 			addrs[r.GetNodeId()] = r.GetAddr()
 		}
+		// The first voter campaigns as soon as its replica exists
+		// (tserver.CreateTablet): rotated by tablet id, so that a new
+		// table's leaders start spread over its tservers.
+		if k := int(t.GetTablet().GetTabletId() % uint64(max(len(voters), 1))); k > 0 {
+			voters = append(append([]uint64(nil), voters[k:]...), voters[:k]...)
+		}
 		for _, r := range t.GetReplicas() {
 			wg.Add(1)
 			sem <- struct{}{}

@@ -285,6 +285,13 @@ func (n *Node) openTablet(desc tablet.Descriptor, bootstrap []uint64) (*tablet.T
 		return nil, fmt.Errorf("tserver: node %d: tablet %d: %w", n.cfg.NodeID, desc.ID, err)
 	}
 	n.mu.tablets[desc.ID] = tb
+	if len(bootstrap) > 1 && bootstrap[0] == n.cfg.NodeID {
+		// The first initial voter of a new tablet campaigns at once (the
+		// master rotates the voters so that new tablets' leaders spread):
+		// left to the election timeout, a new table took 1-2 s before its
+		// first write could succeed.
+		tb.Group().Campaign()
+	}
 	return tb, nil
 }
 

@@ -194,3 +194,52 @@ func TestStartErrors(t *testing.T) {
 		t.Fatalf("CreateTablet after Stop: %v", err)
 	}
 }
+
+// TestFirstVoterLeadsNewTablet: the first initial voter of a new tablet
+// campaigns as soon as its replica exists, so the tablet has a leader,
+// that one, without waiting for an election timeout; the other replicas
+// do not campaign. Each of three tablets names another node first.
+func TestFirstVoterLeadsNewTablet(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	addrs := []string{"127.0.0.1:0", "127.0.0.2:0", "127.0.0.3:0"}
+	nodes := startAll(t, dirs, addrs)
+	defer func() {
+		for _, n := range nodes {
+			_ = n.Stop()
+		}
+	}()
+	// Every vote is refused for VoteRefusalWindow after a node starts
+	// (liveness not yet observed): wait for a first tablet's election.
+	all := []uint64{nodes[0].ID(), nodes[1].ID(), nodes[2].ID()}
+	for _, n := range nodes {
+		if _, err := n.CreateTablet(desc, all); err != nil {
+			t.Fatal(err)
+		}
+	}
+	retry(t, nodes, "a first leader", func(ctx context.Context, tb *tablet.Tablet) error { return nil })
+	for first := range nodes {
+		d := tablet.Descriptor{ID: uint64(10 + first), TableID: tableID + uint32(first), Span: docdb.TableSpan(tableID + uint32(first))}
+		voters := []uint64{nodes[first].ID()}
+		for i, n := range nodes {
+			if i != first {
+				voters = append(voters, n.ID())
+			}
+		}
+		// The others' replicas first: the campaign finds its voters there.
+		for i, n := range nodes {
+			if i != first {
+				if _, err := n.CreateTablet(d, voters); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		tb, err := nodes[first].CreateTablet(d, voters)
+		if err != nil {
+			t.Fatal(err)
+		}
+		consensustest.WaitFor(t, 10*time.Second, "a leader", func() bool { return tb.Group().Status().Leader != 0 })
+		if l := tb.Group().Status().Leader; l != nodes[first].ID() {
+			t.Fatalf("tablet %d: leader %d, want the first voter %d", d.ID, l, nodes[first].ID())
+		}
+	}
+}

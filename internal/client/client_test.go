@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -336,6 +337,9 @@ func TestClient(t *testing.T) {
 				}
 				loc := resp.GetTablets()[i]
 				id, old = loc.GetTablet().GetTabletId(), loc.GetLeaderNode()
+				if old == 0 {
+					return errors.New("the master does not know the leader yet")
+				}
 				return cl.Masters().Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {
 					r, err := mc.LeaderStepdown(ctx, &masterpb.LeaderStepdownRequest{TabletId: id})
 					return r.GetError(), err

@@ -25,16 +25,25 @@ func TestNodeFailure(t *testing.T) {
 	tb := create(t, cl, hashTable("kv", 6))
 	putKV(t, tb, 0, 100) // every tablet has a leader
 
-	resp, err := servertest.Call(t, cl.Masters(), func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
-		return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "test", Name: "kv"})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The master learns the leaders from the tservers' reports: wait
+	// until it knows every tablet's.
 	leaders := map[uint64]int{}
-	for _, loc := range resp.GetTablets() {
-		leaders[loc.GetLeaderNode()]++
-	}
+	consensustest.WaitFor(t, 20*time.Second, "the master knows every leader", func() bool {
+		resp, err := servertest.Call(t, cl.Masters(), func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
+			return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "test", Name: "kv"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(leaders)
+		for _, loc := range resp.GetTablets() {
+			if loc.GetLeaderNode() == 0 {
+				return false
+			}
+			leaders[loc.GetLeaderNode()]++
+		}
+		return len(resp.GetTablets()) > 0
+	})
 	var victim uint64
 	for node, n := range leaders {
 		if victim == 0 || n > leaders[victim] {

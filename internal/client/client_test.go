@@ -18,9 +18,16 @@ import (
 
 func open(t testing.TB, c *servertest.Cluster) *client.Client {
 	t.Helper()
+	return openWith(t, c, client.Config{})
+}
+
+// openWith opens a client of c with cfg (its masters set to c's nodes).
+func openWith(t testing.TB, c *servertest.Cluster, cfg client.Config) *client.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := client.Open(ctx, client.Config{Masters: c.Addrs})
+	cfg.Masters = c.Addrs
+	cl, err := client.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -274,12 +273,8 @@ func (c *Client) localCall(ctx context.Context, addr string, req *tspb.DataReque
 	if rs := c.takeResolves(addr); len(rs) > 0 {
 		req.Resolves = append(req.Resolves, rs...)
 	}
-	localCalls.Add(1)
 	return c.cfg.Local.ServeData(ctx, req)
 }
-
-// localCalls counts the data calls served in process (tests).
-var localCalls atomic.Int64
 
 // readAt is the Read of one replica, over the data stream when it can.
 func (c *Client) readAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.ReadRequest) (*tspb.ReadResponse, error) {

@@ -53,6 +53,3 @@ func (tx *Txn) ServerGet(ctx context.Context, t *Table, key Row, columns ...stri
 	}
 	return tx.finishGet(ctx, t, rowKey, resp, columns)
 }
-
-// LocalCalls is the number of data calls served in process so far.
-func LocalCalls() int64 { return localCalls.Load() }

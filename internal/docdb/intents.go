@@ -452,13 +452,17 @@ func intentKeyOfIndex(indexKey []byte) ([]byte, error) {
 
 type intentFunc func(key IntentKey, typ IntentType, iv intentValue) error
 
-// forEachWriteIntent calls fn for every intent op takes (iv.txn unset).
+// forEachWriteIntent calls fn for every intent op stores (iv.txn unset):
+// a packed op (packedOp) as its one packed intent.
 func forEachWriteIntent(op *WriteOp, fn intentFunc) error {
 	var ttl time.Duration
 	if op.TTL > 0 {
 		ttl = op.TTL
 	}
 	row := IntentKey{RowKey: op.RowKey}
+	if packedOp(op) {
+		return fn(row, StrongWrite, intentValue{ttl: ttl, value: Null(), packed: appendPackedColumns(nil, op.Columns)})
+	}
 	var err error
 	switch op.Kind {
 	case OpPutRow, OpInsertRow:
@@ -502,9 +506,15 @@ func forEachReadIntent(keys []IntentKey, strong bool, fn intentFunc) error {
 	return nil
 }
 
-// WriteAccesses returns the accesses WriteIntents takes for ops: a strong
-// write on every key an op writes and a weak write on the row of an op that
-// writes only columns. Pass them to Conflicts before writing.
+// WriteAccesses returns the accesses WriteIntents takes for ops, as it
+// stores them: a strong write on every key an op writes and a weak write on
+// the row of an op that writes only columns, a put of a whole row (packedOp)
+// as the strong write on its row alone, which stands for its columns too.
+// Pass them to Conflicts before writing. For a packed op they are also all
+// there is to check: every intent on a column comes with one on its row
+// (ReadAccesses, and the column writes here), and a strong write on the row
+// conflicts with any, so its column accesses would find no transaction its
+// row access does not; a bulk load checks one key per row, not per column.
 func WriteAccesses(ops []WriteOp) []Access {
 	var acc []Access
 	for i := range ops {
@@ -512,26 +522,6 @@ func WriteAccesses(ops []WriteOp) []Access {
 			acc = append(acc, Access{Key: k, Type: typ})
 			return nil
 		})
-	}
-	return acc
-}
-
-// StoredWriteAccesses returns the intents WriteIntents stores for ops, as
-// Conflicts finds them: WriteAccesses, but a packed op (packedOp) only as
-// the strong write on its row, which stands for its columns too. They are
-// also all a write needs to check: every intent on a column comes with one
-// on its row (WriteAccesses, ReadAccesses), and a strong write on the row
-// conflicts with any, so the transactions the packed op's column accesses
-// conflict with are those its row access does; a bulk load checks one key
-// per row instead of one per column.
-func StoredWriteAccesses(ops []WriteOp) []Access {
-	var acc []Access
-	for i := range ops {
-		if packedOp(&ops[i]) {
-			acc = append(acc, Access{Key: IntentKey{RowKey: ops[i].RowKey}, Type: StrongWrite})
-			continue
-		}
-		acc = append(acc, WriteAccesses(ops[i:i+1])...)
 	}
 	return acc
 }
@@ -620,16 +610,8 @@ func WriteIntentsKnown(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timesta
 	}
 	return atomically(w, func(w pebble.Writer) error {
 		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht, known: known}
-		var packed []byte
 		for i := range ops {
 			wid := writeID + uint32(i)
-			if op := &ops[i]; packedOp(op) {
-				packed = appendPackedColumns(packed[:0], op.Columns)
-				if err := iw.put(IntentKey{RowKey: op.RowKey}, StrongWrite, wid, intentValue{ttl: op.TTL, value: Null(), packed: packed}); err != nil {
-					return err
-				}
-				continue
-			}
 			err := forEachWriteIntent(&ops[i], func(k IntentKey, typ IntentType, iv intentValue) error {
 				return iw.put(k, typ, wid, iv)
 			})

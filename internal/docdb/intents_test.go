@@ -1205,8 +1205,14 @@ func TestPackedRowIntent(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	if got, all := holders(StoredWriteAccesses(ins)), holders(WriteAccesses(ins)); len(got) != 2 || !slices.Equal(got, all) {
-		t.Fatalf("an insert's row access conflicts with %v, its accesses with %v; want both holders", got, all)
+	row := WriteAccesses(ins)
+	if len(row) != 1 || !bytes.Equal(row[0].Key.RowKey, rk2) || row[0].Key.Column != LivenessColumn || row[0].Type != StrongWrite {
+		t.Fatalf("an insert's accesses: %v, want the strong write on its row", row)
+	}
+	perColumn := append(slices.Clone(row), Access{Key: IntentKey{RowKey: rk2, Column: 2}, Type: StrongWrite},
+		Access{Key: IntentKey{RowKey: rk2, Column: 3}, Type: StrongWrite})
+	if got, all := holders(row), holders(perColumn); len(got) != 2 || !slices.Equal(got, all) {
+		t.Fatalf("an insert's row access conflicts with %v, its accesses per column with %v; want both holders", got, all)
 	}
 	commit := hlc.FromMicros(9e6, 0)
 	if n, err := ApplyIntents(eng, eng, 1, txn, commit); err != nil || n != 4 {

@@ -624,7 +624,7 @@ func (sm *stateMachine) applyTxnCmd(b *pebble.Batch, e consensus.Entry) any {
 		}
 		t.txns.mu.Lock()
 		t.txns.addLocked(txn, time.Now(), len(ops)+len(locks)+len(spans))
-		t.txns.held.add(txn, docdb.StoredWriteAccesses(ops), locks)
+		t.txns.held.add(txn, docdb.WriteAccesses(ops), locks)
 		t.txns.mu.Unlock()
 		t.noteApplied(ht)
 		return ht
@@ -781,7 +781,7 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 			return TxnWriteResult{}, err
 		}
 		locks := lockAccesses(lockRows, w.Lock)
-		want := append(docdb.StoredWriteAccesses(w.Ops), locks...)
+		want := append(docdb.WriteAccesses(w.Ops), locks...)
 		conflicts, err := t.intentConflicts(w.Txn, want)
 		if err != nil {
 			release()
@@ -1526,7 +1526,7 @@ func (t *Tablet) plainWriteConflicts(ops []docdb.WriteOp) ([]docdb.Conflict, err
 	if !t.txns.any() {
 		return nil, nil
 	}
-	want := docdb.StoredWriteAccesses(ops)
+	want := docdb.WriteAccesses(ops)
 	conflicts, err := t.intentConflicts(docdb.TxnID{}, want)
 	if err != nil {
 		return nil, err

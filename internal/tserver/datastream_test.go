@@ -20,20 +20,28 @@ import (
 	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
+// oneReplicaNode starts a node holding desc's only replica, its leader;
+// it stops when the test ends.
+func oneReplicaNode(t *testing.T) *tserver.Node {
+	t.Helper()
+	n, err := tserver.Start(tserver.Config{NodeID: 1, ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(), Raft: testRaft(), Engine: storageOpts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Stop() })
+	if _, err := n.CreateTablet(desc, []uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	retry(t, []*tserver.Node{n}, "leader", func(ctx context.Context, tb *tablet.Tablet) error { return nil })
+	return n
+}
+
 // TestDataStream: many reads and writes multiplexed on one Data stream are
 // each answered once, under their own id, with what the unary calls would
 // answer; a cancelled call gets no answer, and the stream goes on; the
 // transaction calls are served on it too.
 func TestDataStream(t *testing.T) {
-	n, err := tserver.Start(tserver.Config{NodeID: 1, ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(), Raft: testRaft(), Engine: storageOpts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	if _, err := n.CreateTablet(desc, []uint64{1}); err != nil {
-		t.Fatal(err)
-	}
-	retry(t, []*tserver.Node{n}, "leader", func(ctx context.Context, tb *tablet.Tablet) error { return nil })
+	n := oneReplicaNode(t)
 	pool := rpc.NewPool()
 	defer pool.Close()
 	cc, err := pool.Conn(n.Addr())
@@ -151,15 +159,7 @@ func TestDataStream(t *testing.T) {
 // rather than reaching the closed engine, which panics; after Stop every
 // call is refused.
 func TestServeDataInProcess(t *testing.T) {
-	n, err := tserver.Start(tserver.Config{NodeID: 1, ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(), Raft: testRaft(), Engine: storageOpts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	if _, err := n.CreateTablet(desc, []uint64{1}); err != nil {
-		t.Fatal(err)
-	}
-	retry(t, []*tserver.Node{n}, "leader", func(ctx context.Context, tb *tablet.Tablet) error { return nil })
+	n := oneReplicaNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := n.ServeData(ctx, &pb.DataRequest{Req: &pb.DataRequest_Write{Write: &pb.WriteRequest{TabletId: desc.ID, Batch: put(0, 100).Marshal()}}})

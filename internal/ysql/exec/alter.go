@@ -374,6 +374,17 @@ func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, 
 			next.Columns[i].NotNull = true
 		}
 	}
+	src := make([]plan.Row, len(rows))
+	for i, row := range rows {
+		src[i] = row[1:] // without the row id
+		for _, k := range next.Key {
+			if src[i][k.Column].Null {
+				c := next.Columns[k.Column].Name
+				return &pgerror.Error{Code: pgerror.CodeNotNullViolation, Table: old.Name, Column: c,
+					Message: fmt.Sprintf("column %q of relation %q contains null values", c, old.Name)}
+			}
+		}
+	}
 	tmp := cloneTable(next)
 	tmp.Name = old.Name + "_shale_rewrite"
 	tbl, err := s.openTable(ctx, old)
@@ -395,18 +406,6 @@ func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, 
 	created, ok := snap.Table(s.db, tmp.Schema, tmp.Name)
 	if !ok {
 		return pgerror.New(pgerror.CodeInternalError, "rewritten table vanished")
-	}
-	src := make([]plan.Row, len(rows))
-	for i, row := range rows {
-		src[i] = row[1:] // without the row id
-		for _, k := range next.Key {
-			if src[i][k.Column].Null {
-				_ = s.e.cfg.Cache.DropTable(ctx, created)
-				c := next.Columns[k.Column].Name
-				return &pgerror.Error{Code: pgerror.CodeNotNullViolation, Table: old.Name, Column: c,
-					Message: fmt.Sprintf("column %q of relation %q contains null values", c, old.Name)}
-			}
-		}
 	}
 	if err := s.copyRows(ctx, created, src); err != nil {
 		_ = s.e.cfg.Cache.DropTable(ctx, created)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,22 @@ import (
 // group's own data span.
 type kvSM struct {
 	group uint64
+	node  uint64
+}
+
+// gates lets a test hold a node's scheduler: applying "gate=name" tells
+// gate name's entered which node entered, then waits for release.
+var gates sync.Map // name -> *gate
+
+type gate struct {
+	entered chan uint64
+	release chan struct{}
+}
+
+func newGate(name string) *gate {
+	g := &gate{entered: make(chan uint64, 8), release: make(chan struct{})}
+	gates.Store(name, g)
+	return g
 }
 
 func (s *kvSM) prefix() []byte {
@@ -37,6 +54,12 @@ func (s *kvSM) Apply(b *pebble.Batch, e consensus.Entry) any {
 			return err
 		}
 		time.Sleep(d)
+	}
+	if string(k) == "gate" {
+		if g, ok := gates.Load(string(v)); ok {
+			g.(*gate).entered <- s.node
+			<-g.(*gate).release
+		}
 	}
 	if err := b.Set(append(s.prefix(), k...), v, nil); err != nil {
 		return err
@@ -97,7 +120,7 @@ func startCluster(t *testing.T, n int, voters []uint64) *consensustest.Cluster {
 					boot = voters
 				}
 			}
-			if _, err := nd.Runtime.CreateGroup(consensus.GroupConfig{ID: groupID, StateMachine: &kvSM{group: groupID}, Bootstrap: boot}); err != nil {
+			if _, err := nd.Runtime.CreateGroup(consensus.GroupConfig{ID: groupID, StateMachine: &kvSM{group: groupID, node: nd.ID}, Bootstrap: boot}); err != nil {
 				t.Fatalf("node %d: create group: %v", nd.ID, err)
 			}
 		},
@@ -324,6 +347,48 @@ func TestStallKeepsLeader(t *testing.T) {
 		if st := ng.Status(); st.Term != term || st.Leader != l.ID {
 			t.Fatalf("node %d after the stall: term %d leader %d, want term %d leader %d", n.ID, st.Term, st.Leader, term, l.ID)
 		}
+	}
+}
+
+// TestCycleProposalsShareAppend: commands proposed while the leader's
+// scheduler is busy go to the followers together, in one append each, not
+// one append per command.
+func TestCycleProposalsShareAppend(t *testing.T) {
+	c := startCluster(t, 3, []uint64{1, 2, 3})
+	propose(t, c, "warm", "1")
+	l := waitLeader(t, c)
+	g, _ := l.Runtime.Group(groupID)
+	gt := newGate(t.Name())
+	hold, err := g.ProposeAsync([]byte("gate=" + t.Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for node := range gt.entered {
+		if node == l.ID {
+			break
+		}
+	}
+	const n = 64
+	pending := make([]*consensus.Pending, n)
+	for i := range pending {
+		if pending[i], err = g.ProposeAsync(fmt.Appendf(nil, "k%d=v", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := l.Runtime.Metrics()
+	close(gt.release)
+	if _, err := hold.Await(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pending {
+		if _, err := p.Await(); err != nil {
+			t.Fatalf("command %d: %v", i, err)
+		}
+	}
+	sent := l.Runtime.Metrics().MessagesSent - before.MessagesSent
+	t.Logf("%d commands proposed in one cycle: %d raft messages sent by the leader", n, sent)
+	if sent >= n {
+		t.Errorf("%d commands proposed in one cycle cost %d raft messages from the leader, want fewer than %d", n, sent, n)
 	}
 }
 

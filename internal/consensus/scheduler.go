@@ -317,28 +317,9 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 		wake = true
 		g.rn.TransferLeader(transferTo)
 	}
-	for _, p := range props {
+	if len(props) > 0 {
 		wake = true
-		var err error
-		if p.cc != nil {
-			err = g.rn.ProposeConfChange(p.cc)
-		} else {
-			err = g.rn.Propose(p.data)
-		}
-		g.mu.Lock()
-		w := g.mu.waiters[p.id]
-		if err != nil && w != nil {
-			delete(g.mu.waiters, p.id)
-			st := g.rn.BasicStatus()
-			if st.RaftState == raft.StateLeader {
-				w.ch <- proposalResult{err: ErrProposalDropped}
-			} else {
-				w.ch <- proposalResult{err: &NotLeaderError{Group: g.id, Leader: st.Lead}}
-			}
-		} else if w != nil {
-			w.term = g.rn.BasicStatus().GetTerm()
-		}
-		g.mu.Unlock()
+		g.proposeAll(props)
 	}
 	if wake {
 		quiesced = false
@@ -634,4 +615,51 @@ func (g *Group) maybeTruncate(bs raft.BasicStatus) error {
 	st.commitTruncate(target, term)
 	rt.metrics.LogTruncations.Add(1)
 	return nil
+}
+
+// proposeAll hands a cycle's proposals to raft in their order. Consecutive
+// commands go in one MsgProp: raft answers every MsgProp with an append to
+// each follower, so one message per command cost a MsgApp and its MsgAppResp
+// per follower per command; batched, the cycle's commands share them.
+func (g *Group) proposeAll(props []pendingProposal) {
+	for len(props) > 0 {
+		n := 1
+		var err error
+		if cc := props[0].cc; cc != nil {
+			err = g.rn.ProposeConfChange(cc)
+		} else {
+			for n < len(props) && props[n].cc == nil {
+				n++
+			}
+			ents := make([]*raftpb.Entry, n)
+			for i, p := range props[:n] {
+				ents[i] = &raftpb.Entry{Data: p.data}
+			}
+			err = g.rn.Step(&raftpb.Message{Type: raftpb.MsgProp.Enum(), From: proto.Uint64(g.rt.cfg.NodeID), Entries: ents})
+		}
+		g.settleProposed(props[:n], err)
+		props = props[n:]
+	}
+}
+
+// settleProposed fails the waiters of proposals raft refused and records the
+// term the others were proposed in.
+func (g *Group) settleProposed(props []pendingProposal, err error) {
+	st := g.rn.BasicStatus()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range props {
+		w := g.mu.waiters[p.id]
+		switch {
+		case w == nil:
+		case err == nil:
+			w.term = st.GetTerm()
+		case st.RaftState == raft.StateLeader:
+			delete(g.mu.waiters, p.id)
+			w.ch <- proposalResult{err: ErrProposalDropped}
+		default:
+			delete(g.mu.waiters, p.id)
+			w.ch <- proposalResult{err: &NotLeaderError{Group: g.id, Leader: st.Lead}}
+		}
+	}
 }

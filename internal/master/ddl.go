@@ -328,9 +328,18 @@ func (m *Master) waitLiveTServers(ctx context.Context, rf int) {
 // createReplicas asks every replica's tserver to create its tablet, in
 // parallel. A replica that cannot be created now is repaired later by the
 // balancer (the tablet has a majority elsewhere, or waits for it).
+//
+// The first voter of a tablet campaigns as soon as its replica exists
+// (tserver.CreateTablet), so it is created last: created together with
+// the others, its vote requests could reach a tserver before that one had
+// the tablet and were dropped, and the tablet then waited an election
+// timeout (1-2 s) for a leader.
 func (m *Master) createReplicas(ctx context.Context, tablets []*pb.TabletLocation) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, maxParallelCreates)
+	type create struct {
+		addr string
+		req  *tspb.CreateTabletRequest
+	}
+	var others, firsts []create
 	for _, t := range tablets {
 		voters := make([]uint64, 0, len(t.GetReplicas()))
 		addrs := map[uint64]string{}
@@ -338,30 +347,41 @@ func (m *Master) createReplicas(ctx context.Context, tablets []*pb.TabletLocatio
 			voters = append(voters, r.GetNodeId())
 			addrs[r.GetNodeId()] = r.GetAddr()
 		}
-		// The first voter campaigns as soon as its replica exists
-		// (tserver.CreateTablet): rotated by tablet id, so that a new
-		// table's leaders start spread over its tservers.
+		// Rotated by tablet id, so that a new table's leaders start
+		// spread over its tservers.
 		if k := int(t.GetTablet().GetTabletId() % uint64(max(len(voters), 1))); k > 0 {
 			voters = append(append([]uint64(nil), voters[k:]...), voters[:k]...)
 		}
+		req := &tspb.CreateTabletRequest{Tablet: t.GetTablet(), Voters: voters, PeerAddrs: addrs}
 		for _, r := range t.GetReplicas() {
+			c := create{addr: r.GetAddr(), req: req}
+			if r.GetNodeId() == voters[0] {
+				firsts = append(firsts, c)
+			} else {
+				others = append(others, c)
+			}
+		}
+	}
+	sem := make(chan struct{}, maxParallelCreates)
+	for _, wave := range [][]create{others, firsts} {
+		var wg sync.WaitGroup
+		for _, c := range wave {
 			wg.Add(1)
 			sem <- struct{}{}
-			go func(addr string) {
+			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				req := &tspb.CreateTabletRequest{Tablet: t.GetTablet(), Voters: voters, PeerAddrs: addrs}
-				err := m.tserverCall(ctx, addr, func(ctx context.Context, c tspb.TabletServerClient) (*tspb.TabletError, error) {
-					resp, err := c.CreateTablet(ctx, req)
+				err := m.tserverCall(ctx, c.addr, func(ctx context.Context, tc tspb.TabletServerClient) (*tspb.TabletError, error) {
+					resp, err := tc.CreateTablet(ctx, c.req)
 					return resp.GetError(), err
 				})
 				if err != nil {
-					m.log.Warn("master: create replica", "tablet", t.GetTablet().GetTabletId(), "addr", addr, "err", err)
+					m.log.Warn("master: create replica", "tablet", c.req.GetTablet().GetTabletId(), "addr", c.addr, "err", err)
 				}
-			}(r.GetAddr())
+			}()
 		}
+		wg.Wait()
 	}
-	wg.Wait()
 }
 
 // tserverCall calls a tserver with a few quick retries on transport errors.

@@ -1,11 +1,9 @@
 package server_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/server/servertest"
 )
 
@@ -16,12 +14,7 @@ import (
 func TestLeaseEndsWithMajority(t *testing.T) {
 	c := servertest.NewCluster(t, 3)
 	c.WaitMasters(10 * time.Second)
-	_, err := servertest.Call(t, c.Masters(), func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
-		return mc.CreateTable(ctx, servertest.KVTable("kv", 6))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.CreateKVTable(t, "kv", 6)
 	n := c.Servers[0].Node()
 	held := func() int {
 		k := 0

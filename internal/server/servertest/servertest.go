@@ -194,6 +194,19 @@ func Call[R interface{ GetError() *masterpb.MasterError }](t testing.TB, ms *cli
 	return out, err
 }
 
+// CreateKVTable creates KVTable(name, tablets) and returns its id; it fails
+// the test on an error.
+func (c *Cluster) CreateKVTable(t testing.TB, name string, tablets uint32) uint32 {
+	t.Helper()
+	resp, err := Call(t, c.Masters(), func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.CreateTableResponse, error) {
+		return mc.CreateTable(ctx, KVTable(name, tablets))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetTable().GetTableId()
+}
+
 // KVTable is a request for a hash-partitioned key-value table (k text, v
 // bytes) of the given number of tablets in namespace "test".
 func KVTable(name string, tablets uint32) *masterpb.CreateTableRequest {

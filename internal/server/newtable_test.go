@@ -1,0 +1,48 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
+	"github.com/shaledb/shaledb/internal/server/servertest"
+)
+
+// TestNewTableTabletsElectAtOnce: the tablets of a table created on nodes
+// that have just started elect their leaders in one campaign each, with no
+// vote refused and no raft message dropped for a tablet a node did not have
+// yet. The master creates each tablet's first voter (which campaigns at
+// once) after the others; created together, its vote requests could find
+// no replica and the tablet waited an election timeout. And the nodes'
+// first VoteRefusalWindow refused every vote, new tablets' included.
+func TestNewTableTabletsElectAtOnce(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	c.WaitMasters(10 * time.Second)
+	table := c.CreateKVTable(t, "kv", 12)
+	consensustest.WaitFor(t, 20*time.Second, "a leader for each of the 12 tablets on every replica", func() bool {
+		k := 0
+		for _, s := range c.Servers {
+			for _, tb := range s.Node().Tablets() {
+				if tb.Descriptor().TableID == table && tb.Group().Status().Leader != 0 {
+					k++
+				}
+			}
+		}
+		return k == 36
+	})
+	terms := map[uint64]bool{}
+	for _, s := range c.Servers {
+		m := s.Node().Runtime().Metrics()
+		if m.DroppedUnknownGroup != 0 || m.VotesRefused != 0 {
+			t.Errorf("node %d: %d raft messages dropped for a missing tablet, %d votes refused", s.NodeID(), m.DroppedUnknownGroup, m.VotesRefused)
+		}
+		for _, tb := range s.Node().Tablets() {
+			if tb.Descriptor().TableID == table {
+				terms[tb.Group().Status().Term] = true
+			}
+		}
+	}
+	if len(terms) != 1 {
+		t.Errorf("the new tablets' terms differ (%v): some needed more than one election", terms)
+	}
+}

@@ -111,8 +111,12 @@ func testConfig() consensus.Config {
 
 // startCluster runs n nodes; nodes in voters bootstrap the group.
 func startCluster(t *testing.T, n int, voters []uint64) *consensustest.Cluster {
+	return startClusterWith(t, testConfig(), n, voters)
+}
+
+func startClusterWith(t *testing.T, cfg consensus.Config, n int, voters []uint64) *consensustest.Cluster {
 	return consensustest.NewCluster(t, n, consensustest.Options{
-		Runtime: testConfig(),
+		Runtime: cfg,
 		OnStart: func(nd *consensustest.Node) {
 			var boot []uint64
 			for _, v := range voters {
@@ -322,6 +326,48 @@ func TestQuiescedGroupKeepsLeaseAndFailsOver(t *testing.T) {
 		t.Fatal("stopped node still leads")
 	}
 	propose(t, c, "b", "2")
+}
+
+// TestVoteRefusalAfterStart: for VoteRefusalWindow after a start, a
+// replica that has followed a leader refuses every vote (it may have
+// acknowledged one whose lease still runs), while a new group's replicas,
+// which never followed anyone, elect a leader at once. Before, a new
+// tablet on freshly started nodes waited out the window for a leader.
+func TestVoteRefusalAfterStart(t *testing.T) {
+	cfg := testConfig()
+	cfg.VoteRefusalWindow = time.Minute
+	c := startClusterWith(t, cfg, 3, []uint64{1, 2, 3})
+	start := time.Now()
+	waitLeader(t, c) // within 15 s: well inside the window
+	t.Logf("a new group elected a leader %v after its nodes started", time.Since(start).Round(time.Millisecond))
+	propose(t, c, "a", "1")
+	sm := &kvSM{group: groupID}
+	for _, n := range c.Nodes() {
+		consensustest.WaitFor(t, 10*time.Second, fmt.Sprintf("node %d applies a", n.ID), func() bool {
+			_, ok := sm.get(n.Engine, "a")
+			return ok
+		})
+	}
+	for _, n := range c.Nodes() {
+		c.StopNode(n.ID)
+	}
+	for _, n := range c.Nodes() {
+		c.StartNode(n.ID)
+	}
+	consensustest.WaitFor(t, 15*time.Second, "restarted replicas refusing votes", func() bool {
+		k := 0
+		for _, n := range c.Nodes() {
+			if n.Runtime.Metrics().VotesRefused > 0 {
+				k++
+			}
+		}
+		return k >= 2
+	})
+	for _, n := range c.Nodes() {
+		if g, ok := n.Runtime.Group(groupID); ok && g.Status().Role == consensus.RoleLeader {
+			t.Fatalf("node %d leads inside the refusal window after a restart of every node", n.ID)
+		}
+	}
 }
 
 // TestStallKeepsLeader: every node of a group stalls for five election

@@ -389,8 +389,9 @@ func (g *Group) prepare(batch *pebble.Batch) (*groupWork, error) {
 // refuseVote implements the follower side of leader leases: no vote for
 // another candidate while the leader this replica follows is being heard
 // from. The leader is the one raft knows, or after a restart the persisted
-// last leader; and for VoteRefusalWindow after start every vote is refused,
-// because liveness has not been observed yet.
+// last leader; and for VoteRefusalWindow after start every vote is refused
+// by a replica that has followed a leader, because liveness has not been
+// observed yet.
 func (g *Group) refuseVote(m *raftpb.Message) bool {
 	t := m.GetType()
 	if t != raftpb.MsgVote && t != raftpb.MsgPreVote {
@@ -400,7 +401,11 @@ func (g *Group) refuseVote(m *raftpb.Message) bool {
 		return false
 	}
 	rt := g.rt
-	if time.Since(rt.started) < rt.cfg.VoteRefusalWindow {
+	if g.store.lastLeader != 0 && time.Since(rt.started) < rt.cfg.VoteRefusalWindow {
+		// A replica that never followed a leader never acknowledged one
+		// (the leader is persisted before the first message to it
+		// leaves), so no lease counts on it: a new tablet's replicas on
+		// a node that just started may vote at once.
 		return true
 	}
 	lead := g.rn.BasicStatus().Lead

@@ -16,13 +16,24 @@ type hop struct {
 // a replica on the tserver T with too few; then leadership moves along a
 // chain S→U→…→T, each hop a different tablet, so that only S loses a leader
 // and only T gains one. Chains are found breadth first.
+//
+// Nothing moves while a tablet whose voters are all up has no known
+// leader: its election or its leader's report is still to come, and the
+// counts without it are wrong. A new table's tablets elect the leaders the
+// master spread, but their reports arrive over a heartbeat interval; the
+// first reports made the others look short of leaders, and the moves that
+// followed stalled the table's first writes.
 func (p *planner) balanceLeaders() {
 	led := map[uint64][]*Tablet{}
 	for _, t := range p.tablets {
 		if !p.free(t) || !p.stable(t) {
 			continue
 		}
-		if l := p.leaderOf(t); l != 0 {
+		l := p.leaderOf(t)
+		if l == 0 && p.votersLive(t) {
+			return
+		}
+		if l != 0 {
 			led[l] = append(led[l], t)
 		}
 	}
@@ -105,4 +116,14 @@ func (p *planner) bfs(led map[uint64][]*Tablet, src uint64, maxLen int) []hop {
 	}
 	slices.Reverse(path)
 	return path
+}
+
+// votersLive reports whether every voter of t is on a live tserver.
+func (p *planner) votersLive(t *Tablet) bool {
+	for _, r := range t.Replicas {
+		if r.Role == Voter && !p.tsOf(r.TServer).Live {
+			return false
+		}
+	}
+	return true
 }

@@ -357,6 +357,8 @@ type masterRow struct {
 	RPCAddr  string `json:"rpc_addr"`
 	HTTPAddr string `json:"http_addr"`
 	IsLeader bool   `json:"is_leader"`
+	// IsLearner: a new master not yet promoted to a voter of the catalog.
+	IsLearner bool `json:"is_learner"`
 }
 
 type tserverRow struct {
@@ -405,7 +407,7 @@ func (a *adminConn) listMasters(ctx context.Context) ([]masterRow, error) {
 	}
 	rows := []masterRow{}
 	for _, m := range r.GetMasters() {
-		rows = append(rows, masterRow{NodeID: m.GetNodeId(), RPCAddr: m.GetRpcAddr(), HTTPAddr: m.GetHttpAddr(), IsLeader: m.GetIsLeader()})
+		rows = append(rows, masterRow{NodeID: m.GetNodeId(), RPCAddr: m.GetRpcAddr(), HTTPAddr: m.GetHttpAddr(), IsLeader: m.GetIsLeader(), IsLearner: m.GetIsLearner()})
 	}
 	return rows, nil
 }
@@ -588,8 +590,11 @@ func mastersTable(rows []masterRow) table {
 	t := table{header: []string{"NODE", "RPC", "HTTP", "ROLE"}}
 	for _, r := range rows {
 		role := "FOLLOWER"
-		if r.IsLeader {
+		switch {
+		case r.IsLeader:
 			role = "LEADER"
+		case r.IsLearner:
+			role = "LEARNER"
 		}
 		t.rows = append(t.rows, []string{u64(r.NodeID), r.RPCAddr, r.HTTPAddr, role})
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/txncheck"
 	"github.com/shaledb/shaledb/internal/workload"
 )
@@ -143,11 +144,16 @@ func TestBankNemesis(t *testing.T) {
 	a := bank("workload A", nil, 6, 2)
 	a.waitBank(ctx, "under way", 20, 5)
 
-	// a. The node leading the status tablets.
+	// a. The node leading the status tablets, once the master knows them
+	// all (leaders are learned from the tservers' reports).
 	var doc struct{ Tablets []tabletRow }
-	if err := json.Unmarshal([]byte(r.must("admin", "--master-addrs", masters, "list-tablets", "system.transactions", "--json")), &doc); err != nil {
-		t.Fatal(err)
-	}
+	consensustest.WaitFor(t, 30*time.Second, "the master to know every status tablet's leader", func() bool {
+		doc.Tablets = nil
+		if err := json.Unmarshal([]byte(r.must("admin", "--master-addrs", masters, "list-tablets", "system.transactions", "--json")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return !slices.ContainsFunc(doc.Tablets, func(tb tabletRow) bool { return tb.LeaderNode == 0 })
+	})
 	leads := map[uint64]int{}
 	for _, tb := range doc.Tablets {
 		leads[tb.LeaderNode]++

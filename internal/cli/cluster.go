@@ -336,8 +336,10 @@ func (c *localCluster) refreshAdmin(a *adminConn) *adminConn {
 	return c.admin()
 }
 
-// waitMasters waits until the cluster has want masters, one of them the
-// leader, and every node of the state is LIVE.
+// waitMasters waits until the cluster has want masters, all voters of the
+// catalog and one of them the leader, and every node of the state is LIVE.
+// Until the new masters are promoted, losing the first node loses the
+// catalog's only voter: a cluster is not ready before.
 func (c *localCluster) waitMasters(ctx context.Context, a *adminConn, want int) ([]masterRow, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.wait)
 	defer cancel()
@@ -353,10 +355,13 @@ func (c *localCluster) waitMasters(ctx context.Context, a *adminConn, want int) 
 		if err != nil {
 			last = err.Error()
 		} else {
-			leaders, live := 0, 0
+			leaders, live, learners := 0, 0, 0
 			for _, m := range ms {
 				if m.IsLeader {
 					leaders++
+				}
+				if m.IsLearner {
+					learners++
 				}
 			}
 			for _, t := range ts {
@@ -364,10 +369,10 @@ func (c *localCluster) waitMasters(ctx context.Context, a *adminConn, want int) 
 					live++
 				}
 			}
-			if len(ms) == want && leaders == 1 && live >= len(c.st.Nodes) {
+			if len(ms) == want && leaders == 1 && learners == 0 && live >= len(c.st.Nodes) {
 				return ms, nil
 			}
-			last = fmt.Sprintf("%d masters (%d leaders), %d live tservers; want %d masters and %d live tservers", len(ms), leaders, live, want, len(c.st.Nodes))
+			last = fmt.Sprintf("%d masters (%d leaders, %d learners), %d live tservers; want %d voting masters and %d live tservers", len(ms), leaders, learners, live, want, len(c.st.Nodes))
 		}
 		select {
 		case <-ctx.Done():

@@ -279,9 +279,16 @@ func (m *Master) run() {
 				continue
 			}
 		}
-		if leading && time.Since(lastWork) >= time.Second {
+		switch {
+		case leading && time.Since(lastWork) >= time.Second:
 			lastWork = time.Now()
 			m.leaderWork()
+		case leading && m.mastersMissing(st):
+			// Until the new masters vote, losing this node loses the
+			// catalog: add and promote them on every tick, not each second.
+			ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+			m.growMasters(ctx)
+			cancel()
 		}
 	}
 }

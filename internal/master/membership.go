@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -495,6 +496,21 @@ func (m *Master) replaceDeadMaster(ctx context.Context) {
 		return
 	}
 	m.log.Info("master: replacing a dead master", "dead", dead, "new", repl)
+}
+
+// mastersMissing reports whether a master the cluster config names is not
+// a voter of the sys catalog yet.
+func (m *Master) mastersMissing(st consensus.Status) bool {
+	missing := false
+	_ = m.withCatalog(func(c *catalog) error {
+		for _, id := range c.config.GetMasters() {
+			if !slices.Contains(st.Voters, id) {
+				missing = true
+			}
+		}
+		return nil
+	})
+	return missing
 }
 
 // growMasters adds the masters named in the cluster config to the sys

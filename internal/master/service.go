@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"time"
 
@@ -165,7 +166,7 @@ func (s *service) ListMasters(ctx context.Context, req *pb.ListMastersRequest) (
 		return m.withCatalog(func(c *catalog) error {
 			st := m.sys.Group().Status()
 			for _, id := range c.config.GetMasters() {
-				mi := &pb.MasterInfo{NodeId: id, IsLeader: id == st.Node}
+				mi := &pb.MasterInfo{NodeId: id, IsLeader: id == st.Node, IsLearner: !slices.Contains(st.Voters, id)}
 				if ts, ok := c.tservers[id]; ok {
 					mi.RpcAddr, mi.HttpAddr = ts.rec.GetRpcAddr(), ts.rec.GetHttpAddr()
 				}

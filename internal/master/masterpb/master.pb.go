@@ -2236,11 +2236,14 @@ func (x *CatalogObjects) GetObjects() map[string][]byte {
 }
 
 type MasterInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        uint64                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	RpcAddr       string                 `protobuf:"bytes,2,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"`
-	HttpAddr      string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
-	IsLeader      bool                   `protobuf:"varint,4,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	NodeId   uint64                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	RpcAddr  string                 `protobuf:"bytes,2,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"`
+	HttpAddr string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	IsLeader bool                   `protobuf:"varint,4,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
+	// is_learner: the master is still catching up as a non-voting replica of
+	// the sys catalog (a new master, until it is promoted).
+	IsLearner     bool `protobuf:"varint,5,opt,name=is_learner,json=isLearner,proto3" json:"is_learner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2299,6 +2302,13 @@ func (x *MasterInfo) GetHttpAddr() string {
 func (x *MasterInfo) GetIsLeader() bool {
 	if x != nil {
 		return x.IsLeader
+	}
+	return false
+}
+
+func (x *MasterInfo) GetIsLearner() bool {
+	if x != nil {
+		return x.IsLearner
 	}
 	return false
 }
@@ -3493,13 +3503,15 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\aobjects\x18\x01 \x03(\v2+.shaledb.master.CatalogObjects.ObjectsEntryR\aobjects\x1a:\n" +
 	"\fObjectsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"z\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x99\x01\n" +
 	"\n" +
 	"MasterInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
 	"\brpc_addr\x18\x02 \x01(\tR\arpcAddr\x12\x1b\n" +
 	"\thttp_addr\x18\x03 \x01(\tR\bhttpAddr\x12\x1b\n" +
-	"\tis_leader\x18\x04 \x01(\bR\bisLeader\"\x14\n" +
+	"\tis_leader\x18\x04 \x01(\bR\bisLeader\x12\x1d\n" +
+	"\n" +
+	"is_learner\x18\x05 \x01(\bR\tisLearner\"\x14\n" +
 	"\x12ListMastersRequest\"~\n" +
 	"\x13ListMastersResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x124\n" +

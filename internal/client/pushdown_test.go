@@ -431,6 +431,50 @@ func TestPushdown(t *testing.T) {
 
 	t.Run("filters and aggregates", func(t *testing.T) { checkAll(t, tb, ref, pdFilters()) })
 
+	// Keep: a filter the client evaluates; Limit counts the rows it keeps,
+	// with and without a pushed filter, alone and inside a transaction
+	// (where an own write must be seen by it).
+	t.Run("client-side filter with a limit", func(t *testing.T) {
+		keep := func(r client.Row) (bool, error) { return r["id"].Int%97 == 5, nil }
+		var want []client.Row
+		for _, r := range ref {
+			if ok, _ := keep(r); ok {
+				want = append(want, r)
+			}
+		}
+		for _, limit := range []int{1, 7, 150} {
+			got, err := tb.ScanAll(longCtx(t), client.ScanOptions{Keep: keep, Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := want[:min(limit, len(want))]; !slices.Equal(ids(got), ids(w)) {
+				t.Fatalf("limit %d: %v, want %v", limit, ids(got), ids(w))
+			}
+		}
+		tx, err := cl.Begin(longCtx(t), client.TxnOptions{Isolation: client.Snapshot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(longCtx(t)) }()
+		// Row 5 passes the filter; deleted here, the next ones take its place.
+		if err := tx.Apply(longCtx(t), tb, []client.Op{{Kind: client.OpDelete, Row: client.Row{"id": docdb.Int64(5)}}}); err != nil {
+			t.Fatal(err)
+		}
+		var wantTx []client.Row
+		for _, r := range want {
+			if r["id"].Int != 5 {
+				wantTx = append(wantTx, r)
+			}
+		}
+		got, err := tx.Scan(longCtx(t), tb, client.ScanOptions{Keep: keep, Limit: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(sortedIDs(got), sortedIDs(wantTx[:7])) {
+			t.Fatalf("in a transaction that deleted row 5: %v, want %v", sortedIDs(got), sortedIDs(wantTx[:7]))
+		}
+	})
+
 	t.Run("count star", func(t *testing.T) {
 		for _, p := range []int{0, 1} {
 			res, err := tb.Aggregate(longCtx(t), client.ScanOptions{Aggregates: []client.Aggregate{client.CountStar()}, Parallelism: p})

@@ -34,6 +34,13 @@ type ScanOptions struct {
 	// tablets evaluate it next to the data, and Limit counts the rows it
 	// keeps.
 	Filter *Filter
+	// Keep, if set, is a filter the client evaluates on every row the
+	// tablets return (after Filter): a row scan returns only the rows it
+	// accepts, and Limit counts those, so that a scan with a filter the
+	// tablets cannot evaluate (the SQL layer's) still ends once it has
+	// Limit rows. A parallel scan (no Limit) calls it from several
+	// goroutines. Its error ends the scan as it is.
+	Keep func(Row) (bool, error)
 	// Aggregates are what Table.Aggregate and Txn.Aggregate compute; a
 	// row scan refuses them.
 	Aggregates []Aggregate
@@ -82,6 +89,7 @@ type Scanner struct {
 	txn       *tspb.TxnReadOptions // inside a transaction
 	onLock    func(*tabletMeta)    // told of each tablet before a page locks a span of it
 	remaining int                  // rows still allowed; -1: no limit
+	keepPage  int                  // rows asked by the last page of a scan with Keep and a limit
 	done      bool
 
 	buf []Row
@@ -201,9 +209,19 @@ func (sc *Scanner) fetchRows() ([]Row, error) {
 		if err != nil {
 			return nil, (&sender{c: sc.t.c}).finish(sc.ctx, "scan", sc.t, err)
 		}
+		if keep := sc.opts.Keep; keep != nil {
+			ok, err := keep(row)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
 		rows = append(rows, row)
 	}
 	if sc.remaining >= 0 {
+		rows = rows[:min(len(rows), sc.remaining)] // Keep's pages may bring more
 		sc.remaining -= len(rows)
 		if sc.remaining <= 0 {
 			sc.done = true
@@ -243,7 +261,14 @@ func (sc *Scanner) fetch() (*tspb.ScanResponse, error) {
 		var limit int
 		if !sc.pd.aggregate() {
 			limit = sc.opts.PageSize
-			if sc.remaining >= 0 {
+			switch {
+			case sc.remaining >= 0 && sc.opts.Keep != nil:
+				// The client drops rows: ask for what remains, then
+				// twice as many each page, so that a selective filter
+				// costs a few requests, not one per row.
+				sc.keepPage = max(2*sc.keepPage, sc.remaining)
+				limit = min(limit, sc.keepPage)
+			case sc.remaining >= 0:
 				limit = min(limit, sc.remaining)
 			}
 		}

@@ -697,9 +697,9 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 		opts.Columns = nil
 	}
 	limit := opts.Limit
-	filter := opts.Filter
+	filter, keep := opts.Filter, opts.Keep
 	clientFilter := tx.hasOwnTable(t.id) || lock
-	if tx.hasOwnTable(t.id) || clientFilter && filter != nil {
+	if tx.hasOwnTable(t.id) || clientFilter && (filter != nil || keep != nil) {
 		// Own deletes may remove rows, a client-side filter may drop
 		// them: cut after.
 		opts.Limit = 0
@@ -707,7 +707,7 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 	if clientFilter {
 		// Own writes may make rows qualify or not, and a locking scan
 		// locks what it read whole: filter in the client.
-		opts.Filter = nil
+		opts.Filter, opts.Keep = nil, nil
 	}
 	sc := t.Scan(ctx, opts)
 	o, rt := tx.readOptions()
@@ -751,6 +751,19 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 				return nil, (&sender{c: tx.c}).finish(ctx, "scan", t, err)
 			}
 			rows = t.filterRows(rows, pd.pred)
+		}
+		if keep != nil {
+			kept := rows[:0]
+			for _, r := range rows {
+				ok, err := keep(r)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					kept = append(kept, r)
+				}
+			}
+			rows = kept
 		}
 	}
 	if limit > 0 && len(rows) > limit {

@@ -224,6 +224,9 @@ func (s *Session) describeScan(ctx context.Context, x *plan.Scan, add, detail fu
 	if x.LimitHint != nil && s.pushdownEnabled() && x.Wait != plan.SkipLocked && (x.Filter == nil || pushdown && !local && x.Lock == plan.NoLock) {
 		detail("Remote Limit: %s", plan.FormatLimit(x.LimitHint, x.OffsetHint))
 	}
+	if x.LimitHint != nil && pushdown && local && x.Access.Index == nil && x.Lock == plan.NoLock && x.Wait != plan.SkipLocked {
+		detail("Limit: %s rows that pass the filter, then the scan stops", plan.FormatLimit(x.LimitHint, x.OffsetHint))
+	}
 	if rd := s.reads[x]; rd != nil {
 		if x.Access.Index != nil {
 			detail("Storage Index Rows Read: %d", rd.index)

@@ -635,6 +635,7 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 	}
 	var raw []client.Row
 	filter := s.Filter
+	examined := -1 // rows read when a client-side filter dropped some (Keep)
 	switch s.Access.Kind {
 	case plan.PointGet:
 		key, ok, err := r.keyValues(s.Table, s.Access.Eq)
@@ -669,6 +670,15 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 	default:
 		var opts client.ScanOptions
 		filter = r.pushOptions(s, &opts)
+		if filter != nil && opts.Limit == 0 && s.Lock == plan.NoLock && s.Wait != plan.SkipLocked && r.s.pushdownEnabled() {
+			// A LIMIT over a filter the tablets cannot evaluate: filter
+			// each page as it comes, and stop once the limit is met,
+			// rather than read the whole table first.
+			if n := r.limitHint(s); n > 0 {
+				opts.Limit, opts.Keep = n, r.keeper(s.Table, filter, &examined)
+				filter = nil
+			}
+		}
 		if s.Access.Kind == plan.KeyRange {
 			ok, err := r.rangeBounds(s, &opts)
 			if err != nil || !ok {
@@ -680,7 +690,10 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 			return nil, err
 		}
 	}
-	r.s.noteRead(s, 0, len(raw))
+	if examined < 0 {
+		examined = len(raw)
+	}
+	r.s.noteRead(s, 0, examined)
 	out, err := tableRows(s.Table, raw)
 	if err != nil {
 		return nil, err
@@ -693,6 +706,22 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		return r.lockRows(s, tbl, out)
 	}
 	return out, nil
+}
+
+// keeper is filter as a client-side scan filter (client.ScanOptions.Keep)
+// over the storage rows of table t; it counts the rows it sees in
+// examined (from 0; one goroutine, as a scan with a Limit calls it).
+func (r *runner) keeper(t *catalog.Table, filter plan.Expr, examined *int) func(client.Row) (bool, error) {
+	*examined = 0
+	return func(raw client.Row) (bool, error) {
+		*examined++
+		rows, err := tableRows(t, []client.Row{raw})
+		if err != nil {
+			return false, err
+		}
+		rows, err = r.filter(rows, filter)
+		return len(rows) == 1, err
+	}
 }
 
 // pushOptions sets what a table or index scan asks of the tablets besides

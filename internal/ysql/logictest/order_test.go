@@ -85,6 +85,10 @@ func TestOrderedLimitReads(t *testing.T) {
 		{q: `SELECT * FROM ol WHERE a = 4 ORDER BY b LIMIT 5`, index: -1, table: 5, rows: 5, offIndex: -1, offTable: 100},
 		// An index scan: 7 index rows, then 7 table rows.
 		{q: `SELECT a, b, s FROM ol WHERE v < 30 ORDER BY v DESC LIMIT 7`, index: 7, table: 7, rows: 7, offIndex: 1000 * 30 / 37, offTable: 1000 * 30 / 37},
+		// A filter the tablets cannot evaluate (LIKE): the scan stops in
+		// the page that brings the third row passing it, (0, 77), the
+		// 23rd in key order; pages of 3, 6, 12 and 24 rows.
+		{q: `SELECT a, b FROM ol WHERE s LIKE '%7' LIMIT 3`, index: -1, table: 45, rows: 3, offIndex: -1, offTable: 1000},
 		// An index-only scan, backward: NULLS FIRST is what it gives.
 		{q: `SELECT v FROM ol ORDER BY v NULLS FIRST LIMIT 3`, index: 3, table: -1, rows: 3, offIndex: 1000, offTable: -1},
 	}

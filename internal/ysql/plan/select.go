@@ -292,9 +292,10 @@ func (b *Binder) limit(s *pg.SelectStmt, n Node, parent *scope) (Node, error) {
 	return l, nil
 }
 
-// limitable finds a Scan whose rows reach the limit in order, unfiltered
-// or filtered only by conjuncts the tablets evaluate (the scan then asks
-// the tablets for that many qualifying rows).
+// limitable finds a Scan whose rows reach the limit in order (its own
+// filter applied: the scan asks the tablets for that many qualifying rows
+// when they evaluate all of it, and otherwise stops reading once it has
+// them).
 func limitable(n Node) (*Scan, bool) {
 	switch x := n.(type) {
 	case *Project:
@@ -302,7 +303,7 @@ func limitable(n Node) (*Scan, bool) {
 	case *Truncate:
 		return limitable(x.Input)
 	case *Scan:
-		return x, x.Filter == nil || FullyRemote(x)
+		return x, true
 	}
 	return nil, false
 }

@@ -267,39 +267,3 @@ func TestTxnRecordCommitRacesGet(t *testing.T) {
 	}
 	t.Logf("%d of 40 commits won", commits)
 }
-
-// TestTxnRecordAwait: AWAIT answers once the record is decided (a waiter
-// on a participant wakes at the commit, not at the apply there), and
-// answers PENDING after a bounded wait for a transaction that goes on.
-func TestTxnRecordAwait(t *testing.T) {
-	_, cl, tb := txnSetup(t, "record-await", 2)
-	ctx := ctxT(t)
-	warmUp(t, cl, tb)
-	id := txn.NewID(time.Now(), [8]byte{0xaa})
-	if _, err := cl.TxnStatus(ctx, tspb.TxnStatusRequest_CREATE, id, 0, nil); err != nil {
-		t.Fatal(err)
-	}
-	var await client.TxnStatusResult
-	var awaitErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		await, awaitErr = cl.TxnStatus(ctx, tspb.TxnStatusRequest_AWAIT, id, 0, nil)
-	}()
-	commit, err := cl.TxnStatus(ctx, tspb.TxnStatusRequest_COMMIT, id, 0, nil)
-	if err != nil || commit.State != tspb.TxnState_COMMITTED {
-		t.Fatalf("commit: %v %v", commit.State, err)
-	}
-	<-done
-	if awaitErr != nil || await.State != tspb.TxnState_COMMITTED || await.CommitTime != commit.CommitTime {
-		t.Fatalf("AWAIT answered %v at %v (%v); the commit was at %v", await.State, await.CommitTime, awaitErr, commit.CommitTime)
-	}
-
-	other := txn.NewID(time.Now(), [8]byte{0xab})
-	if _, err := cl.TxnStatus(ctx, tspb.TxnStatusRequest_CREATE, other, 0, nil); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := cl.TxnStatus(ctx, tspb.TxnStatusRequest_AWAIT, other, 0, nil); err != nil || res.State != tspb.TxnState_PENDING {
-		t.Fatalf("AWAIT of a transaction that goes on: %v %v", res.State, err)
-	}
-}

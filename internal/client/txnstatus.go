@@ -72,7 +72,7 @@ func (c *Client) TxnStatus(ctx context.Context, op tspb.TxnStatusRequest_Op, id 
 	for _, w := range waitingFor {
 		waits = append(waits, append([]byte(nil), w[:]...))
 	}
-	s := &sender{c: c, write: op != tspb.TxnStatusRequest_GET && op != tspb.TxnStatusRequest_AWAIT}
+	s := &sender{c: c, write: op != tspb.TxnStatusRequest_GET}
 	var resp *tspb.TxnStatusResponse
 	err = st.routeKey(ctx, s, rowKey, func(tab *tabletMeta) call {
 		return func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {

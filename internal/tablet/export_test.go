@@ -21,13 +21,6 @@ func SetApplyLinger(d time.Duration) (restore func()) {
 	return func() { applyLinger.Store(old) }
 }
 
-// SetWaitPoll sets how often a waiting writer re-checks the transactions
-// it waits for, until the returned function is called.
-func SetWaitPoll(d time.Duration) (restore func()) {
-	old := waitPoll.Swap(int64(d))
-	return func() { waitPoll.Store(old) }
-}
-
 // DeferMaxIntents: a transaction with more intents on a tablet is applied
 // at once rather than deferred.
 const DeferMaxIntents = deferMaxIntents

@@ -293,29 +293,3 @@ func TestConcurrentTxnInserts(t *testing.T) {
 		})
 	}
 }
-
-// TestWaiterWakesAtDecision: a writer waiting for a transaction goes on
-// as soon as the transaction's status record is decided, before anything
-// applies its intents here (its own write carries the apply). The poll is
-// an hour: only the decision can wake it.
-func TestWaiterWakesAtDecision(t *testing.T) {
-	defer tablet.SetWaitPoll(time.Hour)()
-	res := newFakeResolver()
-	tb, clock := txnTablet(t, res)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	a, b := testTxnID("a"), testTxnID("b")
-	if _, err := tb.WriteTxn(ctx, &tablet.TxnWrite{Txn: a, WriteID: 1, Ops: putBatch(1, 2, "a").Ops}); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := tb.WriteTxn(ctx, &tablet.TxnWrite{Txn: b, WriteID: 1, Ops: putBatch(1, 2, "b").Ops, Wait: tablet.WaitOnConflict})
-		done <- err
-	}()
-	consensustest.WaitFor(t, 20*time.Second, "b waits for a", func() bool { return res.waiting(b, a) })
-	res.set(a, tablet.TxnStatus{State: tablet.TxnCommitted, CommitHT: clock.Now()})
-	if err := <-done; err != nil {
-		t.Fatalf("b after a committed: %v", err)
-	}
-}

@@ -21,16 +21,14 @@ import (
 // the test commits or aborts it. It remembers the waits reported and how
 // often each transaction's status was asked.
 type fakeResolver struct {
-	mu      sync.Mutex
-	status  map[docdb.TxnID]tablet.TxnStatus
-	waits   map[docdb.TxnID][]docdb.TxnID
-	asked   map[docdb.TxnID]int
-	decided chan struct{} // closed and replaced by each set
+	mu     sync.Mutex
+	status map[docdb.TxnID]tablet.TxnStatus
+	waits  map[docdb.TxnID][]docdb.TxnID
+	asked  map[docdb.TxnID]int
 }
 
 func newFakeResolver() *fakeResolver {
-	return &fakeResolver{status: map[docdb.TxnID]tablet.TxnStatus{}, waits: map[docdb.TxnID][]docdb.TxnID{}, asked: map[docdb.TxnID]int{},
-		decided: make(chan struct{})}
+	return &fakeResolver{status: map[docdb.TxnID]tablet.TxnStatus{}, waits: map[docdb.TxnID][]docdb.TxnID{}, asked: map[docdb.TxnID]int{}}
 }
 
 func (r *fakeResolver) Status(_ context.Context, txn docdb.TxnID, _ hlc.Timestamp) (tablet.TxnStatus, error) {
@@ -50,8 +48,6 @@ func (r *fakeResolver) Abort(_ context.Context, txn docdb.TxnID) (tablet.TxnStat
 		return st, nil
 	}
 	r.status[txn] = tablet.TxnStatus{State: tablet.TxnAborted}
-	close(r.decided)
-	r.decided = make(chan struct{})
 	return r.status[txn], nil
 }
 
@@ -62,30 +58,10 @@ func (r *fakeResolver) ReportWait(_ context.Context, waiter docdb.TxnID, blocker
 	return nil
 }
 
-// Await answers once txn is decided, or PENDING when ctx ends.
-func (r *fakeResolver) Await(ctx context.Context, txn docdb.TxnID) (tablet.TxnStatus, error) {
-	for {
-		r.mu.Lock()
-		st, ok := r.status[txn]
-		ch := r.decided
-		r.mu.Unlock()
-		if ok && st.State != tablet.TxnPending {
-			return st, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return tablet.TxnStatus{State: tablet.TxnPending}, nil
-		}
-	}
-}
-
 func (r *fakeResolver) set(txn docdb.TxnID, st tablet.TxnStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.status[txn] = st
-	close(r.decided)
-	r.decided = make(chan struct{})
 }
 
 func (r *fakeResolver) waiting(waiter, blocker docdb.TxnID) bool {

@@ -225,7 +225,7 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 		release()
 		pending, err := t.resolveConflicts(ctx, conflicts, nil)
 		if err == nil && len(pending) > 0 {
-			err = t.waitAny(ctx, pending, time.Duration(waitPoll.Load()))
+			err = t.waitAny(ctx, pending)
 		}
 		if err != nil {
 			return 0, err

@@ -105,10 +105,6 @@ type Resolver interface {
 	// ReportWait records that waiter waits for blockers (deadlock
 	// detection reads it back through Status).
 	ReportWait(ctx context.Context, waiter docdb.TxnID, blockers []docdb.TxnID) error
-	// Await returns txn's status once it is committed or aborted, or
-	// PENDING after a bounded wait (the record's leader changed, or the
-	// transaction goes on).
-	Await(ctx context.Context, txn docdb.TxnID) (TxnStatus, error)
 }
 
 // Errors of transactional operations.
@@ -739,9 +735,7 @@ func lockAccesses(rows [][]byte, mode LockMode) []docdb.Access {
 
 // waitPoll is how often a waiter re-checks the transactions it waits for
 // (expiry of an abandoned one) and looks for deadlocks.
-var waitPoll atomic.Int64 // ns
-
-func init() { waitPoll.Store(int64(200 * time.Millisecond)) }
+const waitPoll = 200 * time.Millisecond
 
 // WriteTxn writes a transaction's intents and locks after checking for
 // conflicts with other transactions, waiting for them as w.Wait says.
@@ -896,17 +890,10 @@ func (t *Tablet) resolveConflicts(ctx context.Context, conflicts []docdb.Conflic
 	return pending, nil
 }
 
-// waitForTxns waits until one of the pending transactions finishes, or a
-// poll interval passes. A wait that has lasted reportWaitAfter is reported
-// for deadlock detection, and this transaction is aborted if it is the
-// victim of a deadlock. Most waits end sooner (a lock handed from one
-// short transaction to the next), and the report and the search cost
-// several status calls each time: as PostgreSQL's deadlock_timeout, the
-// search waits until a wait looks long.
+// waitForTxns waits until one of the pending transactions finishes here,
+// or a poll interval passes; it reports the wait for deadlock detection
+// and aborts this transaction if it is the victim of a deadlock.
 func (t *Tablet) waitForTxns(ctx context.Context, self docdb.TxnID, pending []docdb.TxnID, since time.Time) error {
-	if time.Since(since) < reportWaitAfter {
-		return t.waitAny(ctx, pending, reportWaitAfter-time.Since(since))
-	}
 	if err := t.resolver.ReportWait(ctx, self, pending); err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -921,25 +908,16 @@ func (t *Tablet) waitForTxns(ctx context.Context, self docdb.TxnID, pending []do
 	if st, err := t.resolver.Status(ctx, self, 0); err == nil && st.State == TxnAborted {
 		return fmt.Errorf("%w: %s", ErrTxnAborted, self)
 	}
-	return t.waitAny(ctx, pending, time.Duration(waitPoll.Load()))
+	return t.waitAny(ctx, pending)
 }
 
-// reportWaitAfter: how long a wait lasts before it is reported for
-// deadlock detection.
-const reportWaitAfter = 50 * time.Millisecond
-
-// waitAny waits until one of the pending transactions is decided (its
-// status record says so) or its intents here are resolved, or poll
-// passes (an abandoned transaction is noticed by the next status
-// check). Waking at the decision, not at the apply here, saves the waiter
-// the apply's notification and Raft round: its next attempt finds the
-// transaction committed and lets the apply ride in front of its own write.
-func (t *Tablet) waitAny(ctx context.Context, pending []docdb.TxnID, poll time.Duration) error {
+// waitAny waits until the intents here of one of the pending transactions
+// are resolved, or a poll interval passes (an abandoned transaction is
+// noticed by the next status check).
+func (t *Tablet) waitAny(ctx context.Context, pending []docdb.TxnID) error {
 	stop := make(chan struct{})
 	defer close(stop)
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	woken := make(chan struct{}, 2*len(pending))
+	woken := make(chan struct{}, len(pending))
 	for _, p := range pending {
 		ch := t.txns.waitFor(p)
 		go func() {
@@ -949,13 +927,8 @@ func (t *Tablet) waitAny(ctx context.Context, pending []docdb.TxnID, poll time.D
 			case <-stop:
 			}
 		}()
-		go func() {
-			if st, err := t.resolver.Await(actx, p); err == nil && st.State != TxnPending {
-				woken <- struct{}{}
-			}
-		}()
 	}
-	timer := time.NewTimer(poll)
+	timer := time.NewTimer(waitPoll)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():

@@ -33,40 +33,6 @@ type txnState struct {
 	// finished caches final statuses (they never change).
 	finishedMu sync.Mutex
 	finished   map[docdb.TxnID]tablet.TxnStatus
-	// watches: AWAIT calls waiting for a record here to be decided, by
-	// transaction (under waitsMu).
-	watches map[docdb.TxnID]*watch
-}
-
-type watch struct {
-	decided chan struct{}
-	n       int
-}
-
-// awaitMax bounds an AWAIT call: a record whose leader moved is decided
-// elsewhere, and a long transaction is better asked again.
-const awaitMax = time.Second
-
-// watch registers an AWAIT on id; call the returned func when done.
-func (ts *txnState) watch(id docdb.TxnID) (<-chan struct{}, func()) {
-	ts.waitsMu.Lock()
-	defer ts.waitsMu.Unlock()
-	if ts.watches == nil {
-		ts.watches = map[docdb.TxnID]*watch{}
-	}
-	w := ts.watches[id]
-	if w == nil {
-		w = &watch{decided: make(chan struct{})}
-		ts.watches[id] = w
-	}
-	w.n++
-	return w.decided, func() {
-		ts.waitsMu.Lock()
-		defer ts.waitsMu.Unlock()
-		if w.n--; w.n == 0 && ts.watches[id] == w {
-			delete(ts.watches, id)
-		}
-	}
 }
 
 type waitEdge struct {
@@ -116,7 +82,7 @@ func statusOf(res client.TxnStatusResult) tablet.TxnStatus {
 }
 
 func (r resolver) call(ctx context.Context, op pb.TxnStatusRequest_Op, id docdb.TxnID, t hlc.Timestamp, waits []docdb.TxnID) (tablet.TxnStatus, error) {
-	if op == pb.TxnStatusRequest_GET || op == pb.TxnStatusRequest_AWAIT {
+	if op == pb.TxnStatusRequest_GET {
 		r.n.txn.finishedMu.Lock()
 		st, ok := r.n.txn.finished[id]
 		r.n.txn.finishedMu.Unlock()
@@ -150,10 +116,6 @@ func (r resolver) Status(ctx context.Context, id docdb.TxnID, readTime hlc.Times
 
 func (r resolver) Abort(ctx context.Context, id docdb.TxnID) (tablet.TxnStatus, error) {
 	return r.call(ctx, pb.TxnStatusRequest_ABORT, id, 0, nil)
-}
-
-func (r resolver) Await(ctx context.Context, id docdb.TxnID) (tablet.TxnStatus, error) {
-	return r.call(ctx, pb.TxnStatusRequest_AWAIT, id, 0, nil)
 }
 
 func (r resolver) ReportWait(ctx context.Context, waiter docdb.TxnID, blockers []docdb.TxnID) error {
@@ -287,16 +249,8 @@ func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.
 			return fmt.Errorf("%w: malformed row key %x", errInvalid, req.GetRowKey())
 		}
 		var op txn.Op
-		var decided <-chan struct{}
 		switch req.GetOp() {
 		case pb.TxnStatusRequest_GET:
-			op = txn.OpGet
-		case pb.TxnStatusRequest_AWAIT:
-			// Watched before the first read, so that a decision in
-			// between is not missed.
-			var done func()
-			decided, done = n.txn.watch(id)
-			defer done()
 			op = txn.OpGet
 		case pb.TxnStatusRequest_CREATE:
 			op = txn.OpCreate
@@ -322,17 +276,27 @@ func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.
 		default:
 			return fmt.Errorf("%w: unknown status op", errInvalid)
 		}
-		answer, err := n.statusRecord(ctx, tb, req, id, op)
-		if err == nil && decided != nil && answer.State == tablet.TxnPending {
-			timer := time.NewTimer(awaitMax)
-			select {
-			case <-decided:
-				answer, err = n.statusRecord(ctx, tb, req, id, op)
-			case <-ctx.Done():
-			case <-timer.C:
+		clock := n.cfg.Clock
+		var answer txn.Record
+		err = tb.UpdateRow(ctx, req.GetRowKey(), func(row docdb.Row, found bool) ([]docdb.WriteOp, error) {
+			cur, ok := txn.RecordOf(row, found)
+			if t := hlc.Timestamp(req.GetTime()); t > 0 && (op == txn.OpGet || op == txn.OpCommit) {
+				// GET: a pending transaction must commit above the
+				// reader's time; COMMIT: above every time the
+				// transaction used. Under the row latch, so no commit
+				// can slip in between.
+				if err := clock.Update(t); err != nil {
+					return nil, err
+				}
 			}
-			timer.Stop()
-		}
+			now := clock.Now()
+			next, write, ans := txn.Transition(op, id, cur, ok, now, clock.Now(), n.txn.expiry)
+			answer = ans
+			if !write {
+				return nil, nil
+			}
+			return txn.WriteOps(req.GetRowKey(), next), nil
+		})
 		if err != nil {
 			return err
 		}
@@ -349,10 +313,6 @@ func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.
 		} else {
 			n.txn.waitsMu.Lock()
 			delete(n.txn.waits, id)
-			if w := n.txn.watches[id]; w != nil {
-				close(w.decided)
-				delete(n.txn.watches, id)
-			}
 			n.txn.waitsMu.Unlock()
 		}
 		return nil
@@ -360,33 +320,6 @@ func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.
 	resp.Error = n.tabletErr(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
-}
-
-// statusRecord runs op on the status record of id in tb and returns the
-// record as the op leaves it.
-func (n *Node) statusRecord(ctx context.Context, tb *tablet.Tablet, req *pb.TxnStatusRequest, id docdb.TxnID, op txn.Op) (txn.Record, error) {
-	clock := n.cfg.Clock
-	var answer txn.Record
-	err := tb.UpdateRow(ctx, req.GetRowKey(), func(row docdb.Row, found bool) ([]docdb.WriteOp, error) {
-		cur, ok := txn.RecordOf(row, found)
-		if t := hlc.Timestamp(req.GetTime()); t > 0 && (op == txn.OpGet || op == txn.OpCommit) {
-			// GET: a pending transaction must commit above the
-			// reader's time; COMMIT: above every time the
-			// transaction used. Under the row latch, so no commit
-			// can slip in between.
-			if err := clock.Update(t); err != nil {
-				return nil, err
-			}
-		}
-		now := clock.Now()
-		next, write, ans := txn.Transition(op, id, cur, ok, now, clock.Now(), n.txn.expiry)
-		answer = ans
-		if !write {
-			return nil, nil
-		}
-		return txn.WriteOps(req.GetRowKey(), next), nil
-	})
-	return answer, err
 }
 
 // txnCleanupLoop resolves transactions whose intents sit on this node's

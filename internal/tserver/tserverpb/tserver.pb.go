@@ -547,7 +547,6 @@ const (
 	TxnStatusRequest_COMMIT      TxnStatusRequest_Op = 3 // commit above time
 	TxnStatusRequest_ABORT       TxnStatusRequest_Op = 4
 	TxnStatusRequest_REPORT_WAIT TxnStatusRequest_Op = 5 // waiting_for (in memory, for deadlock detection)
-	TxnStatusRequest_AWAIT       TxnStatusRequest_Op = 6 // GET once the record is decided, or after a bounded wait
 )
 
 // Enum value maps for TxnStatusRequest_Op.
@@ -559,7 +558,6 @@ var (
 		3: "COMMIT",
 		4: "ABORT",
 		5: "REPORT_WAIT",
-		6: "AWAIT",
 	}
 	TxnStatusRequest_Op_value = map[string]int32{
 		"GET":         0,
@@ -568,7 +566,6 @@ var (
 		"COMMIT":      3,
 		"ABORT":       4,
 		"REPORT_WAIT": 5,
-		"AWAIT":       6,
 	}
 )
 
@@ -3773,7 +3770,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x12TxnResolveResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x1f\n" +
 	"\vserver_time\x18\x02 \x01(\x04R\n" +
-	"serverTime\"\xc8\x02\n" +
+	"serverTime\"\xbd\x02\n" +
 	"\x10TxnStatusRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x17\n" +
 	"\arow_key\x18\x02 \x01(\fR\x06rowKey\x12\x15\n" +
@@ -3783,7 +3780,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vwaiting_for\x18\x06 \x03(\fR\n" +
 	"waitingFor\x12\x1f\n" +
 	"\vclient_time\x18\a \x01(\x04R\n" +
-	"clientTime\"[\n" +
+	"clientTime\"P\n" +
 	"\x02Op\x12\a\n" +
 	"\x03GET\x10\x00\x12\n" +
 	"\n" +
@@ -3792,8 +3789,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
 	"\x06COMMIT\x10\x03\x12\t\n" +
 	"\x05ABORT\x10\x04\x12\x0f\n" +
-	"\vREPORT_WAIT\x10\x05\x12\t\n" +
-	"\x05AWAIT\x10\x06\"\xdb\x01\n" +
+	"\vREPORT_WAIT\x10\x05\"\xdb\x01\n" +
 	"\x11TxnStatusResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12/\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x19.shaledb.tserver.TxnStateR\x05state\x12\x1f\n" +

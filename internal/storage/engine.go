@@ -53,9 +53,8 @@ type Engine struct {
 	// flushes counts completed memtable flushes and ingestions (see
 	// Flushes).
 	flushes *atomic.Uint64
-	// rampFlushing: a flushRamp is running; rampMissed: a rotation found
-	// it running, so it looks again when done.
-	rampFlushing, rampMissed atomic.Bool
+	// rampFlushing: a flushRamp is running.
+	rampFlushing atomic.Bool
 }
 
 // Open opens (creating if needed) the engine in dir.
@@ -101,12 +100,8 @@ func Open(dir string, opts Options) (*Engine, error) {
 		TableIngested: func(pebble.TableIngestInfo) { flushes.Add(1) },
 		// A new WAL: a memtable was rotated.
 		WALCreated: func(pebble.WALCreateInfo) {
-			if e := opened.Load(); e != nil {
-				if e.rampFlushing.CompareAndSwap(false, true) {
-					go e.flushRamp()
-				} else {
-					e.rampMissed.Store(true)
-				}
+			if e := opened.Load(); e != nil && e.rampFlushing.CompareAndSwap(false, true) {
+				go e.flushRamp()
 			}
 		},
 	}
@@ -137,25 +132,17 @@ const rampMemtables = 4
 // third of a node's CPU under a point-read load. Once the ramp is over (a
 // memtable of full size), rotations leave the queue short by themselves.
 func (e *Engine) flushRamp() {
-	for {
-		e.WhileOpen(func() {
-			m := e.DB.Metrics()
-			if m.MemTable.Count >= rampMemtables && m.MemTable.Size < e.opts.MemTableSize {
-				rampFlushes.Add(1)
-				// Wait for it: its own rotation must not start another.
-				if done, err := e.DB.AsyncFlush(); err == nil {
-					<-done
-				}
+	defer e.rampFlushing.Store(false)
+	e.WhileOpen(func() {
+		m := e.DB.Metrics()
+		if m.MemTable.Count >= rampMemtables && m.MemTable.Size < e.opts.MemTableSize {
+			rampFlushes.Add(1)
+			// Wait for it: its own rotation must not start another.
+			if done, err := e.DB.AsyncFlush(); err == nil {
+				<-done
 			}
-		})
-		e.rampFlushing.Store(false)
-		// A rotation while this ran left the look to it: the queue may
-		// have reached rampMemtables after the check above (the last
-		// writes then left 4 memtables for good).
-		if !e.rampMissed.Swap(false) || !e.rampFlushing.CompareAndSwap(false, true) {
-			return
 		}
-	}
+	})
 }
 
 // rampFlushes counts the flushes flushRamp asked for (tests).

@@ -34,7 +34,11 @@ func TestFreshEngineFlushesRampingMemtables(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for e.Metrics().MemTable.Count >= rampMemtables {
+	// At most rampMemtables stay: a rotation while a ramp flush runs is
+	// not looked at again (looking again flushed more small memtables
+	// during pgbench -i, and TPC-B right after it fell from 95-154 to 70
+	// tps), so the last writes may leave exactly that many.
+	for e.Metrics().MemTable.Count > rampMemtables {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d memtables after 24 MiB written", e.Metrics().MemTable.Count)
 		}

@@ -311,6 +311,25 @@ func (t *Table) filterRows(rows []Row, p *docdb.Pred) []Row {
 	return out
 }
 
+// keepRows keeps the rows keep accepts (ScanOptions.Keep); its error ends
+// the scan as it is.
+func keepRows(rows []Row, keep func(Row) (bool, error)) ([]Row, error) {
+	if keep == nil {
+		return rows, nil
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		ok, err := keep(r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // aggregateRows computes the aggregates of pd over rows in the client.
 func (t *Table) aggregateRows(rows []Row, pd *pushdown) (*docdb.AggMerger, error) {
 	agg, err := docdb.NewGroupAggregator(pd.groupBy, pd.specs)

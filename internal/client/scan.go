@@ -209,16 +209,11 @@ func (sc *Scanner) fetchRows() ([]Row, error) {
 		if err != nil {
 			return nil, (&sender{c: sc.t.c}).finish(sc.ctx, "scan", sc.t, err)
 		}
-		if keep := sc.opts.Keep; keep != nil {
-			ok, err := keep(row)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
-			}
-		}
 		rows = append(rows, row)
+	}
+	rows, err = keepRows(rows, sc.opts.Keep)
+	if err != nil {
+		return nil, err
 	}
 	if sc.remaining >= 0 {
 		rows = rows[:min(len(rows), sc.remaining)] // Keep's pages may bring more

@@ -752,18 +752,9 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 			}
 			rows = t.filterRows(rows, pd.pred)
 		}
-		if keep != nil {
-			kept := rows[:0]
-			for _, r := range rows {
-				ok, err := keep(r)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					kept = append(kept, r)
-				}
-			}
-			rows = kept
+		var err error
+		if rows, err = keepRows(rows, keep); err != nil {
+			return nil, err
 		}
 	}
 	if limit > 0 && len(rows) > limit {

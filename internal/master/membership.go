@@ -501,16 +501,17 @@ func (m *Master) replaceDeadMaster(ctx context.Context) {
 // mastersMissing reports whether a master the cluster config names is not
 // a voter of the sys catalog yet.
 func (m *Master) mastersMissing(st consensus.Status) bool {
-	missing := false
+	var want []uint64
 	_ = m.withCatalog(func(c *catalog) error {
-		for _, id := range c.config.GetMasters() {
-			if !slices.Contains(st.Voters, id) {
-				missing = true
-			}
-		}
+		want = c.config.GetMasters()
 		return nil
 	})
-	return missing
+	return notAllVoters(want, st.Voters)
+}
+
+// notAllVoters reports whether some of want are not among voters.
+func notAllVoters(want, voters []uint64) bool {
+	return slices.ContainsFunc(want, func(id uint64) bool { return !slices.Contains(voters, id) })
 }
 
 // growMasters adds the masters named in the cluster config to the sys
@@ -529,18 +530,10 @@ func (m *Master) growMasters(ctx context.Context) {
 	})
 	g := m.sys.Group()
 	st := g.Status()
-	in := func(xs []uint64, x uint64) bool {
-		for _, y := range xs {
-			if y == x {
-				return true
-			}
-		}
-		return false
-	}
 	for _, id := range want {
 		switch {
-		case in(st.Voters, id):
-		case in(st.Learners, id):
+		case slices.Contains(st.Voters, id):
+		case slices.Contains(st.Learners, id):
 			// Promote once the learner's replica has caught up to within a
 			// few entries of the leader.
 			if a, ok := applied[id]; ok && a > 0 && a+10 >= st.AppliedIndex {
@@ -564,13 +557,11 @@ func (m *Master) growMasters(ctx context.Context) {
 	// Once every wanted master votes, drop replicas the config no longer
 	// names (a replaced dead master).
 	st = g.Status()
-	for _, id := range want {
-		if !in(st.Voters, id) {
-			return
-		}
+	if notAllVoters(want, st.Voters) {
+		return
 	}
 	for _, id := range append(append([]uint64(nil), st.Voters...), st.Learners...) {
-		if !in(want, id) && id != m.node.ID() {
+		if !slices.Contains(want, id) && id != m.node.ID() {
 			if err := g.RemoveReplica(ctx, id); err != nil {
 				m.log.Warn("master: removing a replaced master", "node", id, "err", err)
 			} else {

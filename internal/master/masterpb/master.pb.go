@@ -2241,8 +2241,8 @@ type MasterInfo struct {
 	RpcAddr  string                 `protobuf:"bytes,2,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"`
 	HttpAddr string                 `protobuf:"bytes,3,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
 	IsLeader bool                   `protobuf:"varint,4,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
-	// is_learner: the master is still catching up as a non-voting replica of
-	// the sys catalog (a new master, until it is promoted).
+	// is_learner: the master is not a voter of the sys catalog yet (a new
+	// master, being added as a learner and promoted once caught up).
 	IsLearner     bool `protobuf:"varint,5,opt,name=is_learner,json=isLearner,proto3" json:"is_learner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -44,10 +44,13 @@ const (
 	// Err is a *DuplicateKeyError naming the op (DuplicateIndex). Nothing
 	// of that op's tablet batch was written.
 	CodeDuplicateKey
+	// CodeOutOfRange: an OpAdd's sum does not fit its column's type
+	// (22003). Nothing of that op's tablet batch was written.
+	CodeOutOfRange
 )
 
 var codeNames = [...]string{"INTERNAL", "INVALID_ARGUMENT", "TABLE_NOT_FOUND", "TIMEOUT", "AMBIGUOUS",
-	"TXN_CONFLICT", "DEADLOCK", "LOCK_NOT_AVAILABLE", "TXN_ABORTED", "READ_RESTART", "DUPLICATE_KEY"}
+	"TXN_CONFLICT", "DEADLOCK", "LOCK_NOT_AVAILABLE", "TXN_ABORTED", "READ_RESTART", "DUPLICATE_KEY", "OUT_OF_RANGE"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -123,6 +126,8 @@ func SQLState(err error) string {
 		return "55P03"
 	case CodeDuplicateKey:
 		return "23505"
+	case CodeOutOfRange:
+		return "22003"
 	}
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"time"
 
@@ -31,9 +32,18 @@ const (
 	// transaction or batch) fails the op's tablet batch with
 	// CodeDuplicateKey, naming the op (DuplicateIndex).
 	OpInsert
+	// OpAdd adds to integer columns of a row that exists (SQL UPDATE ...
+	// SET c = c + x): Row holds the key columns and, for each column to
+	// change, the delta as an Int64 value. The tablet leader reads the row
+	// under its lock and writes the sums, so the caller needs no read of
+	// its own. An add whose row does not exist writes nothing; Txn.ApplyMissing
+	// reports it. A NULL column stays NULL; a sum outside the column's
+	// type fails the op's tablet batch with CodeOutOfRange. Transactions
+	// only.
+	OpAdd
 )
 
-var opNames = [...]string{"", "put", "update", "delete", "insert"}
+var opNames = [...]string{"", "put", "update", "delete", "insert", "add"}
 
 // Op is one write of Apply. A NULL value deletes that column.
 type Op struct {
@@ -117,6 +127,27 @@ func (t *Table) prepare(op Op) (keyedOps, error) {
 		if len(nulls) > 0 {
 			k.ops = append(k.ops, docdb.WriteOp{Kind: docdb.OpDeleteColumns, RowKey: key, Columns: nulls})
 		}
+	case OpAdd:
+		var deltas []docdb.ColumnValue
+		for name, v := range op.Row {
+			c, ok := t.schema.byName[name]
+			switch {
+			case !ok:
+				return keyedOps{}, invalidf("unknown column %q", name)
+			case c.IsKey():
+				continue
+			case c.Type != docdb.TypeInt16 && c.Type != docdb.TypeInt32 && c.Type != docdb.TypeInt64:
+				return keyedOps{}, invalidf("add to column %q of type %s: integers only", name, c.Type)
+			case v.Type != docdb.TypeInt64:
+				return keyedOps{}, invalidf("add to column %q: the delta must be an int64, not %s", name, v.Type)
+			}
+			deltas = append(deltas, docdb.ColumnValue{ID: c.ID, Value: v})
+		}
+		if len(deltas) == 0 {
+			return keyedOps{}, invalidf("add changes no column")
+		}
+		sort.Slice(deltas, func(i, j int) bool { return deltas[i].ID < deltas[j].ID })
+		k.ops = append(k.ops, docdb.WriteOp{Kind: docdb.OpAddColumns, RowKey: key, Columns: deltas, TTL: op.TTL})
 	case OpDelete:
 		for name := range op.Row {
 			if c, ok := t.schema.byName[name]; !ok || !c.IsKey() {
@@ -134,6 +165,9 @@ func (t *Table) apply(ctx context.Context, name string, ops []Op) error {
 	s := &sender{c: t.c, write: true}
 	prepared := make([]keyedOps, 0, len(ops))
 	for _, op := range ops {
+		if op.Kind == OpAdd {
+			return s.finish(ctx, name, t, invalidf("an add (OpAdd) needs a transaction"))
+		}
 		k, err := t.prepare(op)
 		if err != nil {
 			return s.finish(ctx, name, t, err)

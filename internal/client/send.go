@@ -169,6 +169,8 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 			return &Error{Code: CodeReadRestart, Err: &tabletError{te}}
 		case tspb.TabletError_DUPLICATE_KEY:
 			return duplicateKeyError(te)
+		case tspb.TabletError_OUT_OF_RANGE:
+			return &Error{Code: CodeOutOfRange, Err: &tabletError{te}}
 		default:
 			return &Error{Code: CodeInternal, Err: &tabletError{te}}
 		}

@@ -6,6 +6,7 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -297,6 +298,13 @@ func (tx *Txn) Delete(ctx context.Context, t *Table, key Row) error {
 // tablet in parallel. A write conflicting with another pending
 // transaction waits for it (TxnOptions.Wait).
 func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
+	_, err := tx.apply(ctx, t, ops, 0)
+	return err
+}
+
+// ApplyMissing is Apply that also returns the indexes (into ops) of the
+// adds (OpAdd) whose row does not exist, which wrote nothing.
+func (tx *Txn) ApplyMissing(ctx context.Context, t *Table, ops []Op) (missing []int, err error) {
 	return tx.apply(ctx, t, ops, 0)
 }
 
@@ -306,18 +314,19 @@ func (tx *Txn) Apply(ctx context.Context, t *Table, ops []Op) error {
 // waited for first). Under read committed this replaces the row lock of a
 // read-modify-write: the caller reads again, locked, after a conflict.
 func (tx *Txn) ApplyUnchangedSince(ctx context.Context, t *Table, ops []Op, since hlc.Timestamp) error {
-	return tx.apply(ctx, t, ops, since)
+	_, err := tx.apply(ctx, t, ops, since)
+	return err
 }
 
-func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestamp) error {
+func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestamp) ([]int, error) {
 	if err := tx.check(); err != nil {
-		return err
+		return nil, err
 	}
 	prepared := make([]keyedOps, 0, len(ops))
 	for _, op := range ops {
 		k, err := t.prepare(op)
 		if err != nil {
-			return (&sender{c: tx.c}).finish(ctx, "txn-write", t, err)
+			return nil, (&sender{c: tx.c}).finish(ctx, "txn-write", t, err)
 		}
 		prepared = append(prepared, k)
 	}
@@ -328,17 +337,30 @@ func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestam
 	base := tx.writeID
 	wops, owner := byTablet(ctx, t, prepared)
 	tx.writeID += uint32(len(wops))
+	var missingOps []int // indexes into wops
 	err := tx.withRecord(ctx, "txn-write", func() error {
-		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil, since)
+		missingOps = missingOps[:0]
+		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil, &missingOps, since)
 	})
 	if err != nil {
 		tx.ownUnsure = true
-		return tx.applyFailed(ctx, err, owner, base)
+		return nil, tx.applyFailed(ctx, err, owner, base)
 	}
+	var missing []int
+	for _, i := range missingOps {
+		if i < 0 || i >= len(owner) {
+			return nil, &Error{Code: CodeInternal, Message: fmt.Sprintf("a tablet reported op %d of a %d-op write missing", i, len(owner))}
+		}
+		missing = append(missing, owner[i])
+	}
+	sort.Ints(missing)
 	for i, op := range ops {
+		if _, gone := slices.BinarySearch(missing, i); gone {
+			continue // an add that found no row wrote nothing
+		}
 		tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: ownOp(op)})
 	}
-	return nil
+	return missing, nil
 }
 
 // send routes a transactional write (ops and/or row locks) to the tablets
@@ -346,7 +368,10 @@ func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestam
 // the write id of each op is preserved across tablets. A version of a
 // written row newer than since (or, under snapshot isolation, than the
 // snapshot) fails the write.
-func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows [][]byte, mode LockMode, wait WaitPolicy, base uint32, skipped *[][]byte, since hlc.Timestamp) error {
+//
+// The adds (OpAddColumns) whose row does not exist are added to missing
+// (indexes into ops) when it is not nil.
+func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows [][]byte, mode LockMode, wait WaitPolicy, base uint32, skipped *[][]byte, missing *[]int, since hlc.Timestamp) error {
 	s := &sender{c: tx.c, write: true}
 	checkTime, checkNewer := tx.readTime, tx.opts.Isolation == Snapshot
 	if since != 0 {
@@ -396,6 +421,7 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 			if ri == 0 && len(locks) > 0 {
 				req.LockRows, req.LockMode = locks, mode
 			}
+			var reqMissing []uint32 // of the attempt that answered
 			err := s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
 				req.ClientTime = tx.c.now()
 				resp, err := tx.c.txnWriteAt(ctx, ts, r.addr, req)
@@ -409,10 +435,22 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 					*skipped = append(*skipped, resp.GetSkippedRows()...)
 				}
 				mu.Unlock()
+				reqMissing = resp.GetMissingOps()
 				return resp.GetError(), nil
 			})
 			if err != nil {
 				return remapDuplicate(err, run)
+			}
+			if missing != nil && len(reqMissing) > 0 {
+				mu.Lock()
+				for _, m := range reqMissing {
+					if int(m) >= len(run) {
+						mu.Unlock()
+						return &Error{Code: CodeInternal, Message: fmt.Sprintf("a tablet reported op %d of a %d-op request missing", m, len(run))}
+					}
+					*missing = append(*missing, run[m])
+				}
+				mu.Unlock()
 			}
 		}
 		return nil
@@ -442,7 +480,7 @@ func (tx *Txn) Lock(ctx context.Context, t *Table, keys []Row, mode LockMode, wa
 	// Locks take the current write id, so a savepoint rollback releases
 	// the locks taken after it.
 	err = tx.withRecord(ctx, "lock", func() error {
-		return tx.send(ctx, t, nil, rows, mode, wait, tx.writeID, &sk, 0)
+		return tx.send(ctx, t, nil, rows, mode, wait, tx.writeID, &sk, nil, 0)
 	})
 	if err != nil {
 		return nil, err
@@ -814,6 +852,10 @@ func (tx *Txn) ownRead(t *Table, rowKey []byte, columns []string) (row Row, foun
 			foundKnown, wiped = true, true
 		case OpPut:
 			foundKnown = true
+		case OpAdd:
+			// The sum was computed at the tablet: read it (the server's
+			// committed value, the add laid over it by overlay).
+			return nil, false, false
 		}
 		for name, v := range w.op.Row {
 			set[name] = true
@@ -860,6 +902,21 @@ func (tx *Txn) overlay(t *Table, rowKey []byte, row Row, found bool) (Row, bool)
 		switch w.op.Kind {
 		case OpDelete:
 			row, found = nil, false
+		case OpAdd:
+			// The add found the row (adds that did not are not kept), and
+			// its intents keep other writers off the columns it changed:
+			// the committed value read now is the one it added to.
+			if !found {
+				continue
+			}
+			for name, d := range w.op.Row {
+				if c, ok := t.schema.byName[name]; ok && !c.IsKey() {
+					if cur, ok := row[name]; ok && !cur.IsNull() {
+						cur.Int += d.Int
+						row[name] = cur
+					}
+				}
+			}
 		case OpPut, OpUpdate:
 			if !found {
 				row = Row{}

@@ -37,13 +37,10 @@ func (e *DuplicateKeyError) Error() string {
 func (e *DuplicateKeyError) Is(target error) bool { return target == ErrDuplicateKey }
 
 // HasInserts reports whether any op is an OpInsertRow.
-func HasInserts(ops []WriteOp) bool {
-	for i := range ops {
-		if ops[i].Kind == OpInsertRow {
-			return true
-		}
-	}
-	return false
+func HasInserts(ops []WriteOp) bool { return hasKind(ops, OpInsertRow) }
+
+func hasKind(ops []WriteOp, k OpKind) bool {
+	return slices.ContainsFunc(ops, func(op WriteOp) bool { return op.Kind == k })
 }
 
 // InsertsAsPuts returns ops with every OpInsertRow turned into OpPutRow (a

@@ -604,7 +604,7 @@ func WriteIntentsKnown(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timesta
 		return fmt.Errorf("docdb: WriteIntents: write ids overflow (%d + %d ops)", writeID, len(ops))
 	}
 	for i := range ops {
-		if err := ops[i].validate(); err != nil {
+		if err := ops[i].validateResolved(); err != nil {
 			return fmt.Errorf("op %d: %w", i, err)
 		}
 	}
@@ -1049,11 +1049,25 @@ func ApplyIntentsPart(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID
 // snapshot or a batch: the walk reads the index and the intents through two
 // iterators). It returns the versions written.
 func OverlayIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, span storage.Span) (int, error) {
+	return overlayIntents(r, w, tablet, txn, commitHT, span, 0)
+}
+
+// OverlayOwnIntents is OverlayIntents of a live transaction's own writes
+// with write ids below before, as versions at time at: the writer's view
+// of the rows (a read at at through w sees them over the committed data).
+func OverlayOwnIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, at hlc.Timestamp, span storage.Span, before uint32) (int, error) {
+	if before == 0 {
+		return 0, nil
+	}
+	return overlayIntents(r, w, tablet, txn, at, span, before)
+}
+
+func overlayIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.Timestamp, span storage.Span, before uint32) (int, error) {
 	walk, err := newIntentWalkerIn(r, tablet, txn, span)
 	if err != nil {
 		return 0, err
 	}
-	ap := intentApplier{txn: txn, out: appliedWriter{commitHT: commitHT}}
+	ap := intentApplier{txn: txn, out: appliedWriter{commitHT: commitHT}, before: before}
 	for walk.next() {
 		k, err := decodeIntentKey(walk.key)
 		if err == nil {
@@ -1072,14 +1086,15 @@ func OverlayIntents(r pebble.Reader, w pebble.Writer, tablet uint64, txn TxnID, 
 type intentApplier struct {
 	txn     TxnID
 	out     appliedWriter
-	n       int // versions written
-	intents int // strong write intents applied
+	n       int    // versions written
+	intents int    // strong write intents applied
+	before  uint32 // if not 0, only intents with write ids below it
 }
 
 // apply writes the version of the walker's current intent k, if it is a
 // strong write.
 func (a *intentApplier) apply(w pebble.Writer, walk *intentWalker, k decodedIntentKey) error {
-	if k.typ != StrongWrite {
+	if k.typ != StrongWrite || a.before != 0 && k.wid >= a.before {
 		return nil
 	}
 	raw, err := walk.value()

@@ -29,11 +29,17 @@ const (
 	// check differs, so the tablet replicates it as OpPutRow (InsertsAsPuts)
 	// and everything that writes versions or intents treats it as one.
 	OpInsertRow
+	// OpAddColumns adds a delta (an Int64 value per column) to integer
+	// columns of a row that exists (SQL UPDATE ... SET c = c + x): the
+	// tablet leader reads the row under its latch and turns the op into
+	// the OpPutColumns it amounts to (ResolveAdds), so it is never
+	// replicated, written or applied as such.
+	OpAddColumns
 
-	maxOpKind = OpInsertRow
+	maxOpKind = OpAddColumns
 )
 
-var opKindNames = [...]string{"invalid", "put_row", "put_cols", "delete_row", "delete_cols", "insert_row"}
+var opKindNames = [...]string{"invalid", "put_row", "put_cols", "delete_row", "delete_cols", "insert_row", "add_cols"}
 
 func (k OpKind) String() string {
 	if k <= maxOpKind {
@@ -81,8 +87,23 @@ func (op *WriteOp) validate() error {
 		if c.Value.Type >= numValueTypes {
 			return fmt.Errorf("docdb: %s: column %d has invalid type %d", op.Kind, c.ID, c.Value.Type)
 		}
+		if op.Kind == OpAddColumns && c.Value.Type != TypeInt64 {
+			return fmt.Errorf("docdb: %s: column %d: the delta must be an int64, not %s", op.Kind, c.ID, c.Value.Type)
+		}
+	}
+	if op.Kind == OpAddColumns && len(op.Columns) == 0 {
+		return fmt.Errorf("docdb: %s: no column", op.Kind)
 	}
 	return nil
+}
+
+// validateResolved is validate for the paths that write ops as versions or
+// intents: an OpAddColumns must have been resolved by the leader first.
+func (op *WriteOp) validateResolved() error {
+	if op.Kind == OpAddColumns {
+		return fmt.Errorf("docdb: %s reached the engine unresolved (ResolveAdds)", op.Kind)
+	}
+	return op.validate()
 }
 
 // batchSetter is the part of a pebble.Batch that ApplyWriteBatch needs;
@@ -106,7 +127,7 @@ type batchMaker interface {
 // of replicated writes comes from the Raft log.
 func ApplyWriteBatch(w pebble.Writer, ht hlc.Timestamp, b *WriteBatch) error {
 	for i := range b.Ops {
-		if err := b.Ops[i].validate(); err != nil {
+		if err := b.Ops[i].validateResolved(); err != nil {
 			return fmt.Errorf("op %d: %w", i, err)
 		}
 	}

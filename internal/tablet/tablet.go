@@ -192,6 +192,9 @@ func (t *Tablet) notLeader() error {
 // Write replicates a write batch and returns its hybrid time once it is
 // applied on this (leader) replica, which implies a majority made it durable.
 func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp, error) {
+	if docdb.HasAdds(wb.Ops) {
+		return 0, ErrAddOutsideTxn
+	}
 	keys := make([]string, 0, len(wb.Ops))
 	for _, op := range wb.Ops {
 		if err := t.checkSpan(op.RowKey); err != nil {

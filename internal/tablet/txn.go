@@ -183,6 +183,9 @@ type TxnWriteResult struct {
 	HT hlc.Timestamp
 	// Skipped lists the Locks left out under SkipLocked.
 	Skipped [][]byte
+	// Missing lists the adds (docdb.OpAddColumns, by index in Ops) whose
+	// row does not exist: nothing was written for them.
+	Missing []int
 }
 
 // txnTracker keeps the participant's in-memory transaction state: which
@@ -816,12 +819,17 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 				release()
 				return TxnWriteResult{}, err
 			}
+			var missing []int
+			if w, missing, err = t.txnAdds(ctx, w); err != nil {
+				release()
+				return TxnWriteResult{}, err
+			}
 			if len(w.Ops) == 0 && len(locks) == 0 {
 				release()
-				return TxnWriteResult{Skipped: skipped}, nil
+				return TxnWriteResult{Skipped: skipped, Missing: missing}, nil
 			}
 			ht, err := t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks, nil) }, release)
-			return TxnWriteResult{HT: ht, Skipped: skipped}, err
+			return TxnWriteResult{HT: ht, Skipped: skipped, Missing: missing}, err
 		}
 		release()
 		learn := &committed

@@ -58,7 +58,7 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		e.Code = pb.TabletError_NOT_LEADER
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		e.Code = pb.TabletError_TIMEOUT
-	case errors.Is(err, errInvalid), errors.Is(err, docdb.ErrInvalidPushdown):
+	case errors.Is(err, errInvalid), errors.Is(err, docdb.ErrInvalidPushdown), errors.Is(err, tablet.ErrAddOutsideTxn):
 		e.Code = pb.TabletError_INVALID_ARGUMENT
 	case errors.Is(err, tablet.ErrTxnConflict):
 		e.Code = pb.TabletError_TXN_CONFLICT
@@ -77,6 +77,12 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		var d *docdb.DuplicateKeyError
 		if errors.As(err, &d) {
 			e.OpIndex, e.RowKey = uint32(d.Index), d.RowKey
+		}
+	case errors.Is(err, docdb.ErrOutOfRange):
+		e.Code = pb.TabletError_OUT_OF_RANGE
+		var o *docdb.OutOfRangeError
+		if errors.As(err, &o) {
+			e.OpIndex = uint32(o.Index)
 		}
 	default:
 		e.Code = pb.TabletError_INTERNAL

@@ -154,6 +154,9 @@ func (s *service) TxnWrite(ctx context.Context, req *pb.TxnWriteRequest) (*pb.Tx
 		})
 		resp.WriteTime = uint64(res.HT)
 		resp.SkippedRows = res.Skipped
+		for _, i := range res.Missing {
+			resp.MissingOps = append(resp.MissingOps, uint32(i))
+		}
 		return err
 	}()
 	resp.Error = n.tabletErr(err)

@@ -275,6 +275,10 @@ const (
 	// 23505): op_index names the op in the request's batch, row_key its
 	// row. Nothing of the batch was written.
 	TabletError_DUPLICATE_KEY TabletError_Code = 18
+	// An add (docdb.OpAddColumns) whose sum does not fit its column's
+	// type (SQLSTATE 22003); op_index names the op. Nothing of the batch
+	// was written.
+	TabletError_OUT_OF_RANGE TabletError_Code = 19
 )
 
 // Enum value maps for TabletError_Code.
@@ -299,6 +303,7 @@ var (
 		16: "TXN_ABORTED",
 		17: "READ_RESTART",
 		18: "DUPLICATE_KEY",
+		19: "OUT_OF_RANGE",
 	}
 	TabletError_Code_value = map[string]int32{
 		"OK":                 0,
@@ -320,6 +325,7 @@ var (
 		"TXN_ABORTED":        16,
 		"READ_RESTART":       17,
 		"DUPLICATE_KEY":      18,
+		"OUT_OF_RANGE":       19,
 	}
 )
 
@@ -2021,11 +2027,14 @@ func (x *TxnWriteRequest) GetClientTime() uint64 {
 }
 
 type TxnWriteResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	WriteTime     uint64                 `protobuf:"varint,2,opt,name=write_time,json=writeTime,proto3" json:"write_time,omitempty"`
-	ServerTime    uint64                 `protobuf:"varint,3,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
-	SkippedRows   [][]byte               `protobuf:"bytes,4,rep,name=skipped_rows,json=skippedRows,proto3" json:"skipped_rows,omitempty"` // with SKIP_LOCKED
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Error       *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	WriteTime   uint64                 `protobuf:"varint,2,opt,name=write_time,json=writeTime,proto3" json:"write_time,omitempty"`
+	ServerTime  uint64                 `protobuf:"varint,3,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	SkippedRows [][]byte               `protobuf:"bytes,4,rep,name=skipped_rows,json=skippedRows,proto3" json:"skipped_rows,omitempty"` // with SKIP_LOCKED
+	// The adds of the batch (by op index) whose row does not exist: nothing
+	// was written for them.
+	MissingOps    []uint32 `protobuf:"varint,5,rep,packed,name=missing_ops,json=missingOps,proto3" json:"missing_ops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2084,6 +2093,13 @@ func (x *TxnWriteResponse) GetServerTime() uint64 {
 func (x *TxnWriteResponse) GetSkippedRows() [][]byte {
 	if x != nil {
 		return x.SkippedRows
+	}
+	return nil
+}
+
+func (x *TxnWriteResponse) GetMissingOps() []uint32 {
+	if x != nil {
+		return x.MissingOps
 	}
 	return nil
 }
@@ -3567,7 +3583,7 @@ var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
 const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
-	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xa1\x04\n" +
+	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xb3\x04\n" +
 	"\vTabletError\x125\n" +
 	"\x04code\x18\x01 \x01(\x0e2!.shaledb.tserver.TabletError.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
@@ -3576,7 +3592,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vleader_addr\x18\x04 \x01(\tR\n" +
 	"leaderAddr\x12\x19\n" +
 	"\bop_index\x18\x05 \x01(\rR\aopIndex\x12\x17\n" +
-	"\arow_key\x18\x06 \x01(\fR\x06rowKey\"\xca\x02\n" +
+	"\arow_key\x18\x06 \x01(\fR\x06rowKey\"\xdc\x02\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -3599,7 +3615,8 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x12LOCK_NOT_AVAILABLE\x10\x0f\x12\x0f\n" +
 	"\vTXN_ABORTED\x10\x10\x12\x10\n" +
 	"\fREAD_RESTART\x10\x11\x12\x11\n" +
-	"\rDUPLICATE_KEY\x10\x12\".\n" +
+	"\rDUPLICATE_KEY\x10\x12\x12\x10\n" +
+	"\fOUT_OF_RANGE\x10\x13\".\n" +
 	"\x04Span\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xce\x01\n" +
@@ -3745,14 +3762,16 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"waitPolicy\x12\x1f\n" +
 	"\vclient_time\x18\n" +
 	" \x01(\x04R\n" +
-	"clientTime\"\xa9\x01\n" +
+	"clientTime\"\xca\x01\n" +
 	"\x10TxnWriteResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x1d\n" +
 	"\n" +
 	"write_time\x18\x02 \x01(\x04R\twriteTime\x12\x1f\n" +
 	"\vserver_time\x18\x03 \x01(\x04R\n" +
 	"serverTime\x12!\n" +
-	"\fskipped_rows\x18\x04 \x03(\fR\vskippedRows\"\xa3\x02\n" +
+	"\fskipped_rows\x18\x04 \x03(\fR\vskippedRows\x12\x1f\n" +
+	"\vmissing_ops\x18\x05 \x03(\rR\n" +
+	"missingOps\"\xa3\x02\n" +
 	"\x11TxnResolveRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x15\n" +
 	"\x06txn_id\x18\x02 \x01(\fR\x05txnId\x12;\n" +

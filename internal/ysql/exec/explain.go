@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -147,6 +148,19 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		s.describe(ctx, x.Source, depth+1, lines)
 	case *plan.Update:
 		add("Update on %s", x.Table.QualifiedName())
+		if adds, ok := plan.TabletAdds(x); ok && s.pushdownEnabled() {
+			var set []string
+			for _, a := range adds {
+				name := x.Table.Columns[a.Column].Name
+				op := "+"
+				if a.Negate {
+					op = "-"
+				}
+				set = append(set, fmt.Sprintf("%s = %s %s %s", name, name, op, a.DeltaText()))
+			}
+			sort.Strings(set)
+			detail("Tablet Update: %s (computed at the tablet under the row's lock, no read first; not in SERIALIZABLE transactions)", strings.Join(set, ", "))
+		}
 		s.describe(ctx, x.Source, depth+1, lines)
 	case *plan.Delete:
 		add("Delete on %s", x.Table.QualifiedName())

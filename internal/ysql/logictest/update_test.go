@@ -3,10 +3,13 @@ package logictest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shaledb/shaledb/internal/server/servertest"
@@ -33,7 +36,13 @@ func TestConcurrentPointUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	const clients, each = 6, 15
-	for _, mode := range []string{"autocommit", "repeatable read", "read committed"} {
+	// Each mode runs with the add computed at the tablet (the pushdown,
+	// plan.TabletAdds) and with the row read here first.
+	for _, run := range []struct{ mode, pushdown string }{
+		{"autocommit", "on"}, {"repeatable read", "on"}, {"read committed", "on"},
+		{"autocommit", "off"}, {"repeatable read", "off"}, {"read committed", "off"},
+	} {
+		mode := run.mode
 		if _, err := admin.Exec(ctx, `INSERT INTO counters VALUES (1, 0) ON CONFLICT (k) DO UPDATE SET n = 0`); err != nil {
 			t.Fatal(err)
 		}
@@ -47,6 +56,10 @@ func TestConcurrentPointUpdates(t *testing.T) {
 				defer wg.Done()
 				conn := connect(t, addrs[i%3], "yugabyte")
 				defer conn.Close(ctx)
+				if _, err := conn.Exec(ctx, `SET yb_enable_expression_pushdown = `+run.pushdown); err != nil {
+					errs <- err
+					return
+				}
 				for range each {
 					var err error
 					if mode == "autocommit" {
@@ -78,15 +91,135 @@ func TestConcurrentPointUpdates(t *testing.T) {
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			t.Fatalf("%s: %v", mode, err)
+			t.Fatalf("%s, pushdown %s: %v", mode, run.pushdown, err)
 		}
 		var n int
 		if err := admin.QueryRow(ctx, `SELECT n FROM counters WHERE k = 1`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != committed || (mode != "repeatable read" && committed != clients*each) {
-			t.Fatalf("%s: counter %d after %d committed increments of %d (%d conflicts)", mode, n, committed, clients*each, conflicts)
+			t.Fatalf("%s, pushdown %s: counter %d after %d committed increments of %d (%d conflicts)", mode, run.pushdown, n, committed, clients*each, conflicts)
 		}
-		t.Logf("%s: %d increments committed, %d failed with 40001", mode, committed, conflicts)
+		t.Logf("%s, pushdown %s: %d increments committed, %d failed with 40001", mode, run.pushdown, committed, conflicts)
 	}
+	checkTabletAdds(t, ctx, admin)
+}
+
+// checkTabletAdds: an UPDATE that only adds to integer columns of one row
+// by its key runs as one write the tablet computes (EXPLAIN says so); it
+// reports the rows it changed, keeps NULL as NULL, fails with 22003 past
+// the type's range, reads back within its transaction, and rolls back;
+// the same statements with the pushdown off give the same results.
+func checkTabletAdds(t *testing.T, ctx context.Context, conn *pgx.Conn) {
+	t.Helper()
+	exec := func(sql string, args ...any) int64 {
+		t.Helper()
+		tag, err := conn.Exec(ctx, sql, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return tag.RowsAffected()
+	}
+	row := func(k int) string {
+		t.Helper()
+		var a, s, b *int64
+		if err := conn.QueryRow(ctx, `SELECT a, s, b FROM adds WHERE k = $1`, k).Scan(&a, &s, &b); err != nil {
+			t.Fatalf("row %d: %v", k, err)
+		}
+		str := func(p *int64) string {
+			if p == nil {
+				return "NULL"
+			}
+			return fmt.Sprint(*p)
+		}
+		return str(a) + " " + str(s) + " " + str(b)
+	}
+	wantError := func(code, msg, sql string, args ...any) {
+		t.Helper()
+		_, err := conn.Exec(ctx, sql, args...)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != code || pe.Message != msg {
+			t.Fatalf("%s: %v, want %s %q", sql, err, code, msg)
+		}
+	}
+	exec(`CREATE TABLE adds (k int PRIMARY KEY, a int, s smallint, b bigint, c int CHECK (c > 0))`)
+	for _, pushdown := range []string{"on", "off"} {
+		exec(`SET yb_enable_expression_pushdown = ` + pushdown)
+		exec(`DELETE FROM adds`)
+		exec(`INSERT INTO adds VALUES (1, 10, 32766, 9223372036854775806, 1), (2, NULL, NULL, NULL, 1)`)
+		var plan strings.Builder
+		rows, err := conn.Query(ctx, `EXPLAIN UPDATE adds SET a = a + 1 WHERE k = 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan.WriteString(line + "\n")
+		}
+		if rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+		if pushed := strings.Contains(plan.String(), "Tablet Update: a = a + 1 "); pushed != (pushdown == "on") {
+			t.Fatalf("pushdown %s: EXPLAIN\n%s", pushdown, plan.String())
+		}
+		if n := exec(`UPDATE adds SET a = a + $1 WHERE k = $2`, 5, 1); n != 1 {
+			t.Fatalf("pushdown %s: UPDATE of row 1 reports %d rows", pushdown, n)
+		}
+		if n := exec(`UPDATE adds SET a = a + 5 WHERE k = 3`); n != 0 {
+			t.Fatalf("pushdown %s: UPDATE of a missing row reports %d rows", pushdown, n)
+		}
+		if n := exec(`UPDATE adds SET a = a - 1, s = s + 1, b = b + 1 WHERE k = 2`); n != 1 {
+			t.Fatalf("pushdown %s: UPDATE of the NULL row reports %d rows", pushdown, n)
+		}
+		exec(`UPDATE adds SET a = a - 2, b = b - 3 WHERE k = 1`)
+		if got := row(1); got != "13 32766 9223372036854775803" {
+			t.Fatalf("pushdown %s: row 1 = %s", pushdown, got)
+		}
+		if got := row(2); got != "NULL NULL NULL" {
+			t.Fatalf("pushdown %s: row 2 = %s", pushdown, got)
+		}
+		wantError("22003", "smallint out of range", `UPDATE adds SET s = s + 2 WHERE k = 1`)
+		wantError("22003", "integer out of range", `UPDATE adds SET a = a + 2147483647 WHERE k = 1`)
+		wantError("22003", "bigint out of range", `UPDATE adds SET b = b + 5 WHERE k = 1`)
+		wantError("23514", `new row for relation "adds" violates check constraint "adds_c_check"`, `UPDATE adds SET c = c - 1 WHERE k = 1`)
+		// Within a transaction: read back, add again, savepoint, rollback.
+		exec(`BEGIN`)
+		exec(`UPDATE adds SET a = a + 100 WHERE k = 1`)
+		if got := row(1); got != "113 32766 9223372036854775803" {
+			t.Fatalf("pushdown %s: own add read back: %s", pushdown, got)
+		}
+		exec(`SAVEPOINT sp`)
+		exec(`UPDATE adds SET a = a + 100, s = s - 10 WHERE k = 1`)
+		if got := row(1); got != "213 32756 9223372036854775803" {
+			t.Fatalf("pushdown %s: second own add: %s", pushdown, got)
+		}
+		exec(`ROLLBACK TO SAVEPOINT sp`)
+		exec(`UPDATE adds SET a = a + 1 WHERE k = 1`)
+		if got := row(1); got != "114 32766 9223372036854775803" {
+			t.Fatalf("pushdown %s: add after the savepoint rollback: %s", pushdown, got)
+		}
+		exec(`INSERT INTO adds VALUES (5, 1, 1, 1, 1)`)
+		exec(`UPDATE adds SET a = a + 1 WHERE k = 5`)
+		exec(`DELETE FROM adds WHERE k = 5`)
+		if n := exec(`UPDATE adds SET a = a + 1 WHERE k = 5`); n != 0 {
+			t.Fatalf("pushdown %s: add after an own delete reports %d rows", pushdown, n)
+		}
+		exec(`COMMIT`)
+		if got := row(1); got != "114 32766 9223372036854775803" {
+			t.Fatalf("pushdown %s: after commit: %s", pushdown, got)
+		}
+		exec(`BEGIN`)
+		exec(`UPDATE adds SET a = a + 1000 WHERE k = 1`)
+		exec(`ROLLBACK`)
+		exec(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
+		exec(`UPDATE adds SET a = a + 1 WHERE k = 1`)
+		exec(`COMMIT`)
+		if got := row(1); got != "115 32766 9223372036854775803" {
+			t.Fatalf("pushdown %s: after rollback and a serializable add: %s", pushdown, got)
+		}
+	}
+	exec(`SET yb_enable_expression_pushdown = on`)
 }

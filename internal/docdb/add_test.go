@@ -1,0 +1,154 @@
+package docdb
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+// fakeRows answers AddRead from a map and counts the reads.
+type fakeRows struct {
+	rows  map[string][]ColumnValue
+	reads int
+}
+
+func (f *fakeRows) read(rowKey []byte, cols []uint32) (Row, bool, error) {
+	f.reads++
+	vals, ok := f.rows[string(rowKey)]
+	if !ok {
+		return Row{}, false, nil
+	}
+	r := Row{Key: rowKey}
+	for _, c := range vals {
+		for _, want := range cols {
+			if c.ID == want {
+				r.Columns = append(r.Columns, c)
+			}
+		}
+	}
+	return r, true, nil
+}
+
+func addOp(row string, cols ...ColumnValue) WriteOp {
+	return WriteOp{Kind: OpAddColumns, RowKey: testRowKey(row), Columns: cols}
+}
+
+func delta(id uint32, d int64) ColumnValue { return ColumnValue{ID: id, Value: Int64(d)} }
+
+func TestResolveAdds(t *testing.T) {
+	f := &fakeRows{rows: map[string][]ColumnValue{
+		string(testRowKey("a")): {{ID: 1, Value: Int32(10)}, {ID: 2, Value: Int64(-5)}},
+		string(testRowKey("b")): {{ID: 2, Value: Int16(7)}}, // column 1 NULL
+	}}
+	ops := []WriteOp{
+		addOp("a", delta(1, 5), delta(2, 5)),
+		addOp("missing", delta(1, 1)),
+		addOp("a", delta(1, -20)), // counts over the first add: 15 - 20
+		addOp("b", delta(1, 3)),   // NULL stays NULL: a tombstone
+		addOp("b", delta(1, 1), delta(2, 1)),
+	}
+	out, missing, err := ResolveAdds(ops, f.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) != 1 || missing[0] != 1 {
+		t.Fatalf("missing = %v, want [1]", missing)
+	}
+	if f.reads != 3 {
+		t.Errorf("%d reads, want one per row (3)", f.reads)
+	}
+	want := []WriteOp{
+		{Kind: OpPutColumns, RowKey: testRowKey("a"), Columns: []ColumnValue{{ID: 1, Value: Int32(15)}, {ID: 2, Value: Int64(0)}}},
+		{Kind: OpPutColumns, RowKey: testRowKey("a"), Columns: []ColumnValue{{ID: 1, Value: Int32(-5)}}},
+		{Kind: OpDeleteColumns, RowKey: testRowKey("b"), Columns: []ColumnValue{{ID: 1}}},
+		{Kind: OpPutColumns, RowKey: testRowKey("b"), Columns: []ColumnValue{{ID: 2, Value: Int16(8)}}},
+	}
+	if len(out) != len(want) {
+		t.Fatalf("got %d ops %+v, want %d", len(out), out, len(want))
+	}
+	for i := range want {
+		if out[i].Kind != want[i].Kind || string(out[i].RowKey) != string(want[i].RowKey) || len(out[i].Columns) != len(want[i].Columns) {
+			t.Fatalf("op %d = %+v, want %+v", i, out[i], want[i])
+		}
+		for j, c := range want[i].Columns {
+			if got := out[i].Columns[j]; got.ID != c.ID || (out[i].Kind != OpDeleteColumns && !got.Value.Equal(c.Value)) {
+				t.Errorf("op %d column %d = %+v, want %+v", i, j, got, c)
+			}
+		}
+	}
+	// What it returns is written like any batch; the add itself is not.
+	if err := (&WriteBatch{Ops: out}).Ops[0].validateResolved(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ops[0].validateResolved(); err == nil {
+		t.Fatal("an unresolved add passed validateResolved")
+	}
+}
+
+func TestResolveAddsBatchOrder(t *testing.T) {
+	f := &fakeRows{rows: map[string][]ColumnValue{}}
+	// A put earlier in the batch makes the row exist for the add; a
+	// delete after a put makes it absent again.
+	ops := []WriteOp{
+		{Kind: OpPutRow, RowKey: testRowKey("n"), Columns: []ColumnValue{{ID: 1, Value: Int64(1)}}},
+		addOp("n", delta(1, 41)),
+		{Kind: OpDeleteRow, RowKey: testRowKey("n")},
+		addOp("n", delta(1, 1)),
+	}
+	out, missing, err := ResolveAdds(ops, f.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) != 1 || missing[0] != 3 || len(out) != 3 || f.reads != 1 {
+		t.Fatalf("out %+v missing %v after %d reads; want the last add missing, one read", out, missing, f.reads)
+	}
+	if got := out[1].Columns[0].Value; out[1].Kind != OpPutColumns || got.Int != 42 {
+		t.Fatalf("add after put wrote %+v", out[1])
+	}
+}
+
+func TestResolveAddsOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		cur   Value
+		delta int64
+		ok    bool
+	}{
+		{Int16(math.MaxInt16 - 1), 1, true},
+		{Int16(math.MaxInt16), 1, false},
+		{Int32(math.MinInt32), -1, false},
+		{Int32(math.MaxInt32), -1, true},
+		{Int64(math.MaxInt64), 1, false},
+		{Int64(math.MinInt64), math.MinInt64, false},
+		{Int64(math.MinInt64), math.MaxInt64, true},
+		{Int32(0), math.MaxInt32 + 1, false},
+	} {
+		f := &fakeRows{rows: map[string][]ColumnValue{string(testRowKey("r")): {{ID: 3, Value: tc.cur}}}}
+		_, _, err := ResolveAdds([]WriteOp{addOp("r", delta(3, tc.delta))}, f.read)
+		var oor *OutOfRangeError
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%v + %d: %v", tc.cur, tc.delta, err)
+		case !tc.ok && (!errors.As(err, &oor) || !errors.Is(err, ErrOutOfRange) || oor.Column != 3 || oor.Type != tc.cur.Type):
+			t.Errorf("%v + %d: err %v, want out of range of column 3", tc.cur, tc.delta, err)
+		}
+	}
+	f := &fakeRows{rows: map[string][]ColumnValue{string(testRowKey("r")): {{ID: 3, Value: Text("x")}}}}
+	if _, _, err := ResolveAdds([]WriteOp{addOp("r", delta(3, 1))}, f.read); err == nil || errors.Is(err, ErrOutOfRange) {
+		t.Errorf("add to a text column: %v", err)
+	}
+	bad := addOp("r", ColumnValue{ID: 3, Value: Int32(1)})
+	if _, _, err := ResolveAdds([]WriteOp{bad}, f.read); err == nil {
+		t.Error("an add with an int32 delta passed")
+	}
+}
+
+func TestAddBatchRoundTrip(t *testing.T) {
+	b := WriteBatch{Ops: []WriteOp{addOp("a", delta(1, -7), delta(4, 1<<40))}}
+	var got WriteBatch
+	if err := got.Unmarshal(b.Marshal()); err != nil {
+		t.Fatal(err)
+	}
+	if got.Ops[0].Kind != OpAddColumns || got.Ops[0].Columns[0].Value.Int != -7 || got.Ops[0].Columns[1].Value.Int != 1<<40 {
+		t.Fatalf("round trip: %+v", got.Ops[0])
+	}
+}

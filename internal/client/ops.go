@@ -36,8 +36,9 @@ const (
 	// SET c = c + x): Row holds the key columns and, for each column to
 	// change, the delta as an Int64 value. The tablet leader reads the row
 	// under its lock and writes the sums, so the caller needs no read of
-	// its own. An add whose row does not exist writes nothing; Txn.ApplyMissing
-	// reports it. A NULL column stays NULL; a sum outside the column's
+	// its own; the transaction learns the sums and reads them back as its
+	// own writes. An add whose row does not exist writes nothing;
+	// Txn.ApplyMissing reports it. A NULL column stays NULL; a sum outside the column's
 	// type fails the op's tablet batch with CodeOutOfRange. Transactions
 	// only.
 	OpAdd

@@ -337,30 +337,74 @@ func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestam
 	base := tx.writeID
 	wops, owner := byTablet(ctx, t, prepared)
 	tx.writeID += uint32(len(wops))
-	var missingOps []int // indexes into wops
+	var adds addResults // by index into wops
 	err := tx.withRecord(ctx, "txn-write", func() error {
-		missingOps = missingOps[:0]
-		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil, &missingOps, since)
+		adds = addResults{}
+		return tx.send(ctx, t, wops, nil, 0, tx.opts.Wait, base, nil, &adds, since)
 	})
 	if err != nil {
 		tx.ownUnsure = true
 		return nil, tx.applyFailed(ctx, err, owner, base)
 	}
 	var missing []int
-	for _, i := range missingOps {
-		if i < 0 || i >= len(owner) {
-			return nil, &Error{Code: CodeInternal, Message: fmt.Sprintf("a tablet reported op %d of a %d-op write missing", i, len(owner))}
-		}
+	for _, i := range adds.missing {
 		missing = append(missing, owner[i])
 	}
 	sort.Ints(missing)
+	sums := map[int]docdb.WriteOp{} // by the caller's op
+	for i, sum := range adds.sums {
+		sums[owner[i]] = sum
+	}
 	for i, op := range ops {
 		if _, gone := slices.BinarySearch(missing, i); gone {
 			continue // an add that found no row wrote nothing
 		}
+		if op.Kind == OpAdd {
+			// What the transaction reads back is what the tablet wrote.
+			sum, ok := sums[i]
+			if !ok {
+				tx.ownUnsure = true
+				return nil, &Error{Code: CodeInternal, Message: fmt.Sprintf("the tablet did not say what add %d wrote", i)}
+			}
+			if op, err = t.sumAsUpdate(op, sum); err != nil {
+				tx.ownUnsure = true
+				return nil, err
+			}
+		}
 		tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: ownOp(op)})
 	}
 	return missing, nil
+}
+
+// addResults are what the tablets answered about the adds (OpAddColumns)
+// of a write, by index into its DocDB ops: those whose row does not exist,
+// and what the others wrote.
+type addResults struct {
+	missing []int
+	sums    map[int]docdb.WriteOp
+}
+
+// sumAsUpdate is the OpUpdate an add amounts to, given what the tablet
+// wrote for it (sum): the key columns of add and the new values.
+func (t *Table) sumAsUpdate(add Op, sum docdb.WriteOp) (Op, error) {
+	row := Row{}
+	for name, v := range add.Row {
+		if c, ok := t.schema.byName[name]; ok && c.IsKey() {
+			row[name] = v
+		}
+	}
+	for _, cv := range sum.Columns {
+		c, ok := t.schema.byID[cv.ID]
+		if !ok {
+			return Op{}, &Error{Code: CodeInternal, Message: fmt.Sprintf("an add wrote unknown column %d", cv.ID)}
+		}
+		if sum.Kind == docdb.OpDeleteColumns {
+			row[c.Name] = docdb.Null()
+		} else {
+			row[c.Name] = cv.Value
+		}
+	}
+	return Op{Kind: OpUpdate, Row: row, TTL: add.TTL}, nil
 }
 
 // send routes a transactional write (ops and/or row locks) to the tablets
@@ -369,9 +413,9 @@ func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestam
 // written row newer than since (or, under snapshot isolation, than the
 // snapshot) fails the write.
 //
-// The adds (OpAddColumns) whose row does not exist are added to missing
-// (indexes into ops) when it is not nil.
-func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows [][]byte, mode LockMode, wait WaitPolicy, base uint32, skipped *[][]byte, missing *[]int, since hlc.Timestamp) error {
+// What the tablets answer about the adds (OpAddColumns) goes to adds when
+// it is not nil.
+func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows [][]byte, mode LockMode, wait WaitPolicy, base uint32, skipped *[][]byte, adds *addResults, since hlc.Timestamp) error {
 	s := &sender{c: tx.c, write: true}
 	checkTime, checkNewer := tx.readTime, tx.opts.Isolation == Snapshot
 	if since != 0 {
@@ -421,7 +465,7 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 			if ri == 0 && len(locks) > 0 {
 				req.LockRows, req.LockMode = locks, mode
 			}
-			var reqMissing []uint32 // of the attempt that answered
+			var answer *tspb.TxnWriteResponse // of the attempt that answered
 			err := s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
 				req.ClientTime = tx.c.now()
 				resp, err := tx.c.txnWriteAt(ctx, ts, r.addr, req)
@@ -435,22 +479,19 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 					*skipped = append(*skipped, resp.GetSkippedRows()...)
 				}
 				mu.Unlock()
-				reqMissing = resp.GetMissingOps()
+				answer = resp
 				return resp.GetError(), nil
 			})
 			if err != nil {
 				return remapDuplicate(err, run)
 			}
-			if missing != nil && len(reqMissing) > 0 {
+			if adds != nil && answer != nil {
 				mu.Lock()
-				for _, m := range reqMissing {
-					if int(m) >= len(run) {
-						mu.Unlock()
-						return &Error{Code: CodeInternal, Message: fmt.Sprintf("a tablet reported op %d of a %d-op request missing", m, len(run))}
-					}
-					*missing = append(*missing, run[m])
-				}
+				err := adds.note(answer, run)
 				mu.Unlock()
+				if err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -852,10 +893,6 @@ func (tx *Txn) ownRead(t *Table, rowKey []byte, columns []string) (row Row, foun
 			foundKnown, wiped = true, true
 		case OpPut:
 			foundKnown = true
-		case OpAdd:
-			// The sum was computed at the tablet: read it (the server's
-			// committed value, the add laid over it by overlay).
-			return nil, false, false
 		}
 		for name, v := range w.op.Row {
 			set[name] = true
@@ -902,21 +939,6 @@ func (tx *Txn) overlay(t *Table, rowKey []byte, row Row, found bool) (Row, bool)
 		switch w.op.Kind {
 		case OpDelete:
 			row, found = nil, false
-		case OpAdd:
-			// The add found the row (adds that did not are not kept), and
-			// its intents keep other writers off the columns it changed:
-			// the committed value read now is the one it added to.
-			if !found {
-				continue
-			}
-			for name, d := range w.op.Row {
-				if c, ok := t.schema.byName[name]; ok && !c.IsKey() {
-					if cur, ok := row[name]; ok && !cur.IsNull() {
-						cur.Int += d.Int
-						row[name] = cur
-					}
-				}
-			}
 		case OpPut, OpUpdate:
 			if !found {
 				row = Row{}
@@ -1213,4 +1235,35 @@ func (c *Client) RunTxn(ctx context.Context, opts TxnOptions, fn func(ctx contex
 			return err
 		}
 	}
+}
+
+// note adds the answer of the request whose ops were ops[run[0]],
+// ops[run[1]]...
+func (a *addResults) note(resp *tspb.TxnWriteResponse, run []int) error {
+	bad := func(i uint32) error {
+		return &Error{Code: CodeInternal, Message: fmt.Sprintf("a tablet answered about op %d of a %d-op request", i, len(run))}
+	}
+	for _, i := range resp.GetMissingOps() {
+		if int(i) >= len(run) {
+			return bad(i)
+		}
+		a.missing = append(a.missing, run[i])
+	}
+	if len(resp.GetSumOps()) == 0 {
+		return nil
+	}
+	var sums docdb.WriteBatch
+	if err := sums.Unmarshal(resp.GetSums()); err != nil || len(sums.Ops) != len(resp.GetSumOps()) {
+		return &Error{Code: CodeInternal, Message: "a tablet's sums do not decode", Err: err}
+	}
+	if a.sums == nil {
+		a.sums = map[int]docdb.WriteOp{}
+	}
+	for j, i := range resp.GetSumOps() {
+		if int(i) >= len(run) {
+			return bad(i)
+		}
+		a.sums[run[i]] = sums.Ops[j]
+	}
+	return nil
 }

@@ -38,6 +38,19 @@ func HasAdds(ops []WriteOp) bool { return hasKind(ops, OpAddColumns) }
 // latest committed version with the writer's own intents over it.
 type AddRead func(rowKey []byte, cols []uint32) (Row, bool, error)
 
+// Resolved is what ResolveAdds made of a batch.
+type Resolved struct {
+	// Ops: the batch with every add turned into the write it amounts to,
+	// the adds whose row does not exist left out.
+	Ops []WriteOp
+	// Missing: the indexes (into the batch) of the adds left out.
+	Missing []int
+	// Sums: for each add that found its row, by its index in the batch,
+	// the write it became (the new values: OpPutColumns, or OpDeleteColumns
+	// for columns that stay NULL); nil without adds.
+	Sums map[int]WriteOp
+}
+
 // ResolveAdds returns ops with every OpAddColumns turned into the
 // OpPutColumns it amounts to, and the indexes (into ops) of the adds whose
 // row does not exist, which are left out (an UPDATE finds no row). Each
@@ -46,16 +59,17 @@ type AddRead func(rowKey []byte, cols []uint32) (Row, bool, error)
 // writes a tombstone for it, which holds the row's lock as a write does;
 // columns of other types than integers are refused. A sum outside its
 // column's type fails the batch with an *OutOfRangeError.
-func ResolveAdds(ops []WriteOp, read AddRead) (out []WriteOp, missing []int, err error) {
+func ResolveAdds(ops []WriteOp, read AddRead) (Resolved, error) {
 	if !HasAdds(ops) {
-		return ops, nil, nil
+		return Resolved{Ops: ops}, nil
 	}
+	res := Resolved{Ops: make([]WriteOp, 0, len(ops)), Sums: map[int]WriteOp{}}
 	// The columns each row's adds need.
 	need := map[string][]uint32{}
 	for i := range ops {
 		op := &ops[i]
 		if err := op.validate(); err != nil {
-			return nil, nil, fmt.Errorf("op %d: %w", i, err)
+			return Resolved{}, fmt.Errorf("op %d: %w", i, err)
 		}
 		if op.Kind != OpAddColumns {
 			continue
@@ -69,7 +83,6 @@ func ResolveAdds(ops []WriteOp, read AddRead) (out []WriteOp, missing []int, err
 		need[string(op.RowKey)] = cols
 	}
 	rows := map[string]*addRow{}
-	out = make([]WriteOp, 0, len(ops))
 	for i := range ops {
 		op := ops[i]
 		r := rows[string(op.RowKey)]
@@ -78,7 +91,7 @@ func ResolveAdds(ops []WriteOp, read AddRead) (out []WriteOp, missing []int, err
 			slices.Sort(cols)
 			row, found, err := read(op.RowKey, cols)
 			if err != nil {
-				return nil, nil, err
+				return Resolved{}, err
 			}
 			r = &addRow{exists: found, vals: map[uint32]Value{}}
 			for _, c := range row.Columns {
@@ -90,11 +103,11 @@ func ResolveAdds(ops []WriteOp, read AddRead) (out []WriteOp, missing []int, err
 			if r != nil {
 				r.apply(&op)
 			}
-			out = append(out, op)
+			res.Ops = append(res.Ops, op)
 			continue
 		}
 		if !r.exists {
-			missing = append(missing, i)
+			res.Missing = append(res.Missing, i)
 			continue
 		}
 		put := WriteOp{Kind: OpPutColumns, RowKey: op.RowKey, TTL: op.TTL}
@@ -108,9 +121,9 @@ func ResolveAdds(ops []WriteOp, read AddRead) (out []WriteOp, missing []int, err
 			sum, err := addInt(cur, c.Value.Int)
 			if err != nil {
 				if errors.Is(err, ErrOutOfRange) {
-					return nil, nil, &OutOfRangeError{Index: i, Column: c.ID, Type: cur.Type}
+					return Resolved{}, &OutOfRangeError{Index: i, Column: c.ID, Type: cur.Type}
 				}
-				return nil, nil, fmt.Errorf("op %d: column %d: %w", i, c.ID, err)
+				return Resolved{}, fmt.Errorf("op %d: column %d: %w", i, c.ID, err)
 			}
 			put.Columns = append(put.Columns, ColumnValue{ID: c.ID, Value: sum})
 		}
@@ -120,9 +133,10 @@ func ResolveAdds(ops []WriteOp, read AddRead) (out []WriteOp, missing []int, err
 			put = WriteOp{Kind: OpDeleteColumns, RowKey: op.RowKey, Columns: nulls}
 		}
 		r.apply(&put)
-		out = append(out, put)
+		res.Ops = append(res.Ops, put)
+		res.Sums[i] = put
 	}
-	return out, missing, nil
+	return res, nil
 }
 
 // addRow is a row of ResolveAdds as the batch has left it so far: whether

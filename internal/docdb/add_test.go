@@ -47,9 +47,13 @@ func TestResolveAdds(t *testing.T) {
 		addOp("b", delta(1, 3)),   // NULL stays NULL: a tombstone
 		addOp("b", delta(1, 1), delta(2, 1)),
 	}
-	out, missing, err := ResolveAdds(ops, f.read)
+	res, err := ResolveAdds(ops, f.read)
 	if err != nil {
 		t.Fatal(err)
+	}
+	out, missing := res.Ops, res.Missing
+	if len(res.Sums) != 4 || res.Sums[2].Columns[0].Value.Int != -5 || res.Sums[3].Kind != OpDeleteColumns {
+		t.Fatalf("sums %+v: want the writes of adds 0, 2, 3 and 4", res.Sums)
 	}
 	if len(missing) != 1 || missing[0] != 1 {
 		t.Fatalf("missing = %v, want [1]", missing)
@@ -95,10 +99,11 @@ func TestResolveAddsBatchOrder(t *testing.T) {
 		{Kind: OpDeleteRow, RowKey: testRowKey("n")},
 		addOp("n", delta(1, 1)),
 	}
-	out, missing, err := ResolveAdds(ops, f.read)
+	res, err := ResolveAdds(ops, f.read)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out, missing := res.Ops, res.Missing
 	if len(missing) != 1 || missing[0] != 3 || len(out) != 3 || f.reads != 1 {
 		t.Fatalf("out %+v missing %v after %d reads; want the last add missing, one read", out, missing, f.reads)
 	}
@@ -123,7 +128,7 @@ func TestResolveAddsOutOfRange(t *testing.T) {
 		{Int32(0), math.MaxInt32 + 1, false},
 	} {
 		f := &fakeRows{rows: map[string][]ColumnValue{string(testRowKey("r")): {{ID: 3, Value: tc.cur}}}}
-		_, _, err := ResolveAdds([]WriteOp{addOp("r", delta(3, tc.delta))}, f.read)
+		_, err := ResolveAdds([]WriteOp{addOp("r", delta(3, tc.delta))}, f.read)
 		var oor *OutOfRangeError
 		switch {
 		case tc.ok && err != nil:
@@ -133,11 +138,11 @@ func TestResolveAddsOutOfRange(t *testing.T) {
 		}
 	}
 	f := &fakeRows{rows: map[string][]ColumnValue{string(testRowKey("r")): {{ID: 3, Value: Text("x")}}}}
-	if _, _, err := ResolveAdds([]WriteOp{addOp("r", delta(3, 1))}, f.read); err == nil || errors.Is(err, ErrOutOfRange) {
+	if _, err := ResolveAdds([]WriteOp{addOp("r", delta(3, 1))}, f.read); err == nil || errors.Is(err, ErrOutOfRange) {
 		t.Errorf("add to a text column: %v", err)
 	}
 	bad := addOp("r", ColumnValue{ID: 3, Value: Int32(1)})
-	if _, _, err := ResolveAdds([]WriteOp{bad}, f.read); err == nil {
+	if _, err := ResolveAdds([]WriteOp{bad}, f.read); err == nil {
 		t.Error("an add with an int32 delta passed")
 	}
 }

@@ -18,13 +18,14 @@ var ErrAddOutsideTxn = errors.New("tablet: an add (c = c + x) needs a transactio
 // (committed transactions not yet applied here included, as any read sees
 // them) with the transaction's own earlier writes over it, and returns a
 // copy of w whose adds are the puts they amount to, with the indexes of
-// the adds that found no row (left out). The caller holds the rows' write
+// the adds that found no row (left out) and the writes the others became
+// (docdb.Resolved). The caller holds the rows' write
 // latches and has resolved every other transaction's intent on them, so
 // the value read stays the latest until this write applies: that is what
 // lets an UPDATE c = c + x skip its read.
-func (t *Tablet) txnAdds(ctx context.Context, w *TxnWrite) (*TxnWrite, []int, error) {
+func (t *Tablet) txnAdds(ctx context.Context, w *TxnWrite) (*TxnWrite, docdb.Resolved, error) {
 	if !docdb.HasAdds(w.Ops) {
-		return w, nil, nil
+		return w, docdb.Resolved{Ops: w.Ops}, nil
 	}
 	noLatch := func() func() { return func() {} } // the caller's write latches cover the rows
 	read := func(rowKey []byte, cols []uint32) (row docdb.Row, found bool, err error) {
@@ -54,11 +55,11 @@ func (t *Tablet) txnAdds(ctx context.Context, w *TxnWrite) (*TxnWrite, []int, er
 		}, nil)
 		return row, found, err
 	}
-	ops, missing, err := docdb.ResolveAdds(w.Ops, read)
+	res, err := docdb.ResolveAdds(w.Ops, read)
 	if err != nil {
-		return nil, nil, err
+		return nil, docdb.Resolved{}, err
 	}
 	cp := *w
-	cp.Ops = ops
-	return &cp, missing, nil
+	cp.Ops = res.Ops
+	return &cp, res, nil
 }

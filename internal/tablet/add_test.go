@@ -59,7 +59,9 @@ func TestTxnAdds(t *testing.T) {
 	if r := write(a, addRowOp(2, 1), addRowOp(1, 5)); len(r.Missing) != 1 || r.Missing[0] != 0 {
 		t.Fatalf("missing = %v, want [0] (row 2 does not exist)", r.Missing)
 	}
-	write(a, addRowOp(1, 1)) // over its own 15
+	if r := write(a, addRowOp(1, 1)); len(r.Sums) != 1 || !r.Sums[0].Columns[0].Value.Equal(docdb.Int32(16)) { // over its own 15
+		t.Fatalf("sums = %+v, want row 1 at 16", r.Sums)
+	}
 	// One request twice (a retry after a lost answer): the second attempt
 	// reads the transaction's writes before the request's write ids only.
 	w := &tablet.TxnWrite{Txn: a, WriteID: wid, Ops: []docdb.WriteOp{addRowOp(1, 100)}}

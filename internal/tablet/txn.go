@@ -186,6 +186,8 @@ type TxnWriteResult struct {
 	// Missing lists the adds (docdb.OpAddColumns, by index in Ops) whose
 	// row does not exist: nothing was written for them.
 	Missing []int
+	// Sums: what each other add wrote (the new values), by index in Ops.
+	Sums map[int]docdb.WriteOp
 }
 
 // txnTracker keeps the participant's in-memory transaction state: which
@@ -819,17 +821,17 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 				release()
 				return TxnWriteResult{}, err
 			}
-			var missing []int
-			if w, missing, err = t.txnAdds(ctx, w); err != nil {
+			var adds docdb.Resolved
+			if w, adds, err = t.txnAdds(ctx, w); err != nil {
 				release()
 				return TxnWriteResult{}, err
 			}
 			if len(w.Ops) == 0 && len(locks) == 0 {
 				release()
-				return TxnWriteResult{Skipped: skipped, Missing: missing}, nil
+				return TxnWriteResult{Skipped: skipped, Missing: adds.Missing}, nil
 			}
 			ht, err := t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks, nil) }, release)
-			return TxnWriteResult{HT: ht, Skipped: skipped, Missing: missing}, err
+			return TxnWriteResult{HT: ht, Skipped: skipped, Missing: adds.Missing, Sums: adds.Sums}, err
 		}
 		release()
 		learn := &committed

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,6 +158,14 @@ func (s *service) TxnWrite(ctx context.Context, req *pb.TxnWriteRequest) (*pb.Tx
 		resp.SkippedRows = res.Skipped
 		for _, i := range res.Missing {
 			resp.MissingOps = append(resp.MissingOps, uint32(i))
+		}
+		if len(res.Sums) > 0 {
+			var sums docdb.WriteBatch
+			for _, i := range slices.Sorted(maps.Keys(res.Sums)) {
+				sums.Ops = append(sums.Ops, res.Sums[i])
+				resp.SumOps = append(resp.SumOps, uint32(i))
+			}
+			resp.Sums = sums.Marshal()
 		}
 		return err
 	}()

@@ -2034,7 +2034,12 @@ type TxnWriteResponse struct {
 	SkippedRows [][]byte               `protobuf:"bytes,4,rep,name=skipped_rows,json=skippedRows,proto3" json:"skipped_rows,omitempty"` // with SKIP_LOCKED
 	// The adds of the batch (by op index) whose row does not exist: nothing
 	// was written for them.
-	MissingOps    []uint32 `protobuf:"varint,5,rep,packed,name=missing_ops,json=missingOps,proto3" json:"missing_ops,omitempty"`
+	MissingOps []uint32 `protobuf:"varint,5,rep,packed,name=missing_ops,json=missingOps,proto3" json:"missing_ops,omitempty"`
+	// The writes the other adds became (their new values): a
+	// docdb.WriteBatch whose op i is what op sum_ops[i] of the request
+	// wrote.
+	Sums          []byte   `protobuf:"bytes,6,opt,name=sums,proto3" json:"sums,omitempty"`
+	SumOps        []uint32 `protobuf:"varint,7,rep,packed,name=sum_ops,json=sumOps,proto3" json:"sum_ops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2100,6 +2105,20 @@ func (x *TxnWriteResponse) GetSkippedRows() [][]byte {
 func (x *TxnWriteResponse) GetMissingOps() []uint32 {
 	if x != nil {
 		return x.MissingOps
+	}
+	return nil
+}
+
+func (x *TxnWriteResponse) GetSums() []byte {
+	if x != nil {
+		return x.Sums
+	}
+	return nil
+}
+
+func (x *TxnWriteResponse) GetSumOps() []uint32 {
+	if x != nil {
+		return x.SumOps
 	}
 	return nil
 }
@@ -3762,7 +3781,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"waitPolicy\x12\x1f\n" +
 	"\vclient_time\x18\n" +
 	" \x01(\x04R\n" +
-	"clientTime\"\xca\x01\n" +
+	"clientTime\"\xf7\x01\n" +
 	"\x10TxnWriteResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x1d\n" +
 	"\n" +
@@ -3771,7 +3790,9 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"serverTime\x12!\n" +
 	"\fskipped_rows\x18\x04 \x03(\fR\vskippedRows\x12\x1f\n" +
 	"\vmissing_ops\x18\x05 \x03(\rR\n" +
-	"missingOps\"\xa3\x02\n" +
+	"missingOps\x12\x12\n" +
+	"\x04sums\x18\x06 \x01(\fR\x04sums\x12\x17\n" +
+	"\asum_ops\x18\a \x03(\rR\x06sumOps\"\xa3\x02\n" +
 	"\x11TxnResolveRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x15\n" +
 	"\x06txn_id\x18\x02 \x01(\fR\x05txnId\x12;\n" +

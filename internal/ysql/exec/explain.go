@@ -160,6 +160,11 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 			}
 			sort.Strings(set)
 			detail("Tablet Update: %s (computed at the tablet under the row's lock, no read first; not in SERIALIZABLE transactions)", strings.Join(set, ", "))
+			// The tablet reads the row by its key: no filter or lock here.
+			sc := *x.Source.(*plan.Scan)
+			sc.Filter, sc.Lock = nil, plan.NoLock
+			s.describe(ctx, &sc, depth+1, lines)
+			return
 		}
 		s.describe(ctx, x.Source, depth+1, lines)
 	case *plan.Delete:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,6 +251,15 @@ func TestClusterProcess(t *testing.T) {
 		r.must("cluster", "stop-node", "2", "--base-dir", base)
 		if processAlive(n2.PID, "") {
 			t.Fatalf("node 2 (pid %d) runs after stop-node", n2.PID)
+		}
+		// A clean stop hands the node's leaderships to the others first,
+		// every one of them in time (the peers are up).
+		logb, err := os.ReadFile(filepath.Join(nodeDir(base, 2), "logs", "shale.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := regexp.MustCompile(`leaderships handed off" moved=(\d+) not_in_time=(\d+)`).FindAllStringSubmatch(string(logb), -1); len(m) == 0 || m[len(m)-1][2] != "0" {
+			t.Fatalf("node 2's log has no complete leadership hand-off before it stopped: %v", m)
 		}
 		r.must("cluster", "start-node", "2", "--base-dir", base)
 		notePIDs()

@@ -191,6 +191,11 @@ SIGTERM or SIGINT stop the node cleanly.`,
 	return cmd
 }
 
+// drainTimeout bounds the leadership hand-off of a clean shutdown (a
+// transfer takes a round trip or two; a peer that is down is not waited
+// for: HandOff skips voters not heard from within the lease).
+const drainTimeout = 5 * time.Second
+
 // runStart runs the node until ctx ends (a signal) or the node reports a
 // fatal error.
 func runStart(ctx context.Context, o startOptions, stderr io.Writer) error {
@@ -265,6 +270,13 @@ func runStart(ctx context.Context, o startOptions, stderr io.Writer) error {
 		log.Info("signal received, stopping")
 	case fatal = <-srv.Fatal():
 		log.Error("node stopping", "err", fatal)
+	}
+	if fatal == nil {
+		// Hand the leaderships over first: the others then elect nobody
+		// after a lease expiry, and writes pause only for the transfers.
+		dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		srv.Drain(dctx)
+		cancel()
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_ = hs.Shutdown(sctx)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -287,6 +288,41 @@ func TestLeaderTransfer(t *testing.T) {
 	if v, ok := sm.get(nl.Engine, "a"); !ok || v != "1" {
 		t.Fatalf("new leader lost a: %q %v", v, ok)
 	}
+}
+
+// TestTransferToStoppedNodeRefused: a leader asked to transfer to a voter
+// whose node stopped refuses at once and keeps serving (raft would leave
+// it without a lease until an election timeout gives the transfer up);
+// HandOff picks the voter that is still up.
+func TestTransferToStoppedNodeRefused(t *testing.T) {
+	c := startCluster(t, 3, []uint64{1, 2, 3})
+	propose(t, c, "a", "1")
+	l := waitLeader(t, c)
+	down := l.ID%3 + 1
+	up := 6 - l.ID - down
+	c.StopNode(down)
+	g, _ := l.Runtime.Group(groupID)
+	lease := testConfig().LeaseDuration
+	consensustest.WaitFor(t, 10*time.Second, "the stopped node's acks age past the lease", func() bool {
+		return time.Since(l.Transport.LeaseAck(down)) > lease
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.TransferLeadership(ctx, down); !errors.Is(err, consensus.ErrTransferTargetUnreachable) {
+		t.Fatalf("transfer to stopped node %d: %v, want ErrTransferTargetUnreachable", down, err)
+	}
+	if !g.HasLease() {
+		t.Fatal("the leader lost its lease over a refused transfer")
+	}
+	propose(t, c, "b", "2")
+	moved, err := g.HandOff(ctx)
+	if err != nil || !moved {
+		t.Fatalf("hand-off: moved %v, %v", moved, err)
+	}
+	if nl := waitLeader(t, c); nl.ID != up {
+		t.Fatalf("leader after the hand-off: %d, want %d (the live voter)", nl.ID, up)
+	}
+	propose(t, c, "c", "3")
 }
 
 func TestQuiescedGroupKeepsLeaseAndFailsOver(t *testing.T) {

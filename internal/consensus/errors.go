@@ -17,6 +17,11 @@ var (
 	// ErrProposalDropped: raft refused the proposal (e.g. a leader transfer is
 	// under way); it was not applied and can be retried.
 	ErrProposalDropped = errors.New("consensus: proposal dropped")
+	// ErrTransferTargetUnreachable: a leader transfer's target has not been
+	// heard from within the lease duration (down, or cut off); the transfer
+	// is refused rather than leave the group without a serving leader until
+	// raft gives it up.
+	ErrTransferTargetUnreachable = errors.New("consensus: leader transfer target not heard from recently")
 )
 
 // NotLeaderError is returned when an operation needs the leader (or the

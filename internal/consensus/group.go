@@ -3,6 +3,7 @@ package consensus
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -232,7 +233,15 @@ func (p *Pending) Await() (any, error) {
 
 // TransferLeadership asks the leader to hand leadership to node, and waits
 // until this replica observes a leader other than itself or ctx expires.
+// A target whose node has not acknowledged this one within the lease
+// duration is refused (ErrTransferTargetUnreachable): the leader stops
+// serving while a transfer is under way, and raft gives up on a dead
+// target only after an election timeout (the balancer moved leaders to a
+// node that had just stopped, and each move stalled writes for a second).
 func (g *Group) TransferLeadership(ctx context.Context, node uint64) error {
+	if node != g.rt.cfg.NodeID && time.Since(g.rt.tr.LeaseAck(node)) > g.rt.cfg.LeaseDuration {
+		return fmt.Errorf("%w: node %d (group %d)", ErrTransferTargetUnreachable, node, g.id)
+	}
 	g.mu.Lock()
 	if g.mu.status.Role != RoleLeader {
 		leader := g.mu.status.Leader
@@ -247,6 +256,34 @@ func (g *Group) TransferLeadership(ctx context.Context, node uint64) error {
 		st := g.Status()
 		return st.Leader == node && st.Role != RoleLeader
 	})
+}
+
+// HandOff transfers leadership, if this replica leads, to the other voter
+// whose node acknowledged this one most recently, and waits as
+// TransferLeadership does. A node that shuts down hands off its
+// leaderships first: its groups then pause for a transfer rather than for
+// a lease to expire and an election. It reports false, doing nothing, when
+// this replica does not lead or no other voter was heard from within the
+// lease duration.
+func (g *Group) HandOff(ctx context.Context) (bool, error) {
+	st := g.Status()
+	if st.Role != RoleLeader {
+		return false, nil
+	}
+	var to uint64
+	var best time.Time
+	for _, v := range st.Voters {
+		if v == g.rt.cfg.NodeID {
+			continue
+		}
+		if ack := g.rt.tr.LeaseAck(v); ack.After(best) {
+			to, best = v, ack
+		}
+	}
+	if to == 0 || time.Since(best) > g.rt.cfg.LeaseDuration {
+		return false, nil
+	}
+	return true, g.TransferLeadership(ctx, to)
 }
 
 // Campaign makes this replica start an election (tests and operators).

@@ -407,6 +407,18 @@ func (s *Server) Masters() map[uint64]string {
 	return out
 }
 
+// Drain prepares a clean shutdown: it hands off the node's leaderships to
+// other replicas (within ctx), so that the groups it leads need not wait
+// for its leases to expire when it stops.
+func (s *Server) Drain(ctx context.Context) {
+	if s.node == nil {
+		return
+	}
+	start := time.Now()
+	moved, failed := s.node.DrainLeaders(ctx)
+	s.log.Info("leaderships handed off", "moved", moved, "not_in_time", failed, "took", time.Since(start).Round(time.Millisecond))
+}
+
 // Stop stops the node cleanly.
 func (s *Server) Stop() {
 	s.cancel()

@@ -56,6 +56,8 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 	case errors.Is(err, consensus.ErrProposalDropped), errors.Is(err, consensus.ErrStopped), errors.Is(err, ErrStopped):
 		// Not applied; another replica (or this one later) can take it.
 		e.Code = pb.TabletError_NOT_LEADER
+	case errors.Is(err, consensus.ErrTransferTargetUnreachable):
+		e.Code = pb.TabletError_BUSY
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		e.Code = pb.TabletError_TIMEOUT
 	case errors.Is(err, errInvalid), errors.Is(err, docdb.ErrInvalidPushdown), errors.Is(err, tablet.ErrAddOutsideTxn):

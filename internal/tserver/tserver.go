@@ -1,6 +1,7 @@
 package tserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -342,6 +343,37 @@ func (n *Node) Tablets() []*tablet.Tablet {
 	n.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Descriptor().ID < out[j].Descriptor().ID })
 	return out
+}
+
+// DrainLeaders hands off every leadership of this node (its tablets', and
+// on a master the catalog's) to other voters, all at once, until ctx ends
+// (consensus.Group.HandOff). It returns how many groups moved and how many
+// did not in time. A clean shutdown calls it before Stop.
+func (n *Node) DrainLeaders(ctx context.Context) (moved, failed int) {
+	rt := n.host.Runtime
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, id := range rt.Groups() {
+		g, ok := rt.Group(id)
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			did, err := g.HandOff(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				failed++
+			case did:
+				moved++
+			}
+		}()
+	}
+	wg.Wait()
+	return moved, failed
 }
 
 // Stop stops the node: the gRPC server, the transport and the runtime (its

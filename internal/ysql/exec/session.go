@@ -166,6 +166,13 @@ func (e *Engine) NewSession(ctx context.Context, params map[string]string, info 
 		return nil, err
 	}
 	if _, ok := snap.Databases[db]; !ok {
+		// Created through another node a moment ago, maybe: this node
+		// hears of the new catalog version with its next heartbeat.
+		if snap, err = e.cfg.Cache.Fresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if _, ok := snap.Databases[db]; !ok {
 		return nil, pgerror.New(pgerror.CodeInvalidCatalogName, "database %q does not exist", db)
 	}
 	s := &Session{e: e, db: db, user: user, pid: info.BackendPID, tables: map[uint32]*client.Table{},

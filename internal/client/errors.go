@@ -45,7 +45,8 @@ const (
 	// of that op's tablet batch was written.
 	CodeDuplicateKey
 	// CodeOutOfRange: an OpAdd's sum does not fit its column's type
-	// (22003). Nothing of that op's tablet batch was written.
+	// (22003); its Err is an *OutOfRangeError naming the column. Nothing of
+	// that op's tablet batch was written.
 	CodeOutOfRange
 )
 
@@ -145,3 +146,16 @@ func IsTableNotFound(err error) bool { return hasCode(err, CodeTableNotFound) }
 func invalidf(format string, args ...any) *Error {
 	return &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf(format, args...)}
 }
+
+// OutOfRangeError is the Err of CodeOutOfRange: the column (its id) whose
+// sum does not fit.
+type OutOfRangeError struct {
+	Column uint32
+	cause  error // the server's answer
+}
+
+func (e *OutOfRangeError) Error() string {
+	return fmt.Sprintf("column %d: sum out of range: %v", e.Column, e.cause)
+}
+
+func (e *OutOfRangeError) Unwrap() error { return e.cause }

@@ -170,7 +170,7 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 		case tspb.TabletError_DUPLICATE_KEY:
 			return duplicateKeyError(te)
 		case tspb.TabletError_OUT_OF_RANGE:
-			return &Error{Code: CodeOutOfRange, Err: &tabletError{te}}
+			return &Error{Code: CodeOutOfRange, Err: &OutOfRangeError{Column: te.GetColumnId(), cause: &tabletError{te}}}
 		default:
 			return &Error{Code: CodeInternal, Err: &tabletError{te}}
 		}

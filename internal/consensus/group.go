@@ -239,7 +239,7 @@ func (p *Pending) Await() (any, error) {
 // target only after an election timeout (the balancer moved leaders to a
 // node that had just stopped, and each move stalled writes for a second).
 func (g *Group) TransferLeadership(ctx context.Context, node uint64) error {
-	if node != g.rt.cfg.NodeID && time.Since(g.rt.tr.LeaseAck(node)) > g.rt.cfg.LeaseDuration {
+	if node != g.rt.cfg.NodeID && !g.heardFrom(node) {
 		return fmt.Errorf("%w: node %d (group %d)", ErrTransferTargetUnreachable, node, g.id)
 	}
 	g.mu.Lock()
@@ -280,10 +280,16 @@ func (g *Group) HandOff(ctx context.Context) (bool, error) {
 			to, best = v, ack
 		}
 	}
-	if to == 0 || time.Since(best) > g.rt.cfg.LeaseDuration {
+	if to == 0 || !g.heardFrom(to) {
 		return false, nil
 	}
 	return true, g.TransferLeadership(ctx, to)
+}
+
+// heardFrom reports whether node acknowledged a frame of this node sent
+// within the lease duration: it is up and reachable.
+func (g *Group) heardFrom(node uint64) bool {
+	return time.Since(g.rt.tr.LeaseAck(node)) <= g.rt.cfg.LeaseDuration
 }
 
 // Campaign makes this replica start an election (tests and operators).

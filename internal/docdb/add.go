@@ -93,7 +93,7 @@ func ResolveAdds(ops []WriteOp, read AddRead) (Resolved, error) {
 			if err != nil {
 				return Resolved{}, err
 			}
-			r = &addRow{exists: found, vals: map[uint32]Value{}}
+			r = &addRow{presence: rowPresence{loaded: true, marker: found}, vals: map[uint32]Value{}}
 			for _, c := range row.Columns {
 				r.vals[c.ID] = c.Value
 			}
@@ -106,7 +106,7 @@ func ResolveAdds(ops []WriteOp, read AddRead) (Resolved, error) {
 			res.Ops = append(res.Ops, op)
 			continue
 		}
-		if !r.exists {
+		if !r.presence.exists() {
 			res.Missing = append(res.Missing, i)
 			continue
 		}
@@ -140,31 +140,24 @@ func ResolveAdds(ops []WriteOp, read AddRead) (Resolved, error) {
 }
 
 // addRow is a row of ResolveAdds as the batch has left it so far: whether
-// it exists and the values of the columns its adds read.
+// it exists (rowPresence, its read counting as the row's marker) and the
+// values of the columns its adds read.
 type addRow struct {
-	exists bool
-	vals   map[uint32]Value
+	presence rowPresence
+	vals     map[uint32]Value
 }
 
 func (r *addRow) apply(op *WriteOp) {
+	r.presence.apply(op)
 	switch op.Kind {
-	case OpPutRow, OpInsertRow:
-		r.exists = true
-	case OpPutColumns:
-		for _, c := range op.Columns {
-			if c.Value.Type != TypeNull {
-				r.exists = true
-			}
-		}
 	case OpDeleteRow:
-		r.exists = false
 		clear(r.vals)
-		return
-	}
-	for _, c := range op.Columns {
-		if op.Kind == OpDeleteColumns {
+	case OpDeleteColumns:
+		for _, c := range op.Columns {
 			delete(r.vals, c.ID)
-		} else {
+		}
+	default:
+		for _, c := range op.Columns {
 			r.vals[c.ID] = c.Value
 		}
 	}

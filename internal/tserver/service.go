@@ -84,7 +84,7 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		e.Code = pb.TabletError_OUT_OF_RANGE
 		var o *docdb.OutOfRangeError
 		if errors.As(err, &o) {
-			e.OpIndex = uint32(o.Index)
+			e.OpIndex, e.ColumnId = uint32(o.Index), o.Column
 		}
 	default:
 		e.Code = pb.TabletError_INTERNAL

@@ -711,8 +711,9 @@ type TabletError struct {
 	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	LeaderNode    uint64                 `protobuf:"varint,3,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
 	LeaderAddr    string                 `protobuf:"bytes,4,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
-	OpIndex       uint32                 `protobuf:"varint,5,opt,name=op_index,json=opIndex,proto3" json:"op_index,omitempty"` // DUPLICATE_KEY
-	RowKey        []byte                 `protobuf:"bytes,6,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`     // DUPLICATE_KEY
+	OpIndex       uint32                 `protobuf:"varint,5,opt,name=op_index,json=opIndex,proto3" json:"op_index,omitempty"`    // DUPLICATE_KEY, OUT_OF_RANGE
+	RowKey        []byte                 `protobuf:"bytes,6,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`        // DUPLICATE_KEY
+	ColumnId      uint32                 `protobuf:"varint,7,opt,name=column_id,json=columnId,proto3" json:"column_id,omitempty"` // OUT_OF_RANGE: the column whose sum does not fit
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -787,6 +788,13 @@ func (x *TabletError) GetRowKey() []byte {
 		return x.RowKey
 	}
 	return nil
+}
+
+func (x *TabletError) GetColumnId() uint32 {
+	if x != nil {
+		return x.ColumnId
+	}
+	return 0
 }
 
 // Span is [start, end) of encoded keys; an empty end means unbounded.
@@ -3602,7 +3610,7 @@ var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
 const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
-	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xb3\x04\n" +
+	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xd0\x04\n" +
 	"\vTabletError\x125\n" +
 	"\x04code\x18\x01 \x01(\x0e2!.shaledb.tserver.TabletError.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
@@ -3611,7 +3619,8 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vleader_addr\x18\x04 \x01(\tR\n" +
 	"leaderAddr\x12\x19\n" +
 	"\bop_index\x18\x05 \x01(\rR\aopIndex\x12\x17\n" +
-	"\arow_key\x18\x06 \x01(\fR\x06rowKey\"\xdc\x02\n" +
+	"\arow_key\x18\x06 \x01(\fR\x06rowKey\x12\x1b\n" +
+	"\tcolumn_id\x18\a \x01(\rR\bcolumnId\"\xdc\x02\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x0e\n" +
 	"\n" +

@@ -705,8 +705,9 @@ func (r *runner) updateAtTablet(u *plan.Update) (n int64, ok bool, err error) {
 		return 0, true, err
 	}
 	missing, err := r.txn.ApplyMissing(r.ctx, tbl, []client.Op{{Kind: client.OpAdd, Row: row}})
-	if code, _ := client.CodeOf(err); code == client.CodeOutOfRange {
-		return 0, true, pgerror.New(pgerror.CodeNumericValueOutOfRange, "%s out of range", outOfRangeName(t, adds))
+	var oor *client.OutOfRangeError
+	if errors.As(err, &oor) {
+		return 0, true, pgerror.New(pgerror.CodeNumericValueOutOfRange, "%s out of range", outOfRangeName(t, tbl, oor.Column))
 	}
 	if err != nil {
 		return 0, true, err
@@ -715,17 +716,19 @@ func (r *runner) updateAtTablet(u *plan.Update) (n int64, ok bool, err error) {
 	return int64(1 - len(missing)), true, nil
 }
 
-// outOfRangeName names the type in PostgreSQL's overflow message: the
-// widest of the added columns (the tablet does not say which overflowed).
-func outOfRangeName(t *catalog.Table, adds []plan.TabletAdd) string {
-	name := "smallint"
-	for _, a := range adds {
-		switch t.Columns[a.Column].Type.OID {
-		case types.OIDInt8:
-			return "bigint"
-		case types.OIDInt4:
-			name = "integer"
+// outOfRangeName names the type of the column (by storage id) whose sum
+// overflowed, as PostgreSQL's overflow message does.
+func outOfRangeName(t *catalog.Table, tbl *client.Table, id uint32) string {
+	for i := range t.Columns {
+		if c, ok := tbl.Schema().Column(catalog.StorageColumn(&t.Columns[i])); ok && c.ID == id {
+			switch t.Columns[i].Type.OID {
+			case types.OIDInt2:
+				return "smallint"
+			case types.OIDInt8:
+				return "bigint"
+			}
+			return "integer"
 		}
 	}
-	return name
+	return "integer"
 }

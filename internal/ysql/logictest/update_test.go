@@ -184,6 +184,8 @@ func checkTabletAdds(t *testing.T, ctx context.Context, conn *pgx.Conn) {
 		wantError("22003", "smallint out of range", `UPDATE adds SET s = s + 2 WHERE k = 1`)
 		wantError("22003", "integer out of range", `UPDATE adds SET a = a + 2147483647 WHERE k = 1`)
 		wantError("22003", "bigint out of range", `UPDATE adds SET b = b + 5 WHERE k = 1`)
+		// With several columns the message names the one that overflowed.
+		wantError("22003", "smallint out of range", `UPDATE adds SET s = s + 2, b = b - 1 WHERE k = 1`)
 		wantError("23514", `new row for relation "adds" violates check constraint "adds_c_check"`, `UPDATE adds SET c = c - 1 WHERE k = 1`)
 		// Within a transaction: read back, add again, savepoint, rollback.
 		exec(`BEGIN`)

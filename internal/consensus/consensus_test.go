@@ -6,11 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
@@ -509,5 +512,119 @@ func TestCommitOnlyAppendsHeld(t *testing.T) {
 			_, ok := sm.get(nd.Engine, last)
 			return ok
 		})
+	}
+}
+
+// holdFS holds the WAL fsyncs of an engine while armed: each sync of a
+// *.log file reports itself on entered and waits for release.
+type holdFS struct {
+	vfs.FS
+	armed   *atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (fs holdFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return holdFile{File: f, fs: fs}, nil
+}
+
+func (fs holdFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	return fs.wrap(name, f, err)
+}
+
+func (fs holdFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(old, name, c)
+	return fs.wrap(name, f, err)
+}
+
+type holdFile struct {
+	vfs.File
+	fs holdFS
+}
+
+func (f holdFile) hold() {
+	if f.fs.armed.Load() {
+		f.fs.entered <- struct{}{}
+		<-f.fs.release
+	}
+}
+
+func (f holdFile) Sync() error     { f.hold(); return f.File.Sync() }
+func (f holdFile) SyncData() error { f.hold(); return f.File.SyncData() }
+func (f holdFile) SyncTo(n int64) (bool, error) {
+	f.hold()
+	return f.File.SyncTo(n)
+}
+
+// TestCyclesOverlapFsync: while the fsync of one group's write runs, the
+// scheduler starts the cycle of another group's write instead of waiting
+// for it (the two writes share the disk, not a queue); both writes complete
+// once the disk answers. Before, the second write's cycle began only after
+// the first's fsync, and on every node each write waited for the other's.
+func TestCyclesOverlapFsync(t *testing.T) {
+	var armed atomic.Bool
+	hfs := holdFS{armed: &armed, entered: make(chan struct{}, 16), release: make(chan struct{})}
+	groups := []uint64{groupID, groupID + 1}
+	c := consensustest.NewCluster(t, 1, consensustest.Options{
+		Runtime: testConfig(),
+		WrapFS: func(_ uint64, fs vfs.FS) vfs.FS {
+			hfs.FS = fs
+			return hfs
+		},
+		OnStart: func(nd *consensustest.Node) {
+			for _, id := range groups {
+				if _, err := nd.Runtime.CreateGroup(consensus.GroupConfig{ID: id, StateMachine: &kvSM{group: id, node: nd.ID}, Bootstrap: []uint64{1}}); err != nil {
+					t.Fatalf("create group %d: %v", id, err)
+				}
+			}
+		},
+	})
+	n := c.Node(1)
+	var gs []*consensus.Group
+	for _, id := range groups {
+		g, _ := n.Runtime.Group(id)
+		consensustest.WaitFor(t, 15*time.Second, "a leader", func() bool { return g.Status().Role == consensus.RoleLeader })
+		consensustest.Retry(t, 10*time.Second, "a first write", func(ctx context.Context) error {
+			_, err := g.Propose(ctx, []byte("warm=1"))
+			return err
+		})
+		gs = append(gs, g)
+	}
+	var releaseOnce sync.Once
+	release := func() {
+		releaseOnce.Do(func() {
+			armed.Store(false)
+			close(hfs.release)
+		})
+	}
+	t.Cleanup(release) // before the cluster stops, which waits for the disk
+	armed.Store(true)
+	first, err := gs[0].ProposeAsync([]byte("a=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-hfs.entered // the first write's cycle is in its fsync
+	before := n.Runtime.Metrics().CyclesOverlapped
+	second, err := gs[1].ProposeAsync([]byte("b=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	consensustest.WaitFor(t, 5*time.Second, "the second write's cycle to start during the first's fsync", func() bool {
+		return n.Runtime.Metrics().CyclesOverlapped > before
+	})
+	release()
+	for i, p := range []*consensus.Pending{first, second} {
+		if _, err := p.Await(); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	for i, k := range []string{"a", "b"} {
+		if v, ok := (&kvSM{group: groups[i]}).get(n.Engine, k); !ok || v != "1" {
+			t.Errorf("group %d: %s = %q, %v after the write", groups[i], k, v, ok)
+		}
 	}
 }

@@ -6,8 +6,10 @@
 // ONE synced Pebble batch (group commit across tablets), then sends the
 // messages (one transport frame per destination node), then applies the
 // committed entries of every group in one unsynced batch that also records
-// each group's applied index, and finally advances the RawNodes. A write is
-// acknowledged only after it is applied, which implies it was fsync'd on a
+// each group's applied index, and finally, once the fsync is done, sends the
+// acknowledgements and advances the RawNodes. While a cycle's fsync runs the
+// next cycle may start with the groups not in flight (scheduler.go). A write
+// is acknowledged only after it is applied, which implies it was fsync'd on a
 // majority.
 //
 // Idle groups quiesce: the leader, once every follower has every entry, sends

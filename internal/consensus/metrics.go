@@ -10,7 +10,10 @@ import (
 // metrics library, no global state): an exporter reads a snapshot when it
 // is scraped.
 type Metrics struct {
-	Cycles              atomic.Uint64
+	Cycles atomic.Uint64
+	// CyclesOverlapped counts cycles started while an earlier cycle's
+	// fsync was still running.
+	CyclesOverlapped    atomic.Uint64
 	MessagesSent        atomic.Uint64
 	MessagesReceived    atomic.Uint64
 	VotesRefused        atomic.Uint64
@@ -49,12 +52,12 @@ type Metrics struct {
 
 // MetricsSnapshot is a plain copy of Metrics.
 type MetricsSnapshot struct {
-	Cycles, MessagesSent, MessagesReceived, VotesRefused, DroppedUnknownGroup, ConfChanges uint64
-	LogTruncations, Quiesces, CommitsHeld, CommitsReplaced                                 uint64
-	SnapshotsSent, SnapshotsFailed, SnapshotsApplied, SnapshotBytesSent                    uint64
-	Syncs                                                                                  uint64
-	Proposals, EntriesApplied                                                              uint64
-	SyncTime, CycleTime                                                                    time.Duration
+	Cycles, CyclesOverlapped, MessagesSent, MessagesReceived, VotesRefused, DroppedUnknownGroup, ConfChanges uint64
+	LogTruncations, Quiesces, CommitsHeld, CommitsReplaced                                                   uint64
+	SnapshotsSent, SnapshotsFailed, SnapshotsApplied, SnapshotBytesSent                                      uint64
+	Syncs                                                                                                    uint64
+	Proposals, EntriesApplied                                                                                uint64
+	SyncTime, CycleTime                                                                                      time.Duration
 
 	CycleLatency, SyncLatency, ApplyLatency, ProposalLatency HistogramSnapshot
 }
@@ -74,7 +77,7 @@ func (m *Metrics) observeCycle(d time.Duration) {
 func (rt *Runtime) Metrics() MetricsSnapshot {
 	m := &rt.metrics
 	return MetricsSnapshot{
-		Cycles: m.Cycles.Load(), MessagesSent: m.MessagesSent.Load(), MessagesReceived: m.MessagesReceived.Load(),
+		Cycles: m.Cycles.Load(), CyclesOverlapped: m.CyclesOverlapped.Load(), MessagesSent: m.MessagesSent.Load(), MessagesReceived: m.MessagesReceived.Load(),
 		VotesRefused: m.VotesRefused.Load(), DroppedUnknownGroup: m.DroppedUnknownGroup.Load(), ConfChanges: m.ConfChanges.Load(),
 		LogTruncations: m.LogTruncations.Load(), Quiesces: m.Quiesces.Load(),
 		CommitsHeld: m.CommitsHeld.Load(), CommitsReplaced: m.CommitsReplaced.Load(),

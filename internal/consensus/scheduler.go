@@ -59,27 +59,131 @@ type appliedResult struct {
 	err   error
 }
 
+// maxCycles bounds the cycles in flight: started, their log batch not yet
+// durable. Pebble syncs the batches of all but the oldest together.
+const maxCycles = 4
+
+// cycleRun is a scheduler cycle between its start (log written, early
+// messages sent, committed entries applied) and its finish (log durable,
+// acknowledgements sent, RawNodes advanced).
+type cycleRun struct {
+	start     time.Time
+	syncStart time.Time
+	work      []*groupWork
+	batch     *pebble.Batch
+	// synced is closed once the log batch is durable (or failed to be,
+	// syncErr); nil if the cycle needed no fsync.
+	synced   chan struct{}
+	syncErr  error
+	syncTook time.Duration
+}
+
+// runScheduler runs cycles. A cycle whose log writes must be fsynced does
+// not hold the scheduler while the fsync runs: the next cycle starts with
+// the groups that are not in flight (a group is in at most one cycle, as a
+// RawNode's Ready must be advanced before the next), its log batch joins
+// Pebble's group commit, and the answers to the first cycle's messages are
+// handled as soon as they arrive. Without this, two writes to different
+// tablets arriving together were as slow as two in a row: each waited for
+// the other's fsync on every node. Cycles finish in the order they started.
 func (rt *Runtime) runScheduler() {
 	defer rt.wg.Done()
+	var inflight []*cycleRun
+	busy := map[uint64]bool{} // groups of the cycles in flight
+	must := func(err error) {
+		if err != nil {
+			// A storage failure leaves the replica in an unknown state:
+			// stop rather than acknowledge anything more.
+			panic(fmt.Sprintf("consensus: node %d: %v", rt.cfg.NodeID, err))
+		}
+	}
+	finishOldest := func() {
+		c := inflight[0]
+		inflight = inflight[1:]
+		for _, w := range c.work {
+			delete(busy, w.g.id)
+		}
+		must(rt.finishCycle(c))
+	}
 	for {
+		var synced chan struct{}
+		if len(inflight) > 0 {
+			synced = inflight[0].synced
+		}
 		select {
 		case <-rt.stopper:
+			for len(inflight) > 0 {
+				<-inflight[0].synced
+				inflight[0].batch.Close()
+				inflight = inflight[1:]
+			}
 			rt.failAllWaiters()
 			return
 		case <-rt.signal:
+		case <-synced:
 		}
 		for {
+			for len(inflight) > 0 && isClosed(inflight[0].synced) {
+				finishOldest()
+			}
 			ids := rt.takePending()
-			if len(ids) == 0 {
+			ready := ids[:0]
+			var later []uint64
+			for _, id := range ids {
+				if busy[id] {
+					later = append(later, id)
+				} else {
+					ready = append(ready, id)
+				}
+			}
+			if len(later) > 0 {
+				rt.deferPending(later) // taken again once their cycle finishes
+			}
+			if len(ready) == 0 {
 				break
 			}
-			if err := rt.cycle(ids); err != nil {
-				// A storage failure leaves the replica in an unknown state:
-				// stop rather than acknowledge anything more.
-				panic(fmt.Sprintf("consensus: node %d: %v", rt.cfg.NodeID, err))
+			if len(inflight) == maxCycles {
+				rt.deferPending(ready)
+				<-inflight[0].synced
+				continue
+			}
+			c, err := rt.startCycle(ready)
+			must(err)
+			if c == nil {
+				continue
+			}
+			if len(inflight) > 0 {
+				rt.metrics.CyclesOverlapped.Add(1)
+			}
+			if c.synced == nil {
+				must(rt.finishCycle(c))
+				continue
+			}
+			inflight = append(inflight, c)
+			for _, w := range c.work {
+				busy[w.g.id] = true
 			}
 		}
 	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// deferPending puts ids back in the pending set without waking the
+// scheduler: it takes them again after the next finished cycle.
+func (rt *Runtime) deferPending(ids []uint64) {
+	rt.pendingMu.Lock()
+	for _, id := range ids {
+		rt.pendingMu.set[id] = struct{}{}
+	}
+	rt.pendingMu.Unlock()
 }
 
 func (rt *Runtime) failAllWaiters() {
@@ -95,79 +199,66 @@ func (rt *Runtime) failAllWaiters() {
 	}
 }
 
-// cycle runs one scheduler pass over the given groups.
-func (rt *Runtime) cycle(ids []uint64) error {
+// startCycle runs the first half of a scheduler pass over the given groups:
+// their log writes are committed to the engine and, if they must be
+// durable, synced in the background (c.synced); messages that need not wait
+// for the fsync are sent and committed entries applied. It returns nil if
+// no group had work.
+func (rt *Runtime) startCycle(ids []uint64) (*cycleRun, error) {
 	rt.cycleMu.Lock()
 	defer rt.cycleMu.Unlock()
-	start := time.Now()
-	batch := rt.eng.NewBatch()
-	defer batch.Close()
+	c := &cycleRun{start: time.Now(), batch: rt.eng.NewBatch()}
+	ok := false
+	defer func() {
+		if !ok {
+			c.batch.Close()
+		}
+	}()
 	work := make([]*groupWork, 0, len(ids))
 	for _, id := range ids {
 		g, ok := rt.Group(id)
 		if !ok {
 			continue
 		}
-		w, err := g.prepare(batch)
+		w, err := g.prepare(c.batch)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if w != nil {
 			work = append(work, w)
 		}
 	}
 	if len(work) == 0 {
-		return nil
+		return nil, nil
 	}
+	c.work = work
 	// 1. Group commit: every group's entries and hard state in one batch,
 	// with a single fsync if any group needs one. The batch is written (and
-	// visible) at once; the fsync is waited for in step 4.
+	// visible) at once; the fsync runs in the background.
 	mustSync := false
 	for _, w := range work {
 		mustSync = mustSync || w.mustSync
 	}
-	syncing := false
-	syncStart := time.Now()
-	if !batch.Empty() {
-		var err error
+	c.syncStart = time.Now()
+	if !c.batch.Empty() {
 		if mustSync {
-			err = rt.eng.ApplyNoSyncWait(batch, storage.Sync)
-			syncing = err == nil
-		} else {
-			err = batch.Commit(storage.NoSync)
-		}
-		if err != nil {
-			return fmt.Errorf("raft log commit: %w", err)
+			if err := rt.eng.ApplyNoSyncWait(c.batch, storage.Sync); err != nil {
+				return nil, fmt.Errorf("raft log commit: %w", err)
+			}
+			c.synced = make(chan struct{})
+			go func() {
+				c.syncErr = c.batch.SyncWait()
+				c.syncTook = time.Since(c.syncStart)
+				close(c.synced)
+			}()
+		} else if err := c.batch.Commit(storage.NoSync); err != nil {
+			return nil, fmt.Errorf("raft log commit: %w", err)
 		}
 	}
-	defer func() {
-		if syncing {
-			_ = batch.SyncWait() // an error path: the batch must not be closed mid-sync
-		}
-	}()
+	ok = true
 	// 2. Send what need not wait for the fsync: one transport call per
 	// destination.
-	out := make(map[uint64][]transport.Message)
-	send := func(late bool) {
-		for _, w := range work {
-			for _, m := range w.rd.Messages {
-				if early := w.early && !mustWaitForSync(m); early == late {
-					continue
-				}
-				if m.GetType() == raftpb.MsgSnap {
-					rt.sendSnapshot(w.g, m)
-					continue
-				}
-				rt.route(w.g, m, out)
-			}
-		}
-		for to, msgs := range out {
-			rt.metrics.MessagesSent.Add(uint64(len(msgs)))
-			rt.tr.Send(to, msgs)
-			delete(out, to)
-		}
-	}
-	send(false)
+	rt.sendCycle(work, false)
 	// 3. Apply every group's committed entries in one batch, and answer the
 	// waiting proposers. Committed entries are durable on a quorum, so this
 	// need not wait for our fsync; the apply batch follows the log batch in
@@ -184,12 +275,12 @@ func (rt *Runtime) cycle(ids []uint64) error {
 		}
 		applied = true
 		if err := w.g.applyCommitted(apply, w); err != nil {
-			return err
+			return c, err
 		}
 	}
 	if applied {
 		if err := apply.Commit(storage.NoSync); err != nil {
-			return fmt.Errorf("apply commit: %w", err)
+			return c, fmt.Errorf("apply commit: %w", err)
 		}
 		rt.metrics.ApplyLatency.Observe(time.Since(applyStart))
 		for _, w := range work {
@@ -204,18 +295,59 @@ func (rt *Runtime) cycle(ids []uint64) error {
 			w.g.deliverResults(w)
 		}
 	}
-	// 4. Wait for the fsync, then send the acknowledgements.
-	if syncing {
-		syncing = false
-		if err := batch.SyncWait(); err != nil {
-			return fmt.Errorf("raft log sync: %w", err)
+	return c, nil
+}
+
+// sendCycle sends the messages of a cycle's Readys: those that need not
+// wait for the fsync (late false), or the rest (late true); one transport
+// call per destination.
+func (rt *Runtime) sendCycle(work []*groupWork, late bool) {
+	out := make(map[uint64][]transport.Message)
+	for _, w := range work {
+		for _, m := range w.rd.Messages {
+			if early := w.early && !mustWaitForSync(m); early == late {
+				continue
+			}
+			if m.GetType() == raftpb.MsgSnap {
+				rt.sendSnapshot(w.g, m)
+				continue
+			}
+			rt.route(w.g, m, out)
 		}
-		rt.metrics.observeSync(time.Since(syncStart))
 	}
+	for to, msgs := range out {
+		rt.metrics.MessagesSent.Add(uint64(len(msgs)))
+		rt.tr.Send(to, msgs)
+	}
+}
+
+// finishCycle runs the second half of a cycle whose log writes are durable:
+// it sends the acknowledgements and advances the RawNodes. A group
+// destroyed meanwhile is skipped: its keys are gone and must stay so.
+func (rt *Runtime) finishCycle(c *cycleRun) error {
+	defer c.batch.Close()
+	if c.synced != nil {
+		if c.syncErr != nil {
+			return fmt.Errorf("raft log sync: %w", c.syncErr)
+		}
+		rt.metrics.observeSync(c.syncTook)
+	}
+	rt.cycleMu.Lock()
+	defer rt.cycleMu.Unlock()
+	work := c.work[:0]
+	for _, w := range c.work {
+		w.g.mu.Lock()
+		removed := w.g.mu.removed
+		w.g.mu.Unlock()
+		if !removed {
+			work = append(work, w)
+		}
+	}
+	// 4. The log is durable: send the acknowledgements.
 	for _, w := range work {
 		w.g.store.commitAppend(w.rd.HardState, w.rd.Entries)
 	}
-	send(true)
+	rt.sendCycle(work, true)
 	// 5. Advance and tidy up.
 	for _, w := range work {
 		if err := w.g.finish(w); err != nil {
@@ -223,7 +355,7 @@ func (rt *Runtime) cycle(ids []uint64) error {
 		}
 	}
 	rt.metrics.Cycles.Add(1)
-	rt.metrics.observeCycle(time.Since(start))
+	rt.metrics.observeCycle(time.Since(c.start))
 	return nil
 }
 

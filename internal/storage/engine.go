@@ -26,6 +26,9 @@ type Options struct {
 	MemTableSize uint64
 	// InMemory keeps everything in memory (tests that need no durability).
 	InMemory bool
+	// WrapFS, if set, wraps the file system the engine uses: tests that
+	// hold or fail the disk's fsyncs.
+	WrapFS func(vfs.FS) vfs.FS
 	// DisableWAL turns off the write-ahead log. Never set in production:
 	// acknowledged writes would not survive a crash.
 	DisableWAL bool
@@ -108,6 +111,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	po.FS = vfs.Default
 	if opts.InMemory {
 		po.FS = vfs.NewMem()
+	}
+	if opts.WrapFS != nil {
+		po.FS = opts.WrapFS(po.FS)
 	}
 	po.EnsureDefaults()
 	db, err := pebble.Open(dir, po)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/grpc"
 
 	"github.com/shaledb/shaledb/internal/consensus"
@@ -33,6 +34,8 @@ type Options struct {
 	// OnStart runs after a node's runtime started (and after every
 	// restart): create or reload the node's groups here.
 	OnStart func(n *Node)
+	// WrapFS, if set, wraps every node's file system (storage.Options).
+	WrapFS func(node uint64, fs vfs.FS) vfs.FS
 }
 
 // Node is one in-process node.
@@ -127,7 +130,7 @@ func (c *Cluster) start(n *Node, l net.Listener) {
 		NodeID:   n.ID,
 		Listener: l,
 		Dir:      n.Dir,
-		Engine:   docdb.EngineOptions(storage.Options{CacheSize: 16 << 20, MemTableSize: 8 << 20}),
+		Engine:   docdb.EngineOptions(c.engineOptions(n.ID)),
 		Runtime:  c.opts.Runtime,
 		Resolver: c.resolve,
 		Clock:    n.Clock,
@@ -141,6 +144,14 @@ func (c *Cluster) start(n *Node, l net.Listener) {
 	if c.opts.OnStart != nil {
 		c.opts.OnStart(n)
 	}
+}
+
+func (c *Cluster) engineOptions(node uint64) storage.Options {
+	o := storage.Options{CacheSize: 16 << 20, MemTableSize: 8 << 20}
+	if w := c.opts.WrapFS; w != nil {
+		o.WrapFS = func(fs vfs.FS) vfs.FS { return w(node, fs) }
+	}
+	return o
 }
 
 // StopNode stops a node abruptly as far as its peers can tell: server,

@@ -49,6 +49,10 @@ var applyLinger atomic.Int64
 
 func init() { applyLinger.Store(int64(10 * time.Millisecond)) }
 
+// lingerAfter arms the linger's timers (tests replace it to fire them
+// themselves).
+var lingerAfter = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+
 type queuedApply struct {
 	txn    docdb.TxnID
 	commit hlc.Timestamp
@@ -58,7 +62,12 @@ type queuedApply struct {
 type applyQueue struct {
 	mu      sync.Mutex
 	pending map[docdb.TxnID]hlc.Timestamp
-	armed   bool // a flush is scheduled
+	// gen counts the times the queue went from empty to not: each time
+	// arms a flush timer for that generation, which does nothing if an
+	// entry took the applies before it fired. So every apply gets its
+	// whole linger to ride on an entry (a timer armed for applies an
+	// entry took used to flush the next ones early).
+	gen uint64
 }
 
 // ApplyTxnLater applies txn's intents here at its commit time, soon: it
@@ -92,12 +101,15 @@ func (t *Tablet) QueueApply(ctx context.Context, txn docdb.TxnID, commit hlc.Tim
 	if q.pending == nil {
 		q.pending = map[docdb.TxnID]hlc.Timestamp{}
 	}
+	arm := len(q.pending) == 0
+	if arm {
+		q.gen++
+	}
+	gen := q.gen
 	q.pending[txn] = commit
-	arm := !q.armed
-	q.armed = true
 	q.mu.Unlock()
 	if arm {
-		time.AfterFunc(time.Duration(applyLinger.Load()), t.flushApplies)
+		lingerAfter(time.Duration(applyLinger.Load()), func() { t.flushApplies(gen) })
 	}
 	return true, nil
 }
@@ -111,8 +123,8 @@ func (t *Tablet) queuedCommit(txn docdb.TxnID) (hlc.Timestamp, bool) {
 	return c, ok
 }
 
-// takeApplies empties the queue. The next apply queued arms a flush of its
-// own (a flush already scheduled finds the queue empty, or flushes early).
+// takeApplies empties the queue; the flush timer armed for it will find a
+// later generation, or none.
 func (t *Tablet) takeApplies() []queuedApply {
 	q := &t.applyQ
 	q.mu.Lock()
@@ -120,7 +132,6 @@ func (t *Tablet) takeApplies() []queuedApply {
 	if len(q.pending) == 0 {
 		return nil
 	}
-	q.armed = false
 	out := make([]queuedApply, 0, len(q.pending))
 	for txn, c := range q.pending {
 		out = append(out, queuedApply{txn, c})
@@ -129,15 +140,14 @@ func (t *Tablet) takeApplies() []queuedApply {
 	return out
 }
 
-// flushApplies proposes the queued applies in an entry of their own (no
-// entry took them within applyLinger).
-func (t *Tablet) flushApplies() {
+// flushApplies proposes the queued applies of generation gen in an entry of
+// their own, unless an entry took them within applyLinger.
+func (t *Tablet) flushApplies(gen uint64) {
 	q := &t.applyQ
 	q.mu.Lock()
-	q.armed = false
-	empty := len(q.pending) == 0
+	due := q.gen == gen && len(q.pending) > 0
 	q.mu.Unlock()
-	if empty {
+	if !due {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -172,3 +172,65 @@ func TestWriteRidesQueuedApply(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestApplyLingerFromQueueing: a queued apply waits the whole linger for an
+// entry to ride on, counted from when it was queued. The flush timer armed
+// for an apply that an entry then carried does not flush an apply queued
+// after it early: it did, and one in three of a 2-tablet transaction's
+// applies at one client took a Raft entry of its own.
+func TestApplyLingerFromQueueing(t *testing.T) {
+	const linger = time.Second
+	t.Cleanup(tablet.SetApplyLinger(linger))
+	advance, fire, pending, restore := tablet.LingerTimers()
+	t.Cleanup(restore)
+	h, _ := newTxnHarness(t)
+	id := desc.ID
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leader, clock := h.leaseholder(t, id)
+	intents := func() int {
+		n, err := leader.IntentCount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	x := testTxnID("carried")
+	h.writeIntents(t, id, x, 0, 2)
+	if err := leader.ApplyTxnLater(ctx, x, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.Write(ctx, putBatch(100, 101, "carrier")); err != nil {
+		t.Fatal(err)
+	}
+	if n := intents(); n != 0 {
+		t.Fatalf("intents after the write that carries the queued apply: %d, want 0", n)
+	}
+
+	advance(linger - time.Millisecond)
+	y := testTxnID("late")
+	h.writeIntents(t, id, y, 10, 12)
+	queued := intents()
+	if err := leader.ApplyTxnLater(ctx, y, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	advance(time.Millisecond) // the timer armed for x is due
+	if n := fire(); n != 1 {
+		t.Fatalf("%d timers due, want the one armed for the carried apply", n)
+	}
+	if n := intents(); n != queued || n == 0 {
+		t.Fatalf("intents of the apply queued 1ms before the timer fired: %d, want %d (still queued)", n, queued)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("%d flush timers armed, want 1 (for the queued apply's own linger)", n)
+	}
+
+	advance(linger)
+	if n := fire(); n != 1 {
+		t.Fatalf("%d timers due after the queued apply's linger, want 1", n)
+	}
+	if n := intents(); n != 0 {
+		t.Fatalf("intents after the queued apply's linger: %d, want 0 (flushed)", n)
+	}
+}

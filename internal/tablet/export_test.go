@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"sync"
 	"time"
 
 	"github.com/shaledb/shaledb/internal/docdb"
@@ -19,6 +20,55 @@ func SetTestHooks(txnApplied func(t *Tablet, txn docdb.TxnID), scanLockedRead fu
 func SetApplyLinger(d time.Duration) (restore func()) {
 	old := applyLinger.Swap(int64(d))
 	return func() { applyLinger.Store(old) }
+}
+
+// LingerTimers replaces the linger's timers with manual ones: advance
+// moves their clock, fire runs the timers due (their callbacks, on the
+// caller's goroutine) and reports how many ran; pending counts the timers
+// armed and not fired. restore puts the real clock back.
+func LingerTimers() (advance func(time.Duration), fire func() int, pending func() int, restore func()) {
+	var mu sync.Mutex
+	type timer struct {
+		at time.Time
+		f  func()
+	}
+	var timers []timer
+	now := time.Now()
+	old := lingerAfter
+	advance = func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
+	lingerAfter = func(d time.Duration, f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		timers = append(timers, timer{now.Add(d), f})
+	}
+	fire = func() int {
+		mu.Lock()
+		var due []func()
+		rest := timers[:0]
+		for _, tm := range timers {
+			if !tm.at.After(now) {
+				due = append(due, tm.f)
+			} else {
+				rest = append(rest, tm)
+			}
+		}
+		timers = rest
+		mu.Unlock()
+		for _, f := range due {
+			f()
+		}
+		return len(due)
+	}
+	pending = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(timers)
+	}
+	return advance, fire, pending, func() { lingerAfter = old }
 }
 
 // DeferMaxIntents: a transaction with more intents on a tablet is applied

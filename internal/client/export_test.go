@@ -14,17 +14,26 @@ func (tx *Txn) Abandon() {
 	tx.done = true
 }
 
-// TabletOf returns the id of the tablet holding the row of key.
-func (t *Table) TabletOf(ctx context.Context, key Row) (uint64, error) {
+// tabletFor returns the cached tablet holding the row of key.
+func (t *Table) tabletFor(ctx context.Context, key Row) (*tabletMeta, error) {
 	rk, err := t.RowKey(key)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	m, err := t.c.cache.get(ctx, t.id, nil)
 	if err != nil {
+		return nil, err
+	}
+	return m.locate(rk), nil
+}
+
+// TabletOf returns the id of the tablet holding the row of key.
+func (t *Table) TabletOf(ctx context.Context, key Row) (uint64, error) {
+	tm, err := t.tabletFor(ctx, key)
+	if err != nil {
 		return 0, err
 	}
-	return m.locate(rk).id, nil
+	return tm.id, nil
 }
 
 // LazyRecordWindow: a transaction whose first write comes this soon after
@@ -52,4 +61,17 @@ func (tx *Txn) ServerGet(ctx context.Context, t *Table, key Row, columns ...stri
 		return nil, false, err
 	}
 	return tx.finishGet(ctx, t, rowKey, resp, columns)
+}
+
+// LeaderOf returns the node the client believes leads the tablet holding
+// the row of key (0: unknown).
+func (t *Table) LeaderOf(ctx context.Context, key Row) (uint64, error) {
+	tm, err := t.tabletFor(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if r := tm.leader.Load(); r != nil {
+		return r.node, nil
+	}
+	return 0, nil
 }

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,7 +46,7 @@ func TestWorkloadSurvivesSIGKILL(t *testing.T) {
 	// The workload runs as its own process, as a person would run it.
 	wl := startWorkload(t, ctx, "the workload", bin, nil, "workload", "--nodes", masters, "--num-threads-write", "4", "--num-threads-read", "4",
 		"--num-unique-keys", "5000", "--value-size", "64", "--num-tablets", "12", "--duration", duration.String(),
-		"--report-every", "1s", "--verify", "--json-summary")
+		"--report-every", "1s", "--verify", "--json-summary", "--cpu-profile", filepath.Join(base, "workload.prof"))
 	// Three progress lines: the workload is under way.
 	wl.waitFor(ctx, "progress", func(lines []string) bool {
 		n := 0
@@ -109,6 +112,7 @@ func TestWorkloadSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("unavailability window (longest gap between successful writes): %d ms; write errors %d, read errors %d",
 		sum.MaxUnavailableMs, sum.Write.Errors, sum.Read.Errors)
+	checkProfile(t, filepath.Join(base, "workload.prof"))
 
 	// The operator commands on the workload's table: list its tablets,
 	// move a leader, split a tablet.
@@ -130,4 +134,23 @@ func TestWorkloadSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("after split-tablet: %d tablets, want 13", n)
 	}
 	r.must("cluster", "destroy", "--base-dir", base)
+}
+
+// checkProfile fails t unless path holds a CPU profile (pprof's gzipped
+// protocol buffer) with samples in it.
+func checkProfile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("cpu profile: %v", err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("cpu profile %s: %v", path, err)
+	}
+	n, err := io.Copy(io.Discard, z)
+	if err != nil || n < 1024 {
+		t.Fatalf("cpu profile %s: %d bytes (%v), want a profile with samples", path, n, err)
+	}
 }

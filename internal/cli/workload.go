@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -44,6 +45,7 @@ func newWorkloadCmd() *cobra.Command {
 	var nodes []string
 	var jsonSummary bool
 	var history string
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "workload",
 		Short: "Run a load generator against a cluster (like YugabyteDB's sample apps)",
@@ -95,6 +97,17 @@ transfer attempt and snapshot for the history checker (package txncheck).`,
 				defer f.Close()
 				cfg.History = f
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			sum, err := workload.Run(ctx, cfg)
@@ -138,5 +151,6 @@ transfer attempt and snapshot for the history checker (package txncheck).`,
 	f.StringVar(&cfg.Isolation, "isolation", "mixed", "Bank: isolation of the transfers: snapshot, serializable, read_committed or mixed")
 	f.StringVar(&history, "history", "", "Bank: append the history of transfers and snapshots to this file (JSON lines)")
 	f.DurationVar(&cfg.ReportEvery, "report-every", 5*time.Second, "period of the progress lines")
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of the workload client to this file")
 	return cmd
 }

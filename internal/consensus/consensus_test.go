@@ -607,7 +607,11 @@ func TestCyclesOverlapFsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-hfs.entered // the first write's cycle is in its fsync
+	select {
+	case <-hfs.entered: // the first write's cycle is in its fsync
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first write's fsync never started")
+	}
 	before := n.Runtime.Metrics().CyclesOverlapped
 	second, err := gs[1].ProposeAsync([]byte("b=1"))
 	if err != nil {

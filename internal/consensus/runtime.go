@@ -275,14 +275,23 @@ func (rt *Runtime) DestroyGroup(id uint64) error {
 	return b.Commit(storage.Sync)
 }
 
+// markPending adds id to the pending set and wakes the scheduler.
 func (rt *Runtime) markPending(id uint64) {
-	rt.pendingMu.Lock()
-	rt.pendingMu.set[id] = struct{}{}
-	rt.pendingMu.Unlock()
+	rt.addPending(id)
 	select {
 	case rt.signal <- struct{}{}:
 	default:
 	}
+}
+
+// addPending adds ids to the pending set without waking the scheduler (it
+// takes them with its next pass).
+func (rt *Runtime) addPending(ids ...uint64) {
+	rt.pendingMu.Lock()
+	for _, id := range ids {
+		rt.pendingMu.set[id] = struct{}{}
+	}
+	rt.pendingMu.Unlock()
 }
 
 func (rt *Runtime) takePending() []uint64 {
@@ -314,9 +323,7 @@ func (rt *Runtime) HandleMessages(from uint64, msgs []transport.Message) {
 		g.mu.Lock()
 		g.mu.inbox = append(g.mu.inbox, m.Msg)
 		g.mu.Unlock()
-		rt.pendingMu.Lock()
-		rt.pendingMu.set[m.Group] = struct{}{}
-		rt.pendingMu.Unlock()
+		rt.addPending(m.Group)
 	}
 	select {
 	case rt.signal <- struct{}{}:
@@ -386,9 +393,7 @@ func (rt *Runtime) runTicker() {
 			}
 			g.mu.Unlock()
 			if active {
-				rt.pendingMu.Lock()
-				rt.pendingMu.set[id] = struct{}{}
-				rt.pendingMu.Unlock()
+				rt.addPending(id)
 			}
 		}
 		rt.mu.RUnlock()

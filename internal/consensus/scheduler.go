@@ -67,10 +67,9 @@ const maxCycles = 4
 // messages sent, committed entries applied) and its finish (log durable,
 // acknowledgements sent, RawNodes advanced).
 type cycleRun struct {
-	start     time.Time
-	syncStart time.Time
-	work      []*groupWork
-	batch     *pebble.Batch
+	start time.Time
+	work  []*groupWork
+	batch *pebble.Batch
 	// synced is closed once the log batch is durable (or failed to be,
 	// syncErr); nil if the cycle needed no fsync.
 	synced   chan struct{}
@@ -137,13 +136,13 @@ func (rt *Runtime) runScheduler() {
 				}
 			}
 			if len(later) > 0 {
-				rt.deferPending(later) // taken again once their cycle finishes
+				rt.addPending(later...) // taken again once their cycle finishes
 			}
 			if len(ready) == 0 {
 				break
 			}
 			if len(inflight) == maxCycles {
-				rt.deferPending(ready)
+				rt.addPending(ready...)
 				<-inflight[0].synced
 				continue
 			}
@@ -176,16 +175,6 @@ func isClosed(ch chan struct{}) bool {
 	}
 }
 
-// deferPending puts ids back in the pending set without waking the
-// scheduler: it takes them again after the next finished cycle.
-func (rt *Runtime) deferPending(ids []uint64) {
-	rt.pendingMu.Lock()
-	for _, id := range ids {
-		rt.pendingMu.set[id] = struct{}{}
-	}
-	rt.pendingMu.Unlock()
-}
-
 func (rt *Runtime) failAllWaiters() {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
@@ -208,9 +197,9 @@ func (rt *Runtime) startCycle(ids []uint64) (*cycleRun, error) {
 	rt.cycleMu.Lock()
 	defer rt.cycleMu.Unlock()
 	c := &cycleRun{start: time.Now(), batch: rt.eng.NewBatch()}
-	ok := false
+	committed := false // from then on finishCycle closes the batch
 	defer func() {
-		if !ok {
+		if !committed {
 			c.batch.Close()
 		}
 	}()
@@ -239,23 +228,23 @@ func (rt *Runtime) startCycle(ids []uint64) (*cycleRun, error) {
 	for _, w := range work {
 		mustSync = mustSync || w.mustSync
 	}
-	c.syncStart = time.Now()
 	if !c.batch.Empty() {
 		if mustSync {
+			syncStart := time.Now()
 			if err := rt.eng.ApplyNoSyncWait(c.batch, storage.Sync); err != nil {
 				return nil, fmt.Errorf("raft log commit: %w", err)
 			}
 			c.synced = make(chan struct{})
 			go func() {
 				c.syncErr = c.batch.SyncWait()
-				c.syncTook = time.Since(c.syncStart)
+				c.syncTook = time.Since(syncStart)
 				close(c.synced)
 			}()
 		} else if err := c.batch.Commit(storage.NoSync); err != nil {
 			return nil, fmt.Errorf("raft log commit: %w", err)
 		}
 	}
-	ok = true
+	committed = true
 	// 2. Send what need not wait for the fsync: one transport call per
 	// destination.
 	rt.sendCycle(work, false)

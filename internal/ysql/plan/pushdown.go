@@ -273,13 +273,26 @@ func formatValue(e Expr) string {
 // side's columns into that side (its scan's filter, where the access path
 // and the tablets can use them): any side of an inner join, the preserved
 // side of a left or right join (the other side's rows are NULL-extended
-// after the join, so a filter there would change the result). It returns
-// the conjuncts that stay over the join (nil: none).
+// after the join, so a filter there would change the result). Over an
+// inner join, a conjunct equating a column of each side joins the join's
+// condition as a key, as if written in ON: `FROM a, b WHERE a.x = b.y` is
+// then a hash or lookup join rather than a nested loop over every pair.
+// It returns the conjuncts that stay over the join (nil: none).
 func (b *Binder) pushIntoJoin(j *Join, cond Expr) Expr {
 	nl := len(j.Left.Columns())
 	total := nl + len(j.Right.Columns())
-	var rest Expr
+	var rest, keys Expr
+	defer func() {
+		if keys != nil {
+			j.EqLeft, j.EqRight = nil, nil
+			b.setJoinCond(j, and(j.Cond, keys), nl)
+		}
+	}()
 	for _, c := range conjuncts(cond, nil) {
+		if _, _, isKey := joinKey(c, nl); isKey && j.Kind == InnerJoin {
+			keys = and(keys, c)
+			continue
+		}
 		if (j.Kind == InnerJoin || j.Kind == LeftJoin) && filterable(j.Left) {
 			if e, ok := shiftColumns(c, 0, nl, 0); ok {
 				j.Left = b.addFilter(j.Left, e)

@@ -822,33 +822,33 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 	return out, cols, nil
 }
 
-// setJoinCond splits the ON condition into equi-join keys (left column =
-// right column) for a hash join and the rest.
+// setJoinCond sets the join's condition and takes its equalities of a left
+// and a right column as the equi-join keys of a hash or lookup join.
 func (b *Binder) setJoinCond(j *Join, cond Expr, nLeft int) {
-	var rest Expr
 	for _, c := range conjuncts(cond, nil) {
-		if bo, ok := c.(*BinOp); ok && bo.Name == "=" {
-			l, r := equiSides(bo)
-			ls, rs := sideOf(l, nLeft), sideOf(r, nLeft)
-			if ls == 1 && rs == 2 {
-				j.EqLeft, j.EqRight = append(j.EqLeft, l), append(j.EqRight, shift(r, nLeft))
-				continue
-			}
-			if ls == 2 && rs == 1 {
-				j.EqLeft, j.EqRight = append(j.EqLeft, r), append(j.EqRight, shift(l, nLeft))
-				continue
-			}
+		if l, r, ok := joinKey(c, nLeft); ok {
+			j.EqLeft, j.EqRight = append(j.EqLeft, l), append(j.EqRight, r)
 		}
-		rest = and(rest, c)
 	}
-	j.Cond = rest
-	if len(j.EqLeft) == 0 {
-		j.Cond = cond
-	} else if rest != nil {
-		j.Cond = cond // evaluated on the joined row; keys only pick candidates
-	} else {
-		j.Cond = cond
+	j.Cond = cond // evaluated whole on the joined row; the keys only pick candidates
+}
+
+// joinKey splits c, if it equates a column of the left side (index <
+// nLeft) with one of the right, into the left key and the right key (read
+// on the right row).
+func joinKey(c Expr, nLeft int) (left, right Expr, ok bool) {
+	bo, isOp := c.(*BinOp)
+	if !isOp || bo.Name != "=" {
+		return nil, nil, false
 	}
+	l, r := equiSides(bo)
+	switch ls, rs := sideOf(l, nLeft), sideOf(r, nLeft); {
+	case ls == 1 && rs == 2:
+		return l, shift(r, nLeft), true
+	case ls == 2 && rs == 1:
+		return r, shift(l, nLeft), true
+	}
+	return nil, nil, false
 }
 
 // equiSides returns the sides of an equality as hash-join keys of one

@@ -280,26 +280,50 @@ func formatValue(e Expr) string {
 // It returns the conjuncts that stay over the join (nil: none).
 func (b *Binder) pushIntoJoin(j *Join, cond Expr) Expr {
 	nl := len(j.Left.Columns())
-	total := nl + len(j.Right.Columns())
 	var rest, keys Expr
-	defer func() {
-		if keys != nil {
-			j.EqLeft, j.EqRight = nil, nil
-			b.setJoinCond(j, and(j.Cond, keys), nl)
-		}
-	}()
 	for _, c := range conjuncts(cond, nil) {
 		if _, _, isKey := joinKey(c, nl); isKey && j.Kind == InnerJoin {
 			keys = and(keys, c)
 			continue
 		}
-		if (j.Kind == InnerJoin || j.Kind == LeftJoin) && filterable(j.Left) {
+		rest = and(rest, c)
+	}
+	if keys != nil {
+		j.EqLeft, j.EqRight = nil, nil
+		b.setJoinCond(j, and(j.Cond, keys), nl)
+	}
+	return b.pushToSides(j, rest, j.Kind == InnerJoin || j.Kind == LeftJoin, j.Kind == InnerJoin || j.Kind == RightJoin)
+}
+
+// pushOnIntoSides moves the ON conjuncts of j that read only one side into
+// that side where the join's result stays the same: either side of an
+// inner join, the right side of a left join and the left of a right join
+// (a row of the preserved side that fails such a conjunct still appears,
+// NULL-extended, so there it must stay in the condition). `JOIN b ON b.a
+// = a.id AND b.status = 'x'` then reads only b's rows with that status.
+// It returns the conjuncts that stay in the condition (nil: none).
+func (b *Binder) pushOnIntoSides(j *Join, cond Expr) Expr {
+	return b.pushToSides(j, cond, j.Kind == InnerJoin || j.Kind == RightJoin, j.Kind == InnerJoin || j.Kind == LeftJoin)
+}
+
+// pushToSides adds each conjunct of cond that reads only the left side's
+// columns (toLeft) or only the right's (toRight) to that side's filter, if
+// the side can take one, and returns the others.
+func (b *Binder) pushToSides(j *Join, cond Expr, toLeft, toRight bool) Expr {
+	if cond == nil {
+		return nil
+	}
+	nl := len(j.Left.Columns())
+	total := nl + len(j.Right.Columns())
+	var rest Expr
+	for _, c := range conjuncts(cond, nil) {
+		if toLeft && filterable(j.Left) {
 			if e, ok := shiftColumns(c, 0, nl, 0); ok {
 				j.Left = b.addFilter(j.Left, e)
 				continue
 			}
 		}
-		if (j.Kind == InnerJoin || j.Kind == RightJoin) && filterable(j.Right) {
+		if toRight && filterable(j.Right) {
 			if e, ok := shiftColumns(c, nl, total, nl); ok {
 				j.Right = b.addFilter(j.Right, e)
 				continue

@@ -779,7 +779,7 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 		if cond, err = b.coerceTo(cond, tBool, "argument of JOIN/ON", -1); err != nil {
 			return nil, nil, err
 		}
-		b.setJoinCond(out, cond, len(lcols))
+		b.setJoinCond(out, b.pushOnIntoSides(out, cond), len(lcols))
 	case len(j.GetUsingClause()) > 0 || j.GetIsNatural():
 		var names []string
 		for _, u := range j.GetUsingClause() {

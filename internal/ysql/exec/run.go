@@ -6,7 +6,6 @@ package exec
 
 import (
 	"context"
-	"sort"
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/docdb"
@@ -192,7 +191,13 @@ func (r *runner) limit(l *plan.Limit) ([]plan.Row, error) {
 			offset = d.I
 		}
 	}
-	in, err := r.rows(l.Input)
+	var in []plan.Row
+	var err error
+	if count >= 0 && count+offset <= maxTopN {
+		in, err = r.topRows(l.Input, int(count+offset))
+	} else {
+		in, err = r.rows(l.Input)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -204,59 +209,6 @@ func (r *runner) limit(l *plan.Limit) ([]plan.Row, error) {
 		in = in[:count]
 	}
 	return in, nil
-}
-
-// compareRows orders by the sort keys; NULLs sort per NullsFirst.
-func (r *runner) sort(in []plan.Row, keys []plan.SortKey) ([]plan.Row, error) {
-	type keyed struct {
-		row  plan.Row
-		vals []types.Datum
-	}
-	ks := make([]keyed, len(in))
-	for i, row := range in {
-		ks[i] = keyed{row: row, vals: make([]types.Datum, len(keys))}
-		for j, k := range keys {
-			d, err := k.E.Eval(r.ec, row)
-			if err != nil {
-				return nil, err
-			}
-			ks[i].vals[j] = d
-		}
-	}
-	sort.SliceStable(ks, func(a, b int) bool {
-		for j, k := range keys {
-			x, y := ks[a].vals[j], ks[b].vals[j]
-			var c int
-			switch {
-			case x.Null && y.Null:
-				c = 0
-			case x.Null:
-				c = 1
-				if k.NullsFirst {
-					c = -1
-				}
-			case y.Null:
-				c = -1
-				if k.NullsFirst {
-					c = 1
-				}
-			default:
-				c = types.Compare(x, y, k.E.Type())
-				if k.Desc {
-					c = -c
-				}
-			}
-			if c != 0 {
-				return c < 0
-			}
-		}
-		return false
-	})
-	out := make([]plan.Row, len(ks))
-	for i := range ks {
-		out[i] = ks[i].row
-	}
-	return out, nil
 }
 
 // rowKey encodes datums so that equal SQL values give equal bytes (group

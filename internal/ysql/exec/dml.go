@@ -552,15 +552,24 @@ func (r *runner) updateRows(u *plan.Update, keyChanged bool) (int64, []plan.Row,
 	}
 	tw.base.since = r.since
 	var returned []plan.Row
-	for _, old := range rows {
-		next := append(plan.Row(nil), old...)
+	first := firstMatches(t, u.Source)
+	var count int64
+	for _, joined := range rows {
+		if !first(joined) {
+			continue
+		}
+		// SET and RETURNING see the whole row (with UPDATE ... FROM, the
+		// FROM tables' columns after the target's); the writes its own.
+		nextJoined := append(plan.Row(nil), joined...)
 		for i, e := range u.Set {
-			d, err := e.Eval(r.ec, old)
+			d, err := e.Eval(r.ec, joined)
 			if err != nil {
 				return 0, nil, err
 			}
-			next[i] = d
+			nextJoined[i] = d
 		}
+		n := len(t.Columns)
+		old, next := joined[:n:n], nextJoined[:n:n]
 		if err := r.checkRow(t, next, u.Checks); err != nil {
 			return 0, nil, err
 		}
@@ -575,14 +584,43 @@ func (r *runner) updateRows(u *plan.Update, keyChanged bool) (int64, []plan.Row,
 			return 0, nil, err
 		}
 		if u.Returning != nil {
-			out, err := r.evalAll(u.Returning, next)
+			out, err := r.evalAll(u.Returning, nextJoined)
 			if err != nil {
 				return 0, nil, err
 			}
 			returned = append(returned, out)
 		}
+		count++
 	}
-	return int64(len(rows)), returned, r.flushTable(tw)
+	return count, returned, r.flushTable(tw)
+}
+
+// firstMatches returns a function that reports whether a row of source
+// is the first with its target row: an UPDATE ... FROM or DELETE ...
+// USING whose join matches a target row more than once changes it once,
+// with the first match (PostgreSQL: which one is not defined). Without
+// joined tables every row is its own.
+func firstMatches(t *catalog.Table, source plan.Node) func(plan.Row) bool {
+	if len(source.Columns()) == len(t.Columns) {
+		return func(plan.Row) bool { return true }
+	}
+	ts := make([]types.T, len(t.Key))
+	for i, k := range t.Key {
+		ts[i] = t.Columns[k.Column].Type
+	}
+	seen := map[string]bool{}
+	vals := make([]types.Datum, len(t.Key))
+	return func(row plan.Row) bool {
+		for i, k := range t.Key {
+			vals[i] = row[k.Column]
+		}
+		key := rowKey(vals, ts)
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+		return true
+	}
 }
 
 func sameKey(t *catalog.Table, a, b plan.Row) bool {
@@ -641,7 +679,13 @@ func (r *runner) deleteRows(d *plan.Delete) (int64, []plan.Row, error) {
 	}
 	tw.base.since = r.since
 	var returned []plan.Row
-	for _, row := range rows {
+	first := firstMatches(t, d.Source)
+	var count int64
+	for _, joined := range rows {
+		if !first(joined) {
+			continue
+		}
+		row := joined[:len(t.Columns):len(t.Columns)] // DELETE ... USING: the target's columns first
 		key, err := storageRow(t, row, true)
 		if err != nil {
 			return 0, nil, err
@@ -653,14 +697,15 @@ func (r *runner) deleteRows(d *plan.Delete) (int64, []plan.Row, error) {
 			return 0, nil, err
 		}
 		if d.Returning != nil {
-			out, err := r.evalAll(d.Returning, row)
+			out, err := r.evalAll(d.Returning, joined)
 			if err != nil {
 				return 0, nil, err
 			}
 			returned = append(returned, out)
 		}
+		count++
 	}
-	return int64(len(rows)), returned, r.flushTable(tw)
+	return count, returned, r.flushTable(tw)
 }
 
 // updateAtTablet runs an UPDATE that only adds to integer columns of one

@@ -40,6 +40,7 @@ const (
 	CodeDuplicateDatabase            = "42P04"
 	CodeDuplicatePreparedStatement   = "42P05"
 	CodeDuplicateCursor              = "42P03"
+	CodeDuplicateAlias               = "42712"
 	CodeAmbiguousColumn              = "42702"
 	CodeAmbiguousFunction            = "42725"
 	CodeGroupingError                = "42803"

@@ -354,31 +354,18 @@ func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[i
 
 // Update plans an UPDATE.
 func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
-	if s.GetWithClause() != nil || len(s.GetFromClause()) > 0 {
-		return nil, pgerror.Unsupported("UPDATE ... FROM and WITH")
+	if s.GetWithClause() != nil {
+		return nil, pgerror.Unsupported("UPDATE ... WITH")
 	}
 	t, err := b.LookupTable(s.GetRelation())
 	if err != nil {
 		return nil, err
 	}
-	alias := t.Name
-	if a := s.GetRelation().GetAlias(); a != nil {
-		alias = a.GetAliasname()
+	src, sc, err := b.dmlSource(t, s.GetRelation(), s.GetFromClause(), s.GetWhereClause())
+	if err != nil {
+		return nil, err
 	}
-	sc := tableScope(t, alias)
-	scan := newScan(t, alias)
-	if w := s.GetWhereClause(); w != nil {
-		cond, err := b.expr(w, sc, tBool)
-		if err != nil {
-			return nil, err
-		}
-		if cond, err = b.coerceTo(cond, tBool, "argument of WHERE", -1); err != nil {
-			return nil, err
-		}
-		b.addFilter(scan, cond)
-	}
-	scan.Lock, scan.ForWrite = LockUpdate, true
-	u := &Update{Table: t, Source: scan}
+	u := &Update{Table: t, Source: src}
 	if u.Set, err = b.setList(t, s.GetTargetList(), sc); err != nil {
 		return nil, err
 	}
@@ -393,35 +380,63 @@ func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
 
 // Delete plans a DELETE.
 func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
-	if s.GetWithClause() != nil || len(s.GetUsingClause()) > 0 {
-		return nil, pgerror.Unsupported("DELETE ... USING and WITH")
+	if s.GetWithClause() != nil {
+		return nil, pgerror.Unsupported("DELETE ... WITH")
 	}
 	t, err := b.LookupTable(s.GetRelation())
 	if err != nil {
 		return nil, err
 	}
-	alias := t.Name
-	if a := s.GetRelation().GetAlias(); a != nil {
-		alias = a.GetAliasname()
+	src, sc, err := b.dmlSource(t, s.GetRelation(), s.GetUsingClause(), s.GetWhereClause())
+	if err != nil {
+		return nil, err
 	}
-	sc := tableScope(t, alias)
-	scan := newScan(t, alias)
-	if w := s.GetWhereClause(); w != nil {
-		cond, err := b.expr(w, sc, tBool)
-		if err != nil {
-			return nil, err
-		}
-		if cond, err = b.coerceTo(cond, tBool, "argument of WHERE", -1); err != nil {
-			return nil, err
-		}
-		b.addFilter(scan, cond)
-	}
-	scan.Lock, scan.ForWrite = LockUpdate, true
-	d := &Delete{Table: t, Source: scan}
+	d := &Delete{Table: t, Source: src}
 	if d.Returning, d.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// dmlSource plans the rows an UPDATE or DELETE of t works on: t's scan,
+// whose rows it locks, joined with the tables of UPDATE's FROM or
+// DELETE's USING when there are any (an inner join: the target's columns
+// come first in each row, then theirs), under the WHERE condition. It
+// returns the scope that SET, WHERE and RETURNING see.
+func (b *Binder) dmlSource(t *catalog.Table, rel *pg.RangeVar, from []*pg.Node, where *pg.Node) (Node, *scope, error) {
+	alias := t.Name
+	if a := rel.GetAlias(); a != nil {
+		alias = a.GetAliasname()
+	}
+	sc := tableScope(t, alias)
+	scan := newScan(t, alias)
+	scan.Lock, scan.ForWrite = LockUpdate, true
+	var src Node = scan
+	if len(from) > 0 {
+		other, osc, err := b.fromList(from, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, c := range osc.cols {
+			if c.Table == alias {
+				return nil, nil, pgerror.New(pgerror.CodeDuplicateAlias, "table name %q specified more than once", alias)
+			}
+		}
+		src = &Join{Kind: InnerJoin, Left: scan, Right: other, cols: append(append([]Column(nil), scan.Columns()...), other.Columns()...)}
+		sc = &scope{cols: append(append([]scopeCol(nil), sc.cols...), osc.cols...)}
+	}
+	if where != nil {
+		cond, err := b.expr(where, sc, tBool)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cond, err = b.coerceTo(cond, tBool, "argument of WHERE", -1); err != nil {
+			return nil, nil, err
+		}
+		src = b.addFilter(src, cond)
+	}
+	planLookups(src)
+	return src, sc, nil
 }
 
 func tableColumns(t *catalog.Table) []Column {

@@ -552,24 +552,24 @@ func (r *runner) updateRows(u *plan.Update, keyChanged bool) (int64, []plan.Row,
 	}
 	tw.base.since = r.since
 	var returned []plan.Row
-	first := firstMatches(t, u.Source)
+	first := firstMatches(t, u.Source, u.TargetAt)
 	var count int64
 	for _, joined := range rows {
 		if !first(joined) {
 			continue
 		}
 		// SET and RETURNING see the whole row (with UPDATE ... FROM, the
-		// FROM tables' columns after the target's); the writes its own.
+		// FROM tables' columns, then the target's); the writes its own.
+		at, end := u.TargetAt, u.TargetAt+len(t.Columns)
 		nextJoined := append(plan.Row(nil), joined...)
 		for i, e := range u.Set {
 			d, err := e.Eval(r.ec, joined)
 			if err != nil {
 				return 0, nil, err
 			}
-			nextJoined[i] = d
+			nextJoined[at+i] = d
 		}
-		n := len(t.Columns)
-		old, next := joined[:n:n], nextJoined[:n:n]
+		old, next := joined[at:end:end], nextJoined[at:end:end]
 		if err := r.checkRow(t, next, u.Checks); err != nil {
 			return 0, nil, err
 		}
@@ -596,11 +596,11 @@ func (r *runner) updateRows(u *plan.Update, keyChanged bool) (int64, []plan.Row,
 }
 
 // firstMatches returns a function that reports whether a row of source
-// is the first with its target row: an UPDATE ... FROM or DELETE ...
-// USING whose join matches a target row more than once changes it once,
-// with the first match (PostgreSQL: which one is not defined). Without
-// joined tables every row is its own.
-func firstMatches(t *catalog.Table, source plan.Node) func(plan.Row) bool {
+// (t's columns from at) is the first with its target row: an UPDATE ...
+// FROM or DELETE ... USING whose join matches a target row more than once
+// changes it once, with the first match (PostgreSQL: which one is not
+// defined). Without joined tables every row is its own.
+func firstMatches(t *catalog.Table, source plan.Node, at int) func(plan.Row) bool {
 	if len(source.Columns()) == len(t.Columns) {
 		return func(plan.Row) bool { return true }
 	}
@@ -612,7 +612,7 @@ func firstMatches(t *catalog.Table, source plan.Node) func(plan.Row) bool {
 	vals := make([]types.Datum, len(t.Key))
 	return func(row plan.Row) bool {
 		for i, k := range t.Key {
-			vals[i] = row[k.Column]
+			vals[i] = row[at+k.Column]
 		}
 		key := rowKey(vals, ts)
 		if seen[key] {
@@ -679,13 +679,14 @@ func (r *runner) deleteRows(d *plan.Delete) (int64, []plan.Row, error) {
 	}
 	tw.base.since = r.since
 	var returned []plan.Row
-	first := firstMatches(t, d.Source)
+	first := firstMatches(t, d.Source, d.TargetAt)
 	var count int64
 	for _, joined := range rows {
 		if !first(joined) {
 			continue
 		}
-		row := joined[:len(t.Columns):len(t.Columns)] // DELETE ... USING: the target's columns first
+		end := d.TargetAt + len(t.Columns)
+		row := joined[d.TargetAt:end:end] // DELETE ... USING: the target's columns after the others'
 		key, err := storageRow(t, row, true)
 		if err != nil {
 			return 0, nil, err

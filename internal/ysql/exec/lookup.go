@@ -35,7 +35,8 @@ func (r *runner) lookupJoin(j *plan.Join) ([]plan.Row, error) {
 }
 
 // lookupRows reads the rows of s's table whose lookup key columns hold
-// the values of some row of batch, and keeps those passing s's filter.
+// the values of some row of batch, keeps those passing s's filter and
+// locks them if s locks.
 func (r *runner) lookupRows(l *plan.Lookup, s *plan.Scan, batch []plan.Row) ([]plan.Row, error) {
 	keys, err := r.lookupKeys(l, s.Table, batch)
 	if err != nil || len(keys) == 0 {
@@ -57,7 +58,15 @@ func (r *runner) lookupRows(l *plan.Lookup, s *plan.Scan, batch []plan.Row) ([]p
 	if err != nil {
 		return nil, err
 	}
-	return r.filter(rows, s.Filter)
+	if rows, err = r.filter(rows, s.Filter); err != nil {
+		return nil, err
+	}
+	if s.Lock != plan.NoLock && r.txn != nil && len(rows) > 0 {
+		// Only the rows read are locked (plan.chooseLookup: whole keys),
+		// as a locking range scan locks the rows it returns.
+		return r.lockRows(s, tbl, rows)
+	}
+	return rows, nil
 }
 
 // lookupKeys returns the distinct storage key prefixes of batch's rows. A

@@ -361,11 +361,11 @@ func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, sc, err := b.dmlSource(t, s.GetRelation(), s.GetFromClause(), s.GetWhereClause())
+	src, at, sc, err := b.dmlSource(t, s.GetRelation(), s.GetFromClause(), s.GetWhereClause())
 	if err != nil {
 		return nil, err
 	}
-	u := &Update{Table: t, Source: src}
+	u := &Update{Table: t, Source: src, TargetAt: at}
 	if u.Set, err = b.setList(t, s.GetTargetList(), sc); err != nil {
 		return nil, err
 	}
@@ -387,11 +387,11 @@ func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, sc, err := b.dmlSource(t, s.GetRelation(), s.GetUsingClause(), s.GetWhereClause())
+	src, at, sc, err := b.dmlSource(t, s.GetRelation(), s.GetUsingClause(), s.GetWhereClause())
 	if err != nil {
 		return nil, err
 	}
-	d := &Delete{Table: t, Source: src}
+	d := &Delete{Table: t, Source: src, TargetAt: at}
 	if d.Returning, d.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
 		return nil, err
 	}
@@ -400,43 +400,47 @@ func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
 
 // dmlSource plans the rows an UPDATE or DELETE of t works on: t's scan,
 // whose rows it locks, joined with the tables of UPDATE's FROM or
-// DELETE's USING when there are any (an inner join: the target's columns
-// come first in each row, then theirs), under the WHERE condition. It
-// returns the scope that SET, WHERE and RETURNING see.
-func (b *Binder) dmlSource(t *catalog.Table, rel *pg.RangeVar, from []*pg.Node, where *pg.Node) (Node, *scope, error) {
+// DELETE's USING when there are any, under the WHERE condition. The join
+// is an inner join with the target on the right, so that a join key that
+// fixes the target's primary key reads and locks the matched target rows
+// alone (a locked lookup join) rather than scanning and locking all of
+// them; each row then holds the other tables' columns, then the target's,
+// from at. It returns the scope that SET, WHERE and RETURNING see.
+func (b *Binder) dmlSource(t *catalog.Table, rel *pg.RangeVar, from []*pg.Node, where *pg.Node) (src Node, at int, sc *scope, err error) {
 	alias := t.Name
 	if a := rel.GetAlias(); a != nil {
 		alias = a.GetAliasname()
 	}
-	sc := tableScope(t, alias)
+	sc = tableScope(t, alias)
 	scan := newScan(t, alias)
 	scan.Lock, scan.ForWrite = LockUpdate, true
-	var src Node = scan
+	src = scan
 	if len(from) > 0 {
 		other, osc, err := b.fromList(from, nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, 0, nil, err
 		}
 		for _, c := range osc.cols {
 			if c.Table == alias {
-				return nil, nil, pgerror.New(pgerror.CodeDuplicateAlias, "table name %q specified more than once", alias)
+				return nil, 0, nil, pgerror.New(pgerror.CodeDuplicateAlias, "table name %q specified more than once", alias)
 			}
 		}
-		src = &Join{Kind: InnerJoin, Left: scan, Right: other, cols: append(append([]Column(nil), scan.Columns()...), other.Columns()...)}
-		sc = &scope{cols: append(append([]scopeCol(nil), sc.cols...), osc.cols...)}
+		at = len(other.Columns())
+		src = &Join{Kind: InnerJoin, Left: other, Right: scan, cols: append(append([]Column(nil), other.Columns()...), scan.Columns()...)}
+		sc = &scope{cols: append(append([]scopeCol(nil), osc.cols...), sc.cols...)}
 	}
 	if where != nil {
 		cond, err := b.expr(where, sc, tBool)
 		if err != nil {
-			return nil, nil, err
+			return nil, 0, nil, err
 		}
 		if cond, err = b.coerceTo(cond, tBool, "argument of WHERE", -1); err != nil {
-			return nil, nil, err
+			return nil, 0, nil, err
 		}
 		src = b.addFilter(src, cond)
 	}
 	planLookups(src)
-	return src, sc, nil
+	return src, at, sc, nil
 }
 
 func tableColumns(t *catalog.Table) []Column {

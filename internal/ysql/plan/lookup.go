@@ -54,7 +54,7 @@ func planLookups(n Node) {
 // chooseLookup returns the best lookup for j, or nil.
 func chooseLookup(j *Join) *Lookup {
 	s, ok := j.Right.(*Scan)
-	if !ok || j.Kind != InnerJoin && j.Kind != LeftJoin || len(j.EqLeft) == 0 || s.Lock != NoLock {
+	if !ok || j.Kind != InnerJoin && j.Kind != LeftJoin || len(j.EqLeft) == 0 {
 		return nil
 	}
 	t := s.Table
@@ -65,6 +65,15 @@ func chooseLookup(j *Join) *Lookup {
 	best := keyLookup(j, s, cols, t.HashKeyCount())
 	if best != nil {
 		best.Point = len(best.Keys) == len(t.Key)
+	}
+	if s.Lock != NoLock {
+		// A locking read locks what it reads: whole-key point reads of an
+		// inner join lock the matched rows alone (the target of UPDATE ...
+		// FROM, a FOR UPDATE join), where a scan locks every row.
+		if j.Kind != InnerJoin || best == nil || !best.Point || 2*len(best.Keys) <= accessScore(s.Access) {
+			return nil
+		}
+		return best
 	}
 	for i := range t.Indexes {
 		ix := &t.Indexes[i]

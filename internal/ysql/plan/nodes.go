@@ -294,8 +294,11 @@ func (i *Insert) Columns() []Column { return i.cols }
 // Update changes the rows Source finds; Set maps a column index to its new
 // value over the old row.
 type Update struct {
-	Table     *catalog.Table
-	Source    Node // a Scan, possibly under a Filter/Join
+	Table  *catalog.Table
+	Source Node // a Scan, possibly under a Filter/Join
+	// TargetAt is where the table's columns start in Source's rows: 0, or
+	// after the FROM tables' columns (UPDATE ... FROM).
+	TargetAt  int
 	Set       map[int]Expr
 	Checks    []Expr
 	Returning []Expr
@@ -309,6 +312,7 @@ func (u *Update) Columns() []Column { return u.cols }
 type Delete struct {
 	Table     *catalog.Table
 	Source    Node
+	TargetAt  int // as Update's (DELETE ... USING)
 	Returning []Expr
 	cols      []Column
 }

@@ -771,8 +771,13 @@ func (r *runner) scanRows(tbl *client.Table, opts client.ScanOptions) ([]client.
 	return tbl.ScanAll(r.ctx, opts)
 }
 
-// lockRows locks scanned rows (SELECT ... FOR UPDATE over a range) and,
-// with SKIP LOCKED, leaves out those it could not lock.
+// lockRows locks scanned rows (SELECT ... FOR UPDATE over a range, the
+// rows of an UPDATE or DELETE) and, with SKIP LOCKED, leaves out those it
+// could not lock. Under READ COMMITTED the rows were read before the locks
+// were taken, perhaps while another transaction held them and changed
+// them: they are read again once locked, latest versions, and s's filter
+// decides again (PostgreSQL's re-check of an updated row), or an UPDATE
+// would write values computed from a stale row and lose the other's.
 func (r *runner) lockRows(s *plan.Scan, tbl *client.Table, rows []plan.Row) ([]plan.Row, error) {
 	keys := make([]client.Row, len(rows))
 	for i, row := range rows {
@@ -783,28 +788,47 @@ func (r *runner) lockRows(s *plan.Scan, tbl *client.Table, rows []plan.Row) ([]p
 		keys[i] = k
 	}
 	skipped, err := r.txn.Lock(r.ctx, tbl, keys, lockMode(s.Lock), waitPolicy(s.Wait))
-	if err != nil || len(skipped) == 0 {
-		return rows, err
+	if err != nil {
+		return nil, err
 	}
+	if len(skipped) > 0 {
+		if rows, keys, err = withoutSkipped(tbl, rows, keys, skipped); err != nil {
+			return nil, err
+		}
+	}
+	if r.txn.Isolation() != client.ReadCommitted || len(keys) == 0 {
+		return rows, nil
+	}
+	latest, err := r.getRows(s.Table, tbl, keys)
+	if err != nil {
+		return nil, err
+	}
+	return r.filter(latest, s.Filter)
+}
+
+// withoutSkipped drops the rows (and their keys) that SKIP LOCKED left
+// unlocked.
+func withoutSkipped(tbl *client.Table, rows []plan.Row, keys, skipped []client.Row) ([]plan.Row, []client.Row, error) {
 	skip := map[string]bool{}
 	for _, k := range skipped {
 		rk, err := tbl.RowKey(k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		skip[string(rk)] = true
 	}
-	out := rows[:0]
+	var outRows []plan.Row
+	var outKeys []client.Row
 	for i, row := range rows {
 		rk, err := tbl.RowKey(keys[i])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !skip[string(rk)] {
-			out = append(out, row)
+			outRows, outKeys = append(outRows, row), append(outKeys, keys[i])
 		}
 	}
-	return out, nil
+	return outRows, outKeys, nil
 }
 
 func lockMode(l plan.LockStrength) client.LockMode {

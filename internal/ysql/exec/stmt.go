@@ -401,7 +401,7 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 			}
 			s.txn, s.txnTime = tx, time.Now()
 		}
-		if err := fn(s.txn); err != nil {
+		if err := s.inBlockStatement(ctx, fn); err != nil {
 			s.failed = true
 			return err
 		}
@@ -412,6 +412,42 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 	}
 	s.txnTime = time.Now()
 	return s.ownTxn(ctx, fn)
+}
+
+// stmtSavepoint names the savepoint a READ COMMITTED block takes before
+// each statement; a client cannot name one so (no NUL in identifiers).
+const stmtSavepoint = "\x00statement"
+
+// maxStatementRestarts bounds the times a READ COMMITTED statement is run
+// again after a read restart.
+const maxStatementRestarts = 10
+
+// inBlockStatement runs one statement of a transaction block. Under READ
+// COMMITTED every statement reads at a time of its own, so one whose read
+// met a value in the clock uncertainty window (a read restart) runs again
+// at a later time, its writes so far undone through a savepoint, instead
+// of failing the block with 40001: PostgreSQL's READ COMMITTED never
+// reports a serialization failure. Rows are sent only once the statement
+// is done, so the client sees one run.
+func (s *Session) inBlockStatement(ctx context.Context, fn func(tx *client.Txn) error) error {
+	if s.blockIso != client.ReadCommitted {
+		return fn(s.txn)
+	}
+	if err := s.txn.Savepoint(stmtSavepoint); err != nil {
+		return err
+	}
+	for restarts := 0; ; restarts++ {
+		err := fn(s.txn)
+		if code, _ := client.CodeOf(err); code != client.CodeReadRestart || restarts == maxStatementRestarts {
+			if rerr := s.txn.ReleaseSavepoint(stmtSavepoint); err == nil {
+				err = rerr
+			}
+			return err
+		}
+		if err := s.txn.RollbackToSavepoint(ctx, stmtSavepoint); err != nil {
+			return err
+		}
+	}
 }
 
 // ownTxn runs fn in a snapshot transaction of its own and commits it,

@@ -125,6 +125,14 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.Join:
 		kind := map[plan.JoinKind]string{plan.InnerJoin: "", plan.LeftJoin: "Left ", plan.RightJoin: "Right ", plan.FullJoin: "Full "}[x.Kind]
+		if x.Swapped != nil {
+			add("YB Batched Nested Loop %sJoin", kind)
+			detail("Batch Size: %d", plan.LookupBatch)
+			detail("Sides: swapped (the lookup reads the table written first)")
+			s.describe(ctx, x.Swapped.Left, depth+1, lines)
+			s.describeLookup(x.Swapped.Lookup, x.Swapped.Right.(*plan.Scan), depth+1, lines)
+			return
+		}
 		if x.Lookup != nil {
 			add("YB Batched Nested Loop %sJoin", kind)
 			detail("Batch Size: %d", plan.LookupBatch)

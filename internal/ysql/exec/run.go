@@ -343,6 +343,9 @@ func (r *runner) join(j *plan.Join) ([]plan.Row, error) {
 	if j.Lookup != nil {
 		return r.lookupJoin(j)
 	}
+	if j.Swapped != nil {
+		return r.swappedJoin(j)
+	}
 	left, err := r.rows(j.Left)
 	if err != nil {
 		return nil, err
@@ -352,6 +355,20 @@ func (r *runner) join(j *plan.Join) ([]plan.Row, error) {
 		return nil, err
 	}
 	return r.joinRows(j, left, right)
+}
+
+// swappedJoin runs j as the lookup join j.Swapped (its sides exchanged)
+// and returns the rows in j's column order that pass j's condition.
+func (r *runner) swappedJoin(j *plan.Join) ([]plan.Row, error) {
+	rows, err := r.lookupJoin(j.Swapped)
+	if err != nil {
+		return nil, err
+	}
+	nr := len(j.Right.Columns())
+	for i, row := range rows {
+		rows[i] = append(append(make(plan.Row, 0, len(row)), row[nr:]...), row[:nr]...)
+	}
+	return r.filter(rows, j.Cond)
 }
 
 // joinRows joins the rows of j's sides: a hash join on the equi-join keys

@@ -47,8 +47,30 @@ func planLookups(n Node) {
 	case *Join:
 		planLookups(x.Left)
 		planLookups(x.Right)
-		x.Lookup = chooseLookup(x)
+		if x.Lookup = chooseLookup(x); x.Lookup == nil {
+			x.Swapped = swappedLookup(x)
+		}
 	}
+}
+
+// swappedLookup returns j with its sides exchanged when that makes it a
+// lookup join and j is not one: an inner join is the same either way
+// round, and `FROM big, small WHERE big.id = small.ref` should read big
+// by key for small's rows, not hash both whole. The swapped join has no
+// condition: the caller applies j's to rows put back in j's order.
+func swappedLookup(j *Join) *Join {
+	if j.Kind != InnerJoin || len(j.EqLeft) == 0 {
+		return nil
+	}
+	if _, ok := j.Left.(*Scan); !ok {
+		return nil
+	}
+	s := &Join{Kind: InnerJoin, Left: j.Right, Right: j.Left, EqLeft: j.EqRight, EqRight: j.EqLeft,
+		cols: append(append([]Column(nil), j.Right.Columns()...), j.Left.Columns()...)}
+	if s.Lookup = chooseLookup(s); s.Lookup == nil {
+		return nil
+	}
+	return s
 }
 
 // chooseLookup returns the best lookup for j, or nil.

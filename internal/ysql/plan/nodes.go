@@ -175,7 +175,12 @@ type Join struct {
 	Cond            Expr
 	EqLeft, EqRight []Expr
 	Lookup          *Lookup
-	cols            []Column
+	// Swapped, when set, runs this inner join as a lookup from its right
+	// side into its left (plan/lookup.go): the same join with the sides
+	// exchanged and no condition; its rows are put back in this join's
+	// column order and Cond is applied to them.
+	Swapped *Join
+	cols    []Column
 }
 
 // Columns of the join.

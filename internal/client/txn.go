@@ -174,6 +174,21 @@ func (tx *Txn) fixReadTime() {
 	}
 }
 
+// RestartSnapshot makes a snapshot transaction that has written and
+// locked nothing pick its snapshot again at its next read: a statement
+// whose read met a value in the clock uncertainty window (CodeReadRestart)
+// can then run again at a later snapshot, when no earlier statement's
+// results came from the old one (the caller knows; PostgreSQL's
+// REPEATABLE READ takes its snapshot at the first statement). It reports
+// false, changing nothing, for other transactions.
+func (tx *Txn) RestartSnapshot() bool {
+	if tx.opts.Isolation != Snapshot || tx.intents || len(tx.writes) > 0 || tx.done {
+		return false
+	}
+	tx.readTime, tx.globalLimit = 0, 0
+	return true
+}
+
 func (tx *Txn) noteTime(t hlc.Timestamp) {
 	tx.maxTime = max(tx.maxTime, t)
 }

@@ -393,7 +393,8 @@ func allowedInFailed(n *pg.Node) bool {
 // before it), else in the batch's implicit transaction.
 func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) error {
 	if s.inBlock {
-		if s.txn == nil {
+		first := s.txn == nil
+		if first {
 			tx, err := s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: s.blockIso})
 			if err != nil {
 				s.failed = true
@@ -401,7 +402,7 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 			}
 			s.txn, s.txnTime = tx, time.Now()
 		}
-		if err := s.inBlockStatement(ctx, fn); err != nil {
+		if err := s.inBlockStatement(ctx, first, fn); err != nil {
 			s.failed = true
 			return err
 		}
@@ -428,8 +429,18 @@ const maxStatementRestarts = 10
 // at a later time, its writes so far undone through a savepoint, instead
 // of failing the block with 40001: PostgreSQL's READ COMMITTED never
 // reports a serialization failure. Rows are sent only once the statement
-// is done, so the client sees one run.
-func (s *Session) inBlockStatement(ctx context.Context, fn func(tx *client.Txn) error) error {
+// is done, so the client sees one run. The first statement of a
+// REPEATABLE READ block, which fixes the snapshot, likewise runs again at
+// a later snapshot if it wrote nothing.
+func (s *Session) inBlockStatement(ctx context.Context, first bool, fn func(tx *client.Txn) error) error {
+	if s.blockIso == client.Snapshot && first {
+		for restarts := 0; ; restarts++ {
+			err := fn(s.txn)
+			if code, _ := client.CodeOf(err); code != client.CodeReadRestart || restarts == maxStatementRestarts || !s.txn.RestartSnapshot() {
+				return err
+			}
+		}
+	}
 	if s.blockIso != client.ReadCommitted {
 		return fn(s.txn)
 	}

@@ -311,7 +311,8 @@ func TestConcurrentRangeUpdates(t *testing.T) {
 
 // addOnce runs one transaction of stmt(arg) at iso. It reports whether it
 // committed; a serialization failure or deadlock (40001, 40P01) is a
-// transaction that did not, any other error a failure.
+// transaction that did not, any other error (a read restart among them:
+// each transaction's only statement may always run again) a failure.
 func addOnce(ctx context.Context, conn *pgx.Conn, iso, stmt string, arg int) (bool, error) {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.TxIsoLevel(iso)})
 	if err != nil {
@@ -329,6 +330,11 @@ func addOnce(ctx context.Context, conn *pgx.Conn, iso, stmt string, arg int) (bo
 
 func retryable(err error) error {
 	var pe *pgconn.PgError
+	if errors.As(err, &pe) && strings.Contains(pe.Detail, "READ_RESTART") {
+		// A read restart is the server's to handle: the statement runs
+		// again (READ COMMITTED, or the snapshot-fixing first statement).
+		return fmt.Errorf("a read restart reached the client: %v (%s)", err, pe.Detail)
+	}
 	if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") {
 		return nil
 	}

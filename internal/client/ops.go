@@ -1,9 +1,11 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -248,9 +250,20 @@ func (t *Table) routeByTablet(ctx context.Context, s *sender, keys [][]byte, sen
 			groups[tab] = append(groups[tab], i)
 		}
 		errs := make([]error, len(order))
-		if len(order) == 1 {
+		switch {
+		case len(order) == 1:
 			errs[0] = send(order[0], groups[order[0]])
-		} else {
+		case s.inOrder:
+			slices.SortFunc(order, func(a, b *tabletMeta) int { return bytes.Compare(a.start, b.start) })
+			for i, tab := range order {
+				if errs[i] = send(tab, groups[tab]); errs[i] != nil {
+					var re *rerouteError
+					if !errors.As(errs[i], &re) {
+						break
+					}
+				}
+			}
+		default:
 			var wg sync.WaitGroup
 			for i, tab := range order {
 				wg.Add(1)

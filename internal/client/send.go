@@ -63,6 +63,9 @@ func (b *backoff) wait(ctx context.Context) bool {
 type sender struct {
 	c     *Client
 	write bool
+	// inOrder: a request over several tablets goes to them one after
+	// another in key order rather than at once (locks: see Txn.Lock).
+	inOrder bool
 
 	mu        sync.Mutex
 	ambiguous bool

@@ -431,7 +431,10 @@ func (t *Table) sumAsUpdate(add Op, sum docdb.WriteOp) (Op, error) {
 // What the tablets answer about the adds (OpAddColumns) goes to adds when
 // it is not nil.
 func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows [][]byte, mode LockMode, wait WaitPolicy, base uint32, skipped *[][]byte, adds *addResults, since hlc.Timestamp) error {
-	s := &sender{c: tx.c, write: true}
+	// Locks alone go to their tablets in key order: two statements that
+	// lock the same rows on several tablets at once would each get some
+	// first and deadlock; in order, the second queues behind the first.
+	s := &sender{c: tx.c, write: true, inOrder: len(ops) == 0 && len(lockRows) > 0}
 	checkTime, checkNewer := tx.readTime, tx.opts.Isolation == Snapshot
 	if since != 0 {
 		checkTime, checkNewer = since, true

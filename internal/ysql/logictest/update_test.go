@@ -244,7 +244,7 @@ func TestConcurrentRangeUpdates(t *testing.T) {
 	admin := connect(t, addrs[0], "yugabyte")
 	for _, q := range []string{
 		`CREATE TABLE hot (id int PRIMARY KEY, bal int)`,
-		`INSERT INTO hot SELECT g, 0 FROM generate_series(1, 3) g`,
+		`INSERT INTO hot SELECT g, 0 FROM generate_series(1, 12) g`,
 		`CREATE TABLE src (pid int PRIMARY KEY, hot int, amount int)`,
 		`INSERT INTO src SELECT g, g % 3 + 1, 1 FROM generate_series(1, 30) g`,
 	} {
@@ -252,9 +252,16 @@ func TestConcurrentRangeUpdates(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	statements := map[string]string{
-		"range": `UPDATE hot SET bal = bal + 1 WHERE id >= $1 AND id <= $1`,
-		"from":  `UPDATE hot SET bal = bal + src.amount FROM src WHERE src.hot = hot.id AND src.pid = $1 * 3`,
+	// rows: the rows each statement adds 1 to. "all" locks all twelve
+	// rows (on several tablets) in every transaction: locks taken on all
+	// tablets at once deadlocked; in key order the transactions queue.
+	statements := map[string]struct {
+		sql  string
+		rows int
+	}{
+		"range": {`UPDATE hot SET bal = bal + 1 WHERE id >= $1 AND id <= $1`, 1},
+		"from":  {`UPDATE hot SET bal = bal + src.amount FROM src WHERE src.hot = hot.id AND src.pid = $1 * 3`, 1},
+		"all":   {`UPDATE hot SET bal = bal + 1 WHERE id >= least($1, 1)`, 12},
 	}
 	for _, iso := range []string{"READ COMMITTED", "REPEATABLE READ"} {
 		for name, stmt := range statements {
@@ -273,7 +280,7 @@ func TestConcurrentRangeUpdates(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						for i := range each {
-							ok, err := addOnce(ctx, conn, iso, stmt, (w+i)%3+1)
+							ok, err := addOnce(ctx, conn, iso, stmt.sql, (w+i)%3+1)
 							if err != nil {
 								errs <- err
 								return
@@ -295,11 +302,11 @@ func TestConcurrentRangeUpdates(t *testing.T) {
 				if err := admin.QueryRow(ctx, `SELECT sum(bal) FROM hot`).Scan(&sum); err != nil {
 					t.Fatal(err)
 				}
-				if committed == 0 || sum != committed {
-					t.Fatalf("%d increments committed, sum of the rows %d", committed, sum)
+				if committed == 0 || sum != stmt.rows*committed {
+					t.Fatalf("%d transactions of %d increments committed, sum of the rows %d", committed, stmt.rows, sum)
 				}
-				// READ COMMITTED waits for the row and works on its latest
-				// version: one row per transaction, nothing fails.
+				// READ COMMITTED waits for the rows and works on their
+				// latest versions: nothing fails.
 				if iso == "READ COMMITTED" && committed != workers*each {
 					t.Fatalf("READ COMMITTED: %d of %d transactions committed", committed, workers*each)
 				}

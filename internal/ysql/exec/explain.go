@@ -125,19 +125,18 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.Join:
 		kind := map[plan.JoinKind]string{plan.InnerJoin: "", plan.LeftJoin: "Left ", plan.RightJoin: "Right ", plan.FullJoin: "Full "}[x.Kind]
+		lj := x
 		if x.Swapped != nil {
-			add("YB Batched Nested Loop %sJoin", kind)
-			detail("Batch Size: %d", plan.LookupBatch)
-			detail("Sides: swapped (the lookup reads the table written first)")
-			s.describe(ctx, x.Swapped.Left, depth+1, lines)
-			s.describeLookup(x.Swapped.Lookup, x.Swapped.Right.(*plan.Scan), depth+1, lines)
-			return
+			lj = x.Swapped
 		}
-		if x.Lookup != nil {
+		if lj.Lookup != nil {
 			add("YB Batched Nested Loop %sJoin", kind)
 			detail("Batch Size: %d", plan.LookupBatch)
-			s.describe(ctx, x.Left, depth+1, lines)
-			s.describeLookup(x.Lookup, x.Right.(*plan.Scan), depth+1, lines)
+			if lj != x {
+				detail("Sides: swapped (the lookup reads the table written first)")
+			}
+			s.describe(ctx, lj.Left, depth+1, lines)
+			s.describeLookup(lj.Lookup, lj.Right.(*plan.Scan), depth+1, lines)
 			return
 		}
 		if len(x.EqLeft) > 0 {

@@ -88,15 +88,12 @@ func (r *runner) sort(in []plan.Row, keys []plan.SortKey) ([]plan.Row, error) {
 // held rather than every row sorted. The same rows come out as from the
 // whole sort, ties in input order.
 func (r *runner) topRows(node plan.Node, n int) ([]plan.Row, error) {
-	trunc := -1
+	input, trunc := node, -1
 	if t, ok := node.(*plan.Truncate); ok {
-		node, trunc = t.Input, t.N // ORDER BY columns appended for the sort
+		input, trunc = t.Input, t.N // ORDER BY columns appended for the sort
 	}
-	srt, ok := node.(*plan.Sort)
+	srt, ok := input.(*plan.Sort)
 	if !ok {
-		if trunc >= 0 {
-			node = &plan.Truncate{Input: node, N: trunc}
-		}
 		return r.rows(node)
 	}
 	in, err := r.rows(srt.Input)

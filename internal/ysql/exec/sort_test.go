@@ -2,17 +2,21 @@ package exec
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
-// The top-N heap keeps exactly the rows the whole stable sort puts first,
-// in the same order: keys with many ties, NULLs first and last, DESC, and
-// n below, at and above the row count.
+// The whole sort orders as a plain stable sort over the integer keys does
+// (NULLs as the largest value unless NullsFirst, DESC reversing), and the
+// top-N heap keeps exactly the rows it puts first, in the same order: keys
+// with many ties, NULLs first and last, DESC, n from 0 to the row count
+// less one (from there on sortTop is the whole sort).
 func TestSortTopMatchesSort(t *testing.T) {
 	int8T := types.T{OID: types.OIDInt8, Mod: -1}
 	rng := rand.New(rand.NewSource(1))
@@ -37,7 +41,10 @@ func TestSortTopMatchesSort(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, n := range []int{0, 1, 7, 50, len(rows) - 1, len(rows), len(rows) + 5} {
+			if got, exp := seqs(full), seqs(stableSorted(rows, keys)); got != exp {
+				t.Fatalf("round %d keys %d: whole sort\n got %s\nwant %s", round, ki, got, exp)
+			}
+			for _, n := range []int{0, 1, 7, 50, len(rows) - 1} {
 				top, err := r.sortTop(slices.Clone(rows), keys, n)
 				if err != nil {
 					t.Fatal(err)
@@ -49,6 +56,34 @@ func TestSortTopMatchesSort(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stableSorted is the reference order: sort.SliceStable over the integer
+// key columns, a NULL compared as below or above every value.
+func stableSorted(rows []plan.Row, keys []plan.SortKey) []plan.Row {
+	out := slices.Clone(rows)
+	rank := func(d types.Datum, k plan.SortKey) int64 {
+		switch {
+		case !d.Null && k.Desc:
+			return -d.I
+		case !d.Null:
+			return d.I
+		case k.NullsFirst:
+			return math.MinInt64
+		}
+		return math.MaxInt64
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		for _, k := range keys {
+			col := k.E.(*plan.ColRef).Idx
+			x, y := rank(out[a][col], k), rank(out[b][col], k)
+			if x != y {
+				return x < y
+			}
+		}
+		return false
+	})
+	return out
 }
 
 func seqs(rows []plan.Row) string {

@@ -419,8 +419,8 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 // each statement; a client cannot name one so (no NUL in identifiers).
 const stmtSavepoint = "\x00statement"
 
-// maxStatementRestarts bounds the times a READ COMMITTED statement is run
-// again after a read restart.
+// maxStatementRestarts bounds the times a block's statement is run again
+// after a read restart.
 const maxStatementRestarts = 10
 
 // inBlockStatement runs one statement of a transaction block. Under READ
@@ -433,29 +433,30 @@ const maxStatementRestarts = 10
 // REPEATABLE READ block, which fixes the snapshot, likewise runs again at
 // a later snapshot if it wrote nothing.
 func (s *Session) inBlockStatement(ctx context.Context, first bool, fn func(tx *client.Txn) error) error {
-	if s.blockIso == client.Snapshot && first {
-		for restarts := 0; ; restarts++ {
-			err := fn(s.txn)
-			if code, _ := client.CodeOf(err); code != client.CodeReadRestart || restarts == maxStatementRestarts || !s.txn.RestartSnapshot() {
-				return err
-			}
-		}
-	}
-	if s.blockIso != client.ReadCommitted {
+	rc := s.blockIso == client.ReadCommitted
+	if !rc && !(first && s.blockIso == client.Snapshot) {
 		return fn(s.txn)
 	}
-	if err := s.txn.Savepoint(stmtSavepoint); err != nil {
-		return err
+	if rc {
+		if err := s.txn.Savepoint(stmtSavepoint); err != nil {
+			return err
+		}
+		// It is there to release: fn runs no savepoint statement (those
+		// are utility statements, not run through inTxn).
+		defer func() { _ = s.txn.ReleaseSavepoint(stmtSavepoint) }()
 	}
 	for restarts := 0; ; restarts++ {
 		err := fn(s.txn)
 		if code, _ := client.CodeOf(err); code != client.CodeReadRestart || restarts == maxStatementRestarts {
-			if rerr := s.txn.ReleaseSavepoint(stmtSavepoint); err == nil {
-				err = rerr
-			}
 			return err
 		}
-		if err := s.txn.RollbackToSavepoint(ctx, stmtSavepoint); err != nil {
+		var again bool
+		if rc {
+			again = s.txn.RollbackToSavepoint(ctx, stmtSavepoint) == nil
+		} else {
+			again = s.txn.RestartSnapshot()
+		}
+		if !again {
 			return err
 		}
 	}

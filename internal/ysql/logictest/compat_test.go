@@ -11,20 +11,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/shaledb/shaledb/internal/server/servertest"
 )
 
 // TestClientCompat runs real PostgreSQL clients against one 3-node
 // cluster: psql's describe commands, psycopg2 and the PostgreSQL JDBC
 // driver (each a script or program under testdata), and yb_servers().
 func TestClientCompat(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	c := servertest.NewClusterWith(t, 3, servertest.Options{YSQL: true})
-	addrs := []string{waitYSQL(t, c, 0), waitYSQL(t, c, 1), waitYSQL(t, c, 2)}
-	admin := connect(t, addrs[0], "yugabyte")
+	addrs, admin := ysqlCluster(t)
 	newDB := func(t *testing.T, name string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

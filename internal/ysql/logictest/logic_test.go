@@ -39,17 +39,25 @@ func connect(t *testing.T, addr, db string) *pgx.Conn {
 	return conn
 }
 
-func TestLogic(t *testing.T) {
+// ysqlCluster starts a 3-node cluster of in-process servers with YSQL
+// (skipping the test under -short) and returns the nodes' YSQL addresses
+// and a connection to node 0's yugabyte database.
+func ysqlCluster(t *testing.T) ([]string, *pgx.Conn) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
 	c := servertest.NewClusterWith(t, 3, servertest.Options{YSQL: true})
+	addrs := []string{waitYSQL(t, c, 0), waitYSQL(t, c, 1), waitYSQL(t, c, 2)}
+	return addrs, connect(t, addrs[0], "yugabyte")
+}
+
+func TestLogic(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.test")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no logic tests: %v", err)
 	}
-	addrs := []string{waitYSQL(t, c, 0), waitYSQL(t, c, 1), waitYSQL(t, c, 2)}
-	admin := connect(t, addrs[0], "yugabyte")
+	addrs, admin := ysqlCluster(t)
 	for i, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".test")
 		t.Run(name, func(t *testing.T) {

@@ -59,10 +59,7 @@ func planLookups(n Node) {
 // by key for small's rows, not hash both whole. The swapped join has no
 // condition: the caller applies j's to rows put back in j's order.
 func swappedLookup(j *Join) *Join {
-	if j.Kind != InnerJoin || len(j.EqLeft) == 0 {
-		return nil
-	}
-	if _, ok := j.Left.(*Scan); !ok {
+	if j.Kind != InnerJoin {
 		return nil
 	}
 	s := &Join{Kind: InnerJoin, Left: j.Right, Right: j.Left, EqLeft: j.EqRight, EqRight: j.EqLeft,

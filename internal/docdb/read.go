@@ -15,6 +15,22 @@ import (
 type ReadOptions struct {
 	ReadTime hlc.Timestamp // newest version at or below it is visible
 	Columns  []uint32      // projection; nil = all columns, empty = none (existence only)
+	// Uncertainty, if set, asks the read to look for versions in the
+	// clock uncertainty window above the read time (see Uncertainty).
+	Uncertainty *Uncertainty
+}
+
+// Uncertainty is a read's clock uncertainty window, (ReadTime, Limit]: a
+// version written there may have been written before the read began, on a
+// node whose clock was behind, so the read cannot tell whether it should
+// see it. The read notes in Newest the newest such version among the keys
+// it read (row-level versions, tombstones included, and the columns it
+// read): those a read at Limit would see and a read at the read time does
+// not. The caller restarts the read at Newest when it is set; reading at
+// Limit again and comparing would tell the same at twice the cost.
+type Uncertainty struct {
+	Limit  hlc.Timestamp
+	Newest hlc.Timestamp // 0: none seen
 }
 
 // Row is a row as seen at a read time.
@@ -48,6 +64,7 @@ func GetRow(r pebble.Reader, rowKey []byte, opts ReadOptions) (Row, bool, error)
 	}
 	var rr rowReader
 	rr.init(it, opts.ReadTime, opts.Columns)
+	rr.setUncertainty(opts.Uncertainty)
 	rr.prefix = true
 	row, ok, err := rr.readRow(rowKey)
 	if cerr := it.Close(); err == nil {
@@ -115,6 +132,7 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 		cols, trim = pushdownColumns(&opts)
 	}
 	rr := newRowReader(it, opts.ReadTime, cols)
+	rr.setUncertainty(opts.Uncertainty)
 	view := RowView{KeyColumns: opts.KeyColumns}
 	examined := 0
 	var rowKey []byte
@@ -246,6 +264,11 @@ type rowReader struct {
 	seekBuf    []byte
 	colBuf     []byte
 	buf        [96]byte // backing of seekBuf for typical keys
+	// unc is the read's uncertainty window (nil: none); seekVer, the
+	// newest version the reader looks at: the window's limit, else the
+	// read time.
+	unc     *Uncertainty
+	seekVer version
 	// prefix: the reader reads single rows (not a scan), so its seeks are
 	// SeekPrefixGE, which the bloom filters answer for the sstables that
 	// do not hold the row. The iterator then only sees the row's keys.
@@ -269,6 +292,7 @@ func newRowReader(it *pebble.Iterator, readTime hlc.Timestamp, cols []uint32) *r
 
 func (rr *rowReader) init(it *pebble.Iterator, readTime hlc.Timestamp, cols []uint32) {
 	rr.it, rr.readTime, rr.readVer = it, readTime, readVersion(readTime)
+	rr.seekVer = rr.readVer
 	rr.seekBuf = rr.buf[:0]
 	if cols != nil {
 		rr.cols = make([]uint32, 0, len(cols))
@@ -280,6 +304,25 @@ func (rr *rowReader) init(it *pebble.Iterator, readTime hlc.Timestamp, cols []ui
 		slices.Sort(rr.cols)
 		rr.cols = slices.Compact(rr.cols)
 	}
+}
+
+// setUncertainty makes the reader note the versions in u's window.
+func (rr *rowReader) setUncertainty(u *Uncertainty) {
+	if u != nil && u.Limit > rr.readTime {
+		rr.unc, rr.seekVer = u, readVersion(u.Limit)
+	}
+}
+
+// newer reports whether version v is above the read time, noting it when
+// it is in the uncertainty window.
+func (rr *rowReader) newer(v version) bool {
+	if !rr.readVer.less(v) {
+		return false
+	}
+	if rr.unc != nil && !rr.seekVer.less(v) {
+		rr.unc.Newest = max(rr.unc.Newest, v.ht)
+	}
+	return true
 }
 
 // rowLevel is what the row-level versions of a row say at the read time.
@@ -296,12 +339,12 @@ type rowLevel struct {
 
 func (rr *rowReader) readRowLevel(rowKey []byte) (rowLevel, error) {
 	var rl rowLevel
-	rr.seekBuf = rowVersionKey(rr.seekBuf[:0], rowKey, rr.readVer)
+	rr.seekBuf = rowVersionKey(rr.seekBuf[:0], rowKey, rr.seekVer)
 	first := true
 	var valid bool
 	if rr.atRowStart && rr.it.Valid() && bytes.Compare(rr.it.Key(), rr.seekBuf) >= 0 {
 		// The iterator is on the row's first key, and it is not newer
-		// than the read time: where the seek would land.
+		// than the seek version: where the seek would land.
 		valid = true
 	} else {
 		valid = rr.seek(rr.seekBuf)
@@ -315,6 +358,9 @@ func (rr *rowReader) readRowLevel(rowKey []byte) (rowLevel, error) {
 		_, _, v, err := splitKey(key, len(rowKey))
 		if err != nil {
 			return rl, err
+		}
+		if rr.newer(v) {
+			continue // in the uncertainty window
 		}
 		sv, err := rr.storedValue()
 		if err != nil {
@@ -424,7 +470,7 @@ func (rr *rowReader) visibleColumn(col uint32, v version, rl rowLevel, emit emit
 // this column's versions (the row's columns, or the previous column read:
 // the projection is sorted); readColumn leaves it so for the next one.
 func (rr *rowReader) readColumn(rowKey []byte, col uint32, rl rowLevel, emit emitFunc, landed *bool) error {
-	rr.seekBuf = columnVersionKey(rr.seekBuf[:0], rowKey, col, rr.readVer)
+	rr.seekBuf = columnVersionKey(rr.seekBuf[:0], rowKey, col, rr.seekVer)
 	prefixLen := len(rowKey) + columnSubKeyLen
 	ok := rr.seekForward(rr.seekBuf, rowKey, *landed)
 	*landed = true
@@ -433,11 +479,25 @@ func (rr *rowReader) readColumn(rowKey []byte, col uint32, rl rowLevel, emit emi
 	}
 	key := rr.it.Key()
 	if len(key) < prefixLen || !bytes.Equal(key[:prefixLen], rr.seekBuf[:prefixLen]) {
-		return nil // no version of this column at or below the read time
+		return nil // no version of this column at or below the seek version
 	}
 	_, _, v, err := splitKey(key, len(rowKey))
 	if err != nil {
 		return err
+	}
+	if rr.newer(v) {
+		// In the uncertainty window (noted): on to the visible version.
+		rr.seekBuf = columnVersionKey(rr.seekBuf[:0], rowKey, col, rr.readVer)
+		if !rr.seek(rr.seekBuf) {
+			return rr.it.Error()
+		}
+		key = rr.it.Key()
+		if len(key) < prefixLen || !bytes.Equal(key[:prefixLen], rr.seekBuf[:prefixLen]) {
+			return nil // no version of this column at or below the read time
+		}
+		if _, _, v, err = splitKey(key, len(rowKey)); err != nil {
+			return err
+		}
 	}
 	return rr.visibleColumn(col, v, rl, emit)
 }
@@ -468,6 +528,24 @@ func (rr *rowReader) seekForward(target, rowKey []byte, landed bool) bool {
 	return rr.seek(target)
 }
 
+// noteColumnWindow notes the newest version of column col in the
+// uncertainty window, if any, when the versions the iterator met first
+// were newer than the window.
+func (rr *rowReader) noteColumnWindow(rowKey []byte, col uint32) {
+	rr.seekBuf = columnVersionKey(rr.seekBuf[:0], rowKey, col, rr.seekVer)
+	prefixLen := len(rowKey) + columnSubKeyLen
+	if !rr.seek(rr.seekBuf) {
+		return
+	}
+	key := rr.it.Key()
+	if len(key) < prefixLen || !bytes.Equal(key[:prefixLen], rr.seekBuf[:prefixLen]) {
+		return
+	}
+	if _, _, v, err := splitKey(key, len(rowKey)); err == nil {
+		rr.newer(v)
+	}
+}
+
 // nextTries is how many Next calls readAllColumns spends looking for the
 // next column before it seeks: cheap when columns have few versions, and a
 // bounded cost when they have many.
@@ -492,7 +570,10 @@ func (rr *rowReader) readAllColumns(rowKey []byte, rl rowLevel, emit emitFunc) e
 		if err != nil {
 			return err
 		}
-		if rr.readVer.less(v) {
+		if rr.newer(v) {
+			if rr.unc != nil && rr.seekVer.less(v) {
+				rr.noteColumnWindow(rowKey, col)
+			}
 			// Versions newer than the read time: jump to the visible one.
 			rr.seekBuf = columnVersionKey(rr.seekBuf[:0], rowKey, col, rr.readVer)
 			valid = rr.seek(rr.seekBuf)

@@ -33,7 +33,7 @@ func (t *Tablet) txnAdds(ctx context.Context, w *TxnWrite) (*TxnWrite, docdb.Res
 		own := t.txns.mayHaveIntents(1, func(int) []byte { return rowKey })
 		// No read time and no global limit: the read is at now, with no
 		// uncertainty window (readLimit is never called).
-		_, err = t.readTxn(ctx, span, TxnRead{Txn: w.Txn}, pointWindow, noLatch, func(rv readView, at hlc.Timestamp) error {
+		_, err = t.readTxn(ctx, span, TxnRead{Txn: w.Txn}, pointWindow, noLatch, func(rv readView, at hlc.Timestamp, _ *docdb.Uncertainty) error {
 			r := rv.r
 			if own {
 				// The own intents (before this request's write ids: later

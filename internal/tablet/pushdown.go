@@ -65,12 +65,13 @@ func (o *ScanOptions) IsAggregate() bool { return len(o.Aggregates) > 0 || len(o
 
 // aggregate runs the aggregates of o over span at time at; bounded, the
 // page stops at o.MaxRows rows examined or o.MaxGroups groups.
-func (t *Tablet) aggregate(r pebble.Reader, o *ScanOptions, span storage.Span, at hlc.Timestamp, bounded bool) ([]docdb.Value, []byte, error) {
+func (t *Tablet) aggregate(r pebble.Reader, o *ScanOptions, span storage.Span, at hlc.Timestamp, unc *docdb.Uncertainty, bounded bool) ([]docdb.Value, []byte, error) {
 	agg, err := docdb.NewGroupAggregator(o.GroupBy, o.Aggregates)
 	if err != nil {
 		return nil, nil, err
 	}
 	so := o.docdb(span, at, agg)
+	so.Uncertainty = unc
 	if !bounded {
 		so.MaxRows, so.MaxGroups = 0, 0
 	}
@@ -105,13 +106,13 @@ func (t *Tablet) AggregateTxn(ctx context.Context, opts ScanOptions, o TxnRead) 
 			return nil
 		}
 		return release
-	}, func(rv readView, at hlc.Timestamp) error {
+	}, func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) error {
 		var err error
-		results, resume, err = t.aggregate(rv.r, &opts, rv.span, at, true)
+		results, resume, err = t.aggregate(rv.r, &opts, rv.span, at, unc, true)
 		resume = rv.resume(span, resume)
 		return err
 	}, func(rv readView, limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
-		rs, _, err := t.aggregate(rv.r, &opts, examinedSpan(rv.span, resume, opts.Reverse), limit, false)
+		rs, _, err := t.aggregate(rv.r, &opts, examinedSpan(rv.span, resume, opts.Reverse), limit, nil, false)
 		if err != nil {
 			return 0, false, err
 		}
@@ -134,7 +135,7 @@ func (t *Tablet) FollowerAggregate(ctx context.Context, opts ScanOptions, sp Saf
 	if err := t.noIntentsFor(span); err != nil {
 		return nil, nil, 0, err
 	}
-	results, resume, err := t.aggregate(t.eng, &opts, span, rt, true)
+	results, resume, err := t.aggregate(t.eng, &opts, span, rt, nil, true)
 	return results, resume, rt, err
 }
 

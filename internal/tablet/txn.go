@@ -1218,9 +1218,9 @@ func (t *Tablet) GetTxn(ctx context.Context, rowKey []byte, columns []uint32, o 
 			return nil
 		}
 		return release
-	}, func(rv readView, at hlc.Timestamp) error {
+	}, func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) error {
 		var err error
-		row, found, err = docdb.GetRow(rv.r, rowKey, docdb.ReadOptions{ReadTime: at, Columns: columns})
+		row, found, err = docdb.GetRow(rv.r, rowKey, docdb.ReadOptions{ReadTime: at, Columns: columns, Uncertainty: unc})
 		return err
 	}, func(rv readView, limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
 		r, f, err := docdb.GetRow(rv.r, rowKey, docdb.ReadOptions{ReadTime: limit, Columns: columns})
@@ -1240,8 +1240,10 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 	if err := opts.checkScan(); err != nil {
 		return nil, nil, 0, err
 	}
-	scan := func(rv readView, at hlc.Timestamp) ([]docdb.Row, []byte, error) {
-		return docdb.Scan(rv.r, opts.docdb(rv.span, at, nil))
+	scan := func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) ([]docdb.Row, []byte, error) {
+		so := opts.docdb(rv.span, at, nil)
+		so.Uncertainty = unc
+		return docdb.Scan(rv.r, so)
 	}
 	rt, err := t.readTxn(ctx, span, o, opts.intentWindow(), func() func() {
 		release, err := t.latches.acquireSpan(ctx, span)
@@ -1249,13 +1251,13 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 			return nil
 		}
 		return release
-	}, func(rv readView, at hlc.Timestamp) error {
+	}, func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) error {
 		var err error
-		rows, resume, err = scan(rv, at)
+		rows, resume, err = scan(rv, at, unc)
 		resume = rv.resume(span, resume)
 		return err
 	}, func(rv readView, limit hlc.Timestamp) (hlc.Timestamp, bool, error) {
-		rs, _, err := scan(rv, limit)
+		rs, _, err := scan(rv, limit, nil)
 		if err != nil {
 			return 0, false, err
 		}
@@ -1287,7 +1289,7 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 // the next row with intents (rv.span is cut there): a scan's page costs
 // what the page holds, not every intent of a large transaction.
 func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, window int, latch func() func(),
-	read func(rv readView, at hlc.Timestamp) error,
+	read func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) error,
 	readLimit func(rv readView, limit hlc.Timestamp) (newest hlc.Timestamp, differs bool, err error)) (hlc.Timestamp, error) {
 	for attempt := 0; ; attempt++ {
 		release := latch()
@@ -1365,11 +1367,18 @@ func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, wind
 			}
 			release()
 		}
-		if err := read(rv, rt); err != nil {
+		// The read notes the versions it meets in the uncertainty window;
+		// only if it met one does a read at the limit decide whether they
+		// change the answer.
+		var unc *docdb.Uncertainty
+		if limit > rt {
+			unc = &docdb.Uncertainty{Limit: limit}
+		}
+		if err := read(rv, rt, unc); err != nil {
 			done()
 			return 0, err
 		}
-		if limit > rt {
+		if unc != nil && unc.Newest != 0 {
 			newest, differs, err := readLimit(rv, limit)
 			if err != nil {
 				done()

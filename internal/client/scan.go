@@ -95,6 +95,19 @@ type Scanner struct {
 	buf []Row
 	row Row
 	err error
+
+	// readAhead: the next page is read in the background while the
+	// caller works through the last one (Txn.Stream). ahead brings it;
+	// such reads use ctx, which then has no cancel, and waitCtx ends the
+	// caller's wait.
+	readAhead bool
+	ahead     chan aheadPage
+	waitCtx   context.Context
+}
+
+type aheadPage struct {
+	rows []Row
+	err  error
 }
 
 // Scan starts a scan; see Scanner.
@@ -163,13 +176,53 @@ func (sc *Scanner) bounds() error {
 // Next advances to the next row; false at the end or on an error.
 func (sc *Scanner) Next() bool {
 	for len(sc.buf) == 0 {
-		if sc.done || sc.err != nil {
+		if sc.err != nil {
+			return false
+		}
+		if sc.ahead != nil {
+			select {
+			case p := <-sc.ahead:
+				sc.ahead = nil
+				sc.buf, sc.err = p.rows, p.err
+			case <-sc.waitCtx.Done():
+				// The read goes on unwatched; the scan is over.
+				sc.err = (&sender{c: sc.t.c}).finish(sc.waitCtx, "scan", sc.t, sc.waitCtx.Err())
+			}
+			continue
+		}
+		if sc.done {
 			return false
 		}
 		sc.buf, sc.err = sc.page()
 	}
+	if sc.readAhead && sc.ahead == nil && !sc.done && sc.err == nil {
+		sc.ahead = make(chan aheadPage, 1)
+		go func(ch chan<- aheadPage) {
+			rows, err := sc.page()
+			ch <- aheadPage{rows, err}
+		}(sc.ahead)
+	}
 	sc.row, sc.buf = sc.buf[0], sc.buf[1:]
 	return true
+}
+
+// prefetch reads the first non-empty page (or finds the end) unless a
+// page is at hand.
+func (sc *Scanner) prefetch() error {
+	if len(sc.buf) == 0 && !sc.done && sc.err == nil {
+		sc.buf, sc.err = sc.page()
+	}
+	return sc.err
+}
+
+// SetContext makes the scan's later requests use ctx: a scan whose pages
+// are pulled by several calls, each with a context of its own.
+func (sc *Scanner) SetContext(ctx context.Context) {
+	if sc.readAhead {
+		sc.waitCtx = ctx
+	} else {
+		sc.ctx = ctx
+	}
 }
 
 // Row is the current row.

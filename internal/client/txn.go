@@ -786,6 +786,38 @@ func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 	return rows, err
 }
 
+// Stream starts a scan inside the transaction whose rows the caller pulls
+// a page at a time (Scanner.Next) instead of holding them all: a result
+// too large for memory. Every page reads at the first one's time. It
+// serves the scans that need neither the transaction's own writes (it
+// wrote nothing to t) nor locks (serializable isolation read-locks what it
+// reads): for the others ok is false, and Scan reads them whole. The first
+// page is read before Stream returns, so the transaction's snapshot is
+// fixed by then, as after Scan; each later page is read while the caller
+// works through the one before. SetContext gives the context of each call
+// that pulls rows.
+func (tx *Txn) Stream(ctx context.Context, t *Table, opts ScanOptions) (sc *Scanner, ok bool, err error) {
+	if err := tx.check(); err != nil {
+		return nil, false, err
+	}
+	if opts.FollowerReads {
+		return nil, false, &Error{Code: CodeInvalidArgument, Op: "scan", Table: t.name, Message: "follower reads inside a transaction"}
+	}
+	if tx.opts.Isolation == Serializable || tx.hasOwnTable(t.id) {
+		return nil, false, nil
+	}
+	sc = t.Scan(ctx, opts)
+	o, rt := tx.readOptions()
+	sc.txn, sc.readTime = o, rt
+	if err := sc.prefetch(); err != nil {
+		return nil, true, err
+	}
+	tx.fixFromRead(sc.readTime)
+	// The caller's context may end with its call, before the scan.
+	sc.readAhead, sc.ctx, sc.waitCtx = true, context.WithoutCancel(ctx), ctx
+	return sc, true, nil
+}
+
 // scan runs a scan in the transaction; with lock, every page read-locks
 // the span it covered (serializable).
 func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) ([]Row, error) {
@@ -827,18 +859,18 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 			return nil, err
 		}
 	}
-	rows := make([]Row, 0, len(all))
-	keys := make([][]byte, 0, len(all))
-	for _, r := range all {
-		rk, err := t.RowKey(keyOf(t, r))
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, r)
-		keys = append(keys, rk)
-	}
+	rows := all
 	tx.fixFromRead(sc.readTime)
 	if tx.hasOwnTable(t.id) {
+		// The overlay matches own writes to the rows read by row key.
+		keys := make([][]byte, 0, len(all))
+		for _, r := range all {
+			rk, err := t.RowKey(keyOf(t, r))
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, rk)
+		}
 		rows = tx.overlayScan(t, sc, rows, keys)
 	}
 	if clientFilter {

@@ -2,7 +2,7 @@ package catalog
 
 import (
 	"context"
-	"fmt"
+	"strconv"
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
@@ -11,7 +11,21 @@ import (
 
 // StorageColumn is the master column name of a SQL column: names in storage
 // are by id so RENAME COLUMN touches only the SQL metadata.
-func StorageColumn(c *Column) string { return fmt.Sprintf("c%d", c.ID) }
+func StorageColumn(c *Column) string {
+	if int(c.ID) < len(storageNames) {
+		return storageNames[c.ID]
+	}
+	return "c" + strconv.FormatUint(uint64(c.ID), 10)
+}
+
+// storageNames are the storage names of the first column ids, made once:
+// every row read or written looks them up.
+var storageNames = func() (names [512]string) {
+	for i := range names {
+		names[i] = "c" + strconv.Itoa(i)
+	}
+	return names
+}()
 
 // MasterSchema builds the master's column schema of t: key columns first in
 // key order, then the others.

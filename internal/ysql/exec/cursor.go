@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -19,8 +20,16 @@ import (
 type cursor struct {
 	cols []plan.Column
 	rows []plan.Row
+	rest *resultStream // the rows after rows, read as FETCH asks (see resultStream)
 	pos  int
 	hold bool
+}
+
+// close drops what the cursor has not handed out.
+func (c *cursor) close() {
+	if c.rest != nil {
+		c.rest.close()
+	}
 }
 
 const cursorOptHold = 0x0020 // CURSOR_OPT_HOLD
@@ -45,18 +54,20 @@ func (s *Session) declareCursor(ctx context.Context, dc *pg.DeclareCursorStmt) (
 	if err != nil {
 		return "", err
 	}
-	_, cols, rows, err := s.execute(ctx, st, nil)
+	// A cursor WITH HOLD outlives the transaction: its rows are read
+	// whole, as PostgreSQL does at commit.
+	_, cols, rows, rest, err := s.run(ctx, st, nil, !hold)
 	if err != nil {
 		return "", err
 	}
 	if s.cursors == nil {
 		s.cursors = map[string]*cursor{}
 	}
-	s.cursors[name] = &cursor{cols: cols, rows: rows, hold: hold}
+	s.cursors[name] = &cursor{cols: cols, rows: rows, rest: rest, hold: hold}
 	return "DECLARE CURSOR", nil
 }
 
-func (s *Session) fetch(fs *pg.FetchStmt) (string, []plan.Column, []plan.Row, error) {
+func (s *Session) fetch(ctx context.Context, fs *pg.FetchStmt) (string, []plan.Column, []plan.Row, error) {
 	c, ok := s.cursors[fs.GetPortalname()]
 	if !ok {
 		return "", nil, nil, pgerror.New(pgerror.CodeInvalidCursorName, "cursor %q does not exist", fs.GetPortalname())
@@ -76,26 +87,52 @@ func (s *Session) fetch(fs *pg.FetchStmt) (string, []plan.Column, []plan.Row, er
 		return "", nil, nil, pgerror.New(pgerror.CodeObjectNotInPrerequisiteState, "cursor can only scan forward").
 			WithHint("Declare it with SCROLL option to enable backward scan.")
 	}
-	end := len(c.rows)
-	if n < int64(end-c.pos) {
-		end = c.pos + int(n)
+	rows, err := c.take(ctx, n)
+	if err != nil {
+		return "", nil, nil, err
 	}
-	rows := c.rows[c.pos:end]
-	c.pos = end
 	if fs.GetIsmove() {
 		return "MOVE " + strconv.Itoa(len(rows)), nil, nil, nil
 	}
 	return "FETCH " + strconv.Itoa(len(rows)), c.cols, rows, nil
 }
 
+// take hands out up to n more rows.
+func (c *cursor) take(ctx context.Context, n int64) ([]plan.Row, error) {
+	end := len(c.rows)
+	if n < int64(end-c.pos) {
+		end = c.pos + int(n)
+	}
+	rows := slices.Clone(c.rows[c.pos:end])
+	clear(c.rows[c.pos:end]) // handed out: let them go
+	c.pos = end
+	for c.rest != nil && int64(len(rows)) < n {
+		row, err := c.rest.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			c.rest = nil
+			break
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
 func (s *Session) closeCursor(name string) (string, error) {
 	if name == "" {
+		for _, c := range s.cursors {
+			c.close()
+		}
 		s.cursors = nil
 		return "CLOSE CURSOR ALL", nil
 	}
-	if _, ok := s.cursors[name]; !ok {
+	c, ok := s.cursors[name]
+	if !ok {
 		return "", pgerror.New(pgerror.CodeInvalidCursorName, "cursor %q does not exist", name)
 	}
+	c.close()
 	delete(s.cursors, name)
 	return "CLOSE CURSOR", nil
 }
@@ -104,6 +141,7 @@ func (s *Session) closeCursor(name string) (string, error) {
 func (s *Session) dropBlockCursors() {
 	for name, c := range s.cursors {
 		if !c.hold {
+			c.close()
 			delete(s.cursors, name)
 		}
 	}

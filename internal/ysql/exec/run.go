@@ -154,11 +154,11 @@ func (r *runner) filter(in []plan.Row, cond plan.Expr) ([]plan.Row, error) {
 	}
 	out := in[:0]
 	for _, row := range in {
-		d, err := cond.Eval(r.ec, row)
+		ok, err := r.holds(cond, row)
 		if err != nil {
 			return nil, err
 		}
-		if !d.Null && d.Bool() {
+		if ok {
 			out = append(out, row)
 		}
 	}
@@ -166,33 +166,11 @@ func (r *runner) filter(in []plan.Row, cond plan.Expr) ([]plan.Row, error) {
 }
 
 func (r *runner) limit(l *plan.Limit) ([]plan.Row, error) {
-	count, offset := int64(-1), int64(0)
-	if l.Count != nil {
-		d, err := l.Count.Eval(r.ec, nil)
-		if err != nil {
-			return nil, err
-		}
-		if !d.Null {
-			if d.I < 0 {
-				return nil, pgerror.New(pgerror.CodeInvalidRowCountInLimit, "LIMIT must not be negative")
-			}
-			count = d.I
-		}
-	}
-	if l.Offset != nil {
-		d, err := l.Offset.Eval(r.ec, nil)
-		if err != nil {
-			return nil, err
-		}
-		if !d.Null {
-			if d.I < 0 {
-				return nil, pgerror.New(pgerror.CodeInvalidRowCountInResultOffset, "OFFSET must not be negative")
-			}
-			offset = d.I
-		}
+	count, offset, err := r.limitBounds(l)
+	if err != nil {
+		return nil, err
 	}
 	var in []plan.Row
-	var err error
 	if count >= 0 && count+offset <= maxTopN {
 		in, err = r.topRows(l.Input, int(count+offset))
 	} else {
@@ -209,6 +187,36 @@ func (r *runner) limit(l *plan.Limit) ([]plan.Row, error) {
 		in = in[:count]
 	}
 	return in, nil
+}
+
+// limitBounds evaluates a LIMIT's count (-1: none) and offset.
+func (r *runner) limitBounds(l *plan.Limit) (count, offset int64, err error) {
+	count = -1
+	if l.Count != nil {
+		d, err := l.Count.Eval(r.ec, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !d.Null {
+			if d.I < 0 {
+				return 0, 0, pgerror.New(pgerror.CodeInvalidRowCountInLimit, "LIMIT must not be negative")
+			}
+			count = d.I
+		}
+	}
+	if l.Offset != nil {
+		d, err := l.Offset.Eval(r.ec, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !d.Null {
+			if d.I < 0 {
+				return 0, 0, pgerror.New(pgerror.CodeInvalidRowCountInResultOffset, "OFFSET must not be negative")
+			}
+			offset = d.I
+		}
+	}
+	return count, offset, nil
 }
 
 // rowKey encodes datums so that equal SQL values give equal bytes (group
@@ -638,21 +646,9 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		}
 	default:
 		var opts client.ScanOptions
-		filter = r.pushOptions(s, &opts)
-		if filter != nil && opts.Limit == 0 && s.Lock == plan.NoLock && s.Wait != plan.SkipLocked && r.s.pushdownEnabled() {
-			// A LIMIT over a filter the tablets cannot evaluate: filter
-			// each page as it comes, and stop once the limit is met,
-			// rather than read the whole table first.
-			if n := r.limitHint(s); n > 0 {
-				opts.Limit, opts.Keep = n, r.keeper(s.Table, filter, &examined)
-				filter = nil
-			}
-		}
-		if s.Access.Kind == plan.KeyRange {
-			ok, err := r.rangeBounds(s, &opts)
-			if err != nil || !ok {
-				return nil, err
-			}
+		var ok bool
+		if opts, filter, ok, err = r.scanOptions(s, &examined); err != nil || !ok {
+			return nil, err
 		}
 		raw, err = r.scanRows(tbl, opts)
 		if err != nil {
@@ -675,6 +671,29 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		return r.lockRows(s, tbl, out)
 	}
 	return out, nil
+}
+
+// scanOptions are the client scan options of a table scan that is not a
+// point get, and the rest of its filter to evaluate over the rows read;
+// ok is false when its key range is empty. A Keep filter counts the rows
+// it examines in examined.
+func (r *runner) scanOptions(s *plan.Scan, examined *int) (opts client.ScanOptions, filter plan.Expr, ok bool, err error) {
+	filter = r.pushOptions(s, &opts)
+	if filter != nil && opts.Limit == 0 && s.Lock == plan.NoLock && s.Wait != plan.SkipLocked && r.s.pushdownEnabled() {
+		// A LIMIT over a filter the tablets cannot evaluate: filter
+		// each page as it comes, and stop once the limit is met,
+		// rather than read the whole table first.
+		if n := r.limitHint(s); n > 0 {
+			opts.Limit, opts.Keep = n, r.keeper(s.Table, filter, examined)
+			filter = nil
+		}
+	}
+	if s.Access.Kind == plan.KeyRange {
+		if ok, err := r.rangeBounds(s, &opts); err != nil || !ok {
+			return opts, nil, false, err
+		}
+	}
+	return opts, filter, true, nil
 }
 
 // keeper is filter as a client-side scan filter (client.ScanOptions.Keep)

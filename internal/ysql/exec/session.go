@@ -263,6 +263,10 @@ type Session struct {
 	notices  []*pgwire.Notice
 	prepared map[string]*Statement // SQL-level PREPARE
 	cursors  map[string]*cursor    // DECLARE CURSOR
+	// streamOK: the statement being run may stream its rows (see
+	// resultStream); stream is the rest of its rows when it did.
+	streamOK bool
+	stream   *resultStream
 	tables   map[uint32]*client.Table
 	closed   bool
 

@@ -251,104 +251,177 @@ type Portal struct {
 
 	ran  bool
 	tag  string
-	rows []plan.Row
+	rows []plan.Row // the first rows; the rest come from rest
+	rest *resultStream
 	cols []plan.Column
 	pos  int
 }
 
 // Close releases the portal.
-func (p *Portal) Close() {}
+func (p *Portal) Close() {
+	if p.rest != nil {
+		p.rest.close()
+	}
+}
 
 // Execute runs the portal (the first time) and sends up to maxRows rows.
 func (p *Portal) Execute(ctx context.Context, maxRows int, out pgwire.RowWriter) (string, bool, error) {
+	s := p.st.s
 	if !p.ran {
 		p.ran = true
-		tag, cols, rows, err := p.st.s.execute(ctx, p.st, p.params)
+		tag, cols, rows, rest, err := s.run(ctx, p.st, p.params, true)
 		if err != nil {
 			return "", false, err
 		}
-		p.tag, p.cols, p.rows = tag, cols, rows
+		p.tag, p.cols, p.rows, p.rest = tag, cols, rows, rest
+	} else if p.rest != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = s.statementContext(ctx)
+		defer cancel()
 	}
-	loc := p.st.s.location()
+	loc := s.location()
 	buf := make([][]byte, len(p.cols))
-	sent := 0
-	for p.pos < len(p.rows) {
-		if maxRows > 0 && sent == maxRows {
-			return "", true, nil
-		}
-		row := p.rows[p.pos]
-		for i, c := range p.cols {
-			if row[i].Null {
-				buf[i] = nil
-				continue
-			}
-			b, err := encodeResult(row[i], c.T, formatOf(p.formats, i), loc, p.st.s)
-			if err != nil {
-				return "", false, err
-			}
-			if b == nil {
-				b = []byte{} // an empty value, not NULL
-			}
-			buf[i] = b
-		}
-		if err := out.WriteRow(buf); err != nil {
+	for sent := 0; ; sent++ {
+		row, err := p.next(ctx)
+		if err != nil {
 			return "", false, err
 		}
-		p.pos++
-		sent++
+		if row == nil {
+			return p.tag, false, nil
+		}
+		if maxRows > 0 && sent == maxRows {
+			p.pos-- // the next Execute sends it
+			p.rows[p.pos] = row
+			return "", true, nil
+		}
+		if err := p.writeRow(row, buf, loc, out); err != nil {
+			return "", false, err
+		}
 	}
-	return p.tag, false, nil
+}
+
+// next returns the portal's next row, nil at the end, when p.tag is the
+// statement's.
+func (p *Portal) next(ctx context.Context) (plan.Row, error) {
+	if p.pos < len(p.rows) {
+		row := p.rows[p.pos]
+		p.rows[p.pos] = nil // sent: let it go
+		p.pos++
+		return row, nil
+	}
+	if p.rest == nil {
+		return nil, nil
+	}
+	row, err := p.rest.next(ctx)
+	if err != nil || row != nil {
+		if row != nil {
+			// Keep it where a suspension can put it back.
+			p.rows, p.pos = append(p.rows[:0], row), 1
+		}
+		return row, err
+	}
+	p.tag, p.rest = p.rest.tag(), nil
+	return nil, nil
+}
+
+// writeRow encodes row in the portal's result formats and sends it.
+func (p *Portal) writeRow(row plan.Row, buf [][]byte, loc *time.Location, out pgwire.RowWriter) error {
+	for i, c := range p.cols {
+		if row[i].Null {
+			buf[i] = nil
+			continue
+		}
+		b, err := encodeResult(row[i], c.T, formatOf(p.formats, i), loc, p.st.s)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			b = []byte{} // an empty value, not NULL
+		}
+		buf[i] = b
+	}
+	return out.WriteRow(buf)
 }
 
 // execute runs a statement with its transaction handling and returns its
-// tag and rows.
+// tag and rows, all of them.
 func (s *Session) execute(ctx context.Context, st *Statement, params []types.Datum) (string, []plan.Column, []plan.Row, error) {
+	tag, cols, rows, rest, err := s.run(ctx, st, params, false)
+	if err != nil || rest == nil {
+		return tag, cols, rows, err
+	}
+	for {
+		row, err := rest.next(ctx)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if row == nil {
+			return rest.tag(), cols, rows, nil
+		}
+		rows = append(rows, row)
+	}
+}
+
+// run runs a statement with its transaction handling and returns its tag
+// and rows. When stream is set, a query with many rows may return only
+// its first ones, and rest hands out the others as they are read (see
+// resultStream): the tag is then rest's, once at its end.
+func (s *Session) run(ctx context.Context, st *Statement, params []types.Datum, stream bool) (tag string, cols []plan.Column, rows []plan.Row, rest *resultStream, err error) {
 	if st.raw == nil {
-		return "", nil, nil, nil
+		return "", nil, nil, nil, nil
 	}
-	if ms, _ := parseDurationMs(s.settings["statement_timeout"]); ms > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
-		defer cancel()
-	}
+	ctx, cancel := s.statementContext(ctx)
+	defer cancel()
 	if st.utility {
 		if s.failed && !allowedInFailed(st.raw.GetStmt()) {
-			return "", nil, nil, errInFailed
+			return "", nil, nil, nil, errInFailed
 		}
 		tag, cols, rows, err := s.utility(ctx, st, params)
 		if err != nil && s.inBlock {
 			s.failed = true
 		}
-		return tag, cols, rows, err
+		return tag, cols, rows, nil, err
 	}
 	if s.failed {
-		return "", nil, nil, errInFailed
+		return "", nil, nil, nil, errInFailed
 	}
 	s.pin()
 	defer s.unpinStatement()
 	if snap, err := s.snapshot(ctx); err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, nil, err
 	} else if snap.Version != st.version {
 		if err := st.replan(ctx); err != nil {
 			if s.inBlock {
 				s.failed = true
 			}
-			return "", nil, nil, err
+			return "", nil, nil, nil, err
 		}
 	}
-	var tag string
-	var rows []plan.Row
-	var err error
 	if s.aloneInBatch(ctx) && singleRowInsert(st.node) {
 		tag, rows, err = s.runFastPath(ctx, st, params)
 	} else {
+		// The batch's implicit transaction ends at Sync, which a stream
+		// could outlast.
+		s.streamOK = stream && (s.inBlock || s.aloneInBatch(ctx))
 		err = s.inTxn(ctx, func(tx *client.Txn) error {
 			var err error
 			tag, rows, err = s.runPlan(ctx, st, params, tx)
 			return err
 		})
+		s.streamOK, rest, s.stream = false, s.stream, nil
 	}
-	return tag, st.cols, rows, internalTimeout(ctx, err)
+	if err != nil {
+		return "", nil, nil, nil, internalTimeout(ctx, err)
+	}
+	return tag, st.cols, rows, rest, nil
+}
+
+// statementContext bounds ctx by statement_timeout.
+func (s *Session) statementContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ms, _ := parseDurationMs(s.settings["statement_timeout"]); ms > 0 {
+		return context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+	}
+	return ctx, func() {}
 }
 
 // internalTimeout tells a statement that ran out of the cluster client's
@@ -463,7 +536,7 @@ func (s *Session) inBlockStatement(ctx context.Context, first bool, fn func(tx *
 }
 
 // ownTxn runs fn in a snapshot transaction of its own and commits it,
-// retried as a statement is. It touches no session state.
+// retried as a statement is; a stream fn opened commits it at its end.
 func (s *Session) ownTxn(ctx context.Context, fn func(tx *client.Txn) error) error {
 	var err error
 	for attempt := 0; attempt < maxStatementAttempts; attempt++ {
@@ -473,6 +546,10 @@ func (s *Session) ownTxn(ctx context.Context, fn func(tx *client.Txn) error) err
 			return err
 		}
 		if err = fn(tx); err == nil {
+			if s.stream != nil {
+				s.stream.own = tx // committed at the stream's end
+				return nil
+			}
 			if err = tx.Commit(ctx); err == nil {
 				return nil
 			}
@@ -578,7 +655,8 @@ func (s *Session) evalContext(params []types.Datum) *plan.EvalContext {
 func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Datum, tx *client.Txn) (string, []plan.Row, error) {
 	r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(params)}
 	r.ec.Subquery = func(ec *plan.EvalContext, sq *plan.Subquery, outer plan.Row) ([]plan.Row, error) {
-		sub := &runner{s: s, ctx: ctx, txn: tx, ec: ec.WithOuter(outer)}
+		// r.ctx: a streamed statement evaluates over several calls.
+		sub := &runner{s: s, ctx: r.ctx, txn: tx, ec: ec.WithOuter(outer)}
 		return sub.rows(sq.Plan)
 	}
 	switch n := st.node.(type) {
@@ -591,6 +669,16 @@ func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Dat
 	case *plan.Delete:
 		count, rows, err := r.delete(n)
 		return fmt.Sprintf("DELETE %d", count), rows, err
+	}
+	if s.streamOK {
+		rows, rest, err := r.firstRows(st.node)
+		if err != nil {
+			return "", nil, err
+		}
+		if rest != nil {
+			s.stream = &resultStream{s: s, r: r, src: rest, tx: tx, rows: len(rows)}
+		}
+		return fmt.Sprintf("SELECT %d", len(rows)), rows, nil
 	}
 	rows, err := r.rows(st.node)
 	if err != nil {

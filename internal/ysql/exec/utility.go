@@ -102,7 +102,7 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		tag, err := s.declareCursor(ctx, n.GetDeclareCursorStmt())
 		return tag, nil, nil, err
 	case n.GetFetchStmt() != nil:
-		return s.fetch(n.GetFetchStmt())
+		return s.fetch(ctx, n.GetFetchStmt())
 	case n.GetClosePortalStmt() != nil:
 		tag, err := s.closeCursor(n.GetClosePortalStmt().GetPortalname())
 		return tag, nil, nil, err

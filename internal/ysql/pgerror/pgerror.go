@@ -51,6 +51,7 @@ const (
 	CodeIndeterminateDatatype        = "42P18"
 	CodeUndefinedPreparedStatement   = "26000"
 	CodeInvalidCursorName            = "34000"
+	CodeInvalidCursorState           = "24000"
 	CodeInvalidParameterValue        = "22023"
 	CodeInvalidTextRepresentation    = "22P02"
 	CodeInvalidBinaryRepresentation  = "22P03"

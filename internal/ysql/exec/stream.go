@@ -1,0 +1,345 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
+)
+
+// Streaming results. A query whose rows come straight from a table scan,
+// through filters, projections and a LIMIT (nothing that needs every row
+// first, as a sort, an aggregate or a join does), hands its rows to the
+// client as the scan's pages arrive instead of holding them all: a SELECT
+// of a large table runs in the memory of a few pages and its first rows
+// reach the client at once. The first streamAfter rows are read before
+// any is sent, so a statement with a small result runs, and is retried
+// after a read restart or conflict, exactly as one that is not streamed;
+// past them the statement's rows come from a resultStream, and an error
+// ends the statement, as in YugabyteDB once its output buffer was sent.
+// Streams run in a transaction block (portals and cursors) and in a
+// statement's own transaction, which the stream commits at its end; a
+// statement in the batch's implicit transaction is read whole.
+
+// streamAfter is how many rows a statement reads before it streams the
+// rest.
+const streamAfter = 10000
+
+// rowSource yields a plan's rows one at a time.
+type rowSource interface {
+	// next returns the next row; nil at the end.
+	next() (plan.Row, error)
+}
+
+// open returns the rows of n as a source: pulled from the scan beneath
+// when n streams, else read whole.
+func (r *runner) open(n plan.Node) (rowSource, error) {
+	switch x := n.(type) {
+	case *plan.Scan:
+		if src, ok, err := r.openScan(x); err != nil || ok {
+			return src, err
+		}
+	case *plan.Filter:
+		in, err := r.open(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		return &filterSource{r: r, in: in, cond: x.Cond}, nil
+	case *plan.Project:
+		in, err := r.open(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		return &projectSource{r: r, in: in, exprs: x.Exprs}, nil
+	case *plan.Truncate:
+		in, err := r.open(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		return &truncateSource{in: in, n: x.N}, nil
+	case *plan.Limit:
+		if !sortsFirst(x.Input) {
+			count, offset, err := r.limitBounds(x)
+			if err != nil {
+				return nil, err
+			}
+			in, err := r.open(x.Input)
+			if err != nil {
+				return nil, err
+			}
+			return &limitSource{in: in, skip: offset, left: count}, nil
+		}
+	}
+	rows, err := r.rows(n)
+	return &sliceSource{rows: rows}, err
+}
+
+// sortsFirst reports whether n is a sort (under the truncation of its
+// extra ORDER BY columns), which a LIMIT reads as a top-N instead.
+func sortsFirst(n plan.Node) bool {
+	if t, ok := n.(*plan.Truncate); ok {
+		n = t.Input
+	}
+	_, ok := n.(*plan.Sort)
+	return ok
+}
+
+// openScan streams a table scan that reads neither by point get nor
+// through an index, and locks nothing; ok is false for the others, and
+// for those the transaction must read whole (Txn.Stream).
+func (r *runner) openScan(s *plan.Scan) (rowSource, bool, error) {
+	if s.Access.Kind == plan.PointGet || s.Access.Index != nil || s.Lock != plan.NoLock ||
+		s.Wait == plan.SkipLocked || r.s.reads != nil || r.txn == nil {
+		return nil, false, nil
+	}
+	tbl, err := r.s.openTable(r.ctx, s.Table)
+	if err != nil {
+		return nil, false, err
+	}
+	examined := 0
+	opts, filter, ok, err := r.scanOptions(s, &examined)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		return &sliceSource{}, true, nil // an empty key range
+	}
+	sc, ok, err := r.txn.Stream(r.ctx, tbl, opts)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return &scanSource{r: r, s: s, sc: sc, filter: filter}, true, nil
+}
+
+type sliceSource struct {
+	rows []plan.Row
+}
+
+func (x *sliceSource) next() (plan.Row, error) {
+	if len(x.rows) == 0 {
+		return nil, nil
+	}
+	row := x.rows[0]
+	x.rows[0] = nil // let it go once sent
+	x.rows = x.rows[1:]
+	return row, nil
+}
+
+type scanSource struct {
+	r      *runner
+	s      *plan.Scan
+	sc     *client.Scanner
+	filter plan.Expr // what the tablets do not evaluate
+}
+
+func (x *scanSource) next() (plan.Row, error) {
+	x.sc.SetContext(x.r.ctx)
+	for x.sc.Next() {
+		row, err := tableRow(x.s.Table, x.sc.Row())
+		if err != nil {
+			return nil, err
+		}
+		if ok, err := x.r.holds(x.filter, row); err != nil || ok {
+			return row, err
+		}
+	}
+	return nil, x.sc.Err()
+}
+
+type filterSource struct {
+	r    *runner
+	in   rowSource
+	cond plan.Expr
+}
+
+func (x *filterSource) next() (plan.Row, error) {
+	for {
+		row, err := x.in.next()
+		if err != nil || row == nil {
+			return nil, err
+		}
+		if ok, err := x.r.holds(x.cond, row); err != nil || ok {
+			return row, err
+		}
+	}
+}
+
+type projectSource struct {
+	r     *runner
+	in    rowSource
+	exprs []plan.Expr
+}
+
+func (x *projectSource) next() (plan.Row, error) {
+	row, err := x.in.next()
+	if err != nil || row == nil {
+		return nil, err
+	}
+	return x.r.evalAll(x.exprs, row)
+}
+
+type truncateSource struct {
+	in rowSource
+	n  int
+}
+
+func (x *truncateSource) next() (plan.Row, error) {
+	row, err := x.in.next()
+	if err != nil || row == nil {
+		return nil, err
+	}
+	return row[:x.n], nil
+}
+
+type limitSource struct {
+	in   rowSource
+	skip int64 // OFFSET rows still to skip
+	left int64 // rows still to return; -1: no limit
+}
+
+func (x *limitSource) next() (plan.Row, error) {
+	for x.left != 0 {
+		row, err := x.in.next()
+		if err != nil || row == nil {
+			return nil, err
+		}
+		if x.skip > 0 {
+			x.skip--
+			continue
+		}
+		if x.left > 0 {
+			x.left--
+		}
+		return row, nil
+	}
+	return nil, nil
+}
+
+// holds reports whether cond is TRUE for row (no condition holds).
+func (r *runner) holds(cond plan.Expr, row plan.Row) (bool, error) {
+	if cond == nil {
+		return true, nil
+	}
+	d, err := cond.Eval(r.ec, row)
+	if err != nil {
+		return false, err
+	}
+	return !d.Null && d.Bool(), nil
+}
+
+// firstRows reads up to streamAfter rows of n; src is the rest when more
+// may follow, nil when these are all.
+func (r *runner) firstRows(n plan.Node) (rows []plan.Row, src rowSource, err error) {
+	if !streams(n) {
+		rows, err := r.rows(n)
+		return rows, nil, err
+	}
+	src, err = r.open(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s, ok := src.(*sliceSource); ok {
+		return s.rows, nil, nil // read whole after all
+	}
+	for len(rows) < streamAfter {
+		row, err := src.next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if row == nil {
+			return rows, nil, nil
+		}
+		rows = append(rows, row)
+	}
+	return rows, src, nil
+}
+
+// streams reports whether n's rows can come from a scan as it reads:
+// filters, projections and limits over a table scan.
+func streams(n plan.Node) bool {
+	switch x := n.(type) {
+	case *plan.Scan:
+		return true
+	case *plan.Filter:
+		return streams(x.Input)
+	case *plan.Project:
+		return streams(x.Input)
+	case *plan.Truncate:
+		return streams(x.Input)
+	case *plan.Limit:
+		return !sortsFirst(x.Input) && streams(x.Input)
+	}
+	return false
+}
+
+var errStreamTxnEnded = pgerror.New(pgerror.CodeInvalidCursorState, "the transaction of this portal has ended")
+
+// resultStream is the rest of a streamed statement's rows (see above).
+type resultStream struct {
+	s   *Session
+	r   *runner
+	src rowSource
+	tx  *client.Txn // the transaction the statement reads in
+	// own is tx when it is the statement's own, which the stream commits
+	// at its end (nil in a transaction block).
+	own  *client.Txn
+	rows int // rows of the statement so far, the first ones included
+	done bool
+}
+
+// next returns the next row, nil at the end (which ends the statement's
+// own transaction). ctx is the caller's for this call: the statement's
+// pages are read over several.
+func (rs *resultStream) next(ctx context.Context) (plan.Row, error) {
+	if rs.done {
+		return nil, nil
+	}
+	if rs.own == nil && rs.s.txn != rs.tx {
+		rs.done = true
+		return nil, errStreamTxnEnded
+	}
+	rs.r.ctx = ctx
+	row, err := rs.src.next()
+	if err != nil {
+		rs.fail()
+		return nil, internalTimeout(ctx, err)
+	}
+	if row == nil {
+		rs.done = true
+		if rs.own != nil {
+			if err := rs.own.Commit(ctx); err != nil {
+				return nil, internalTimeout(ctx, err)
+			}
+		}
+		return nil, nil
+	}
+	rs.rows++
+	return row, nil
+}
+
+// tag is the statement's command tag, once at the end.
+func (rs *resultStream) tag() string { return fmt.Sprintf("SELECT %d", rs.rows) }
+
+// fail ends a stream whose read failed: a transaction block fails with
+// it, as after any statement's error; the statement's own transaction is
+// rolled back.
+func (rs *resultStream) fail() {
+	rs.done = true
+	if rs.own != nil {
+		rollback(context.Background(), rs.own)
+	} else if rs.s.inBlock && rs.s.txn == rs.tx {
+		rs.s.failed = true
+	}
+}
+
+// close drops a stream the client did not read to the end.
+func (rs *resultStream) close() {
+	if !rs.done {
+		rs.done = true
+		if rs.own != nil {
+			rollback(context.Background(), rs.own)
+		}
+	}
+}

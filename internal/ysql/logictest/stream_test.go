@@ -1,0 +1,253 @@
+package logictest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/shaledb/shaledb/internal/hlc"
+)
+
+// TestStreamedResults checks the queries whose rows stream from the scan
+// to the client (more rows than a statement reads before it sends any):
+// every row once, in key order, through LIMIT and OFFSET, a cursor and a
+// portal suspended by Execute's row limit, and all from one snapshot,
+// although the later pages are read after other transactions changed the
+// table.
+func TestStreamedResults(t *testing.T) {
+	addrs, admin := ysqlCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const n = 25000 // more than the 10,000 rows a statement reads before it streams
+	for _, q := range []string{
+		`CREATE TABLE st (k int, v text, PRIMARY KEY (k ASC)) SPLIT AT VALUES ((8000), (16000))`,
+		fmt.Sprintf(`INSERT INTO st SELECT g, 'v' || g FROM generate_series(1, %d) g`, n),
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	c := connect(t, addrs[1], "yugabyte")
+
+	t.Run("whole table", func(t *testing.T) {
+		rows, err := c.Query(ctx, `SELECT k, v FROM st`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		for rows.Next() {
+			var k int
+			var v string
+			if err := rows.Scan(&k, &v); err != nil {
+				t.Fatal(err)
+			}
+			if k != want || v != fmt.Sprint("v", k) {
+				t.Fatalf("row %d is (%d, %q)", want, k, v)
+			}
+			want++
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if want != n+1 || rows.CommandTag().String() != fmt.Sprintf("SELECT %d", n) {
+			t.Fatalf("%d rows, tag %q", want-1, rows.CommandTag())
+		}
+	})
+
+	t.Run("limit and offset", func(t *testing.T) {
+		ks := queryInts(t, c, `SELECT k FROM st WHERE v <> 'x' LIMIT 12000 OFFSET 5000`)
+		if len(ks) != 12000 || ks[0] != 5001 || ks[len(ks)-1] != 17000 {
+			t.Fatalf("%d rows, %v .. %v", len(ks), ks[:1], ks[len(ks)-1:])
+		}
+		for i, k := range ks {
+			if k != 5001+i {
+				t.Fatalf("row %d is %d", i, k)
+			}
+		}
+	})
+
+	// change runs, from another node, what the snapshot checks below
+	// must not see; undo puts the table back. The changes wait until the
+	// stream's read time (at most start) is out of their clock
+	// uncertainty window: a change within it fails the later pages with
+	// 40001, as the read cannot tell whether it came first (the nodes of
+	// this cluster share one clock).
+	change := func(t *testing.T, start time.Time) {
+		for time.Since(start) <= hlc.DefaultMaxOffset+50*time.Millisecond {
+			time.Sleep(10 * time.Millisecond)
+		}
+		for _, q := range []string{
+			`UPDATE st SET v = 'new' WHERE k > 20000`,
+			`DELETE FROM st WHERE k = 24000`,
+			`INSERT INTO st VALUES (25001, 'new')`,
+		} {
+			if _, err := admin.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	undo := func(t *testing.T) {
+		for _, q := range []string{
+			`UPDATE st SET v = 'v' || k WHERE k > 20000`,
+			`INSERT INTO st VALUES (24000, 'v24000')`,
+			`DELETE FROM st WHERE k = 25001`,
+		} {
+			if _, err := admin.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	// checkSnapshot checks rows k from..n as the table was before change.
+	checkSnapshot := func(t *testing.T, from int, ks []int, vs []string) {
+		t.Helper()
+		if len(ks) != n-from+1 {
+			t.Fatalf("%d rows after %d, want %d", len(ks), from-1, n-from+1)
+		}
+		for i, k := range ks {
+			if k != from+i || vs[i] != fmt.Sprint("v", k) {
+				t.Fatalf("row %d is (%d, %q): not the snapshot's", from+i, k, vs[i])
+			}
+		}
+	}
+
+	for _, iso := range []string{"READ COMMITTED", "REPEATABLE READ"} {
+		t.Run("cursor "+iso, func(t *testing.T) {
+			tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.TxIsoLevel(strings.ToLower(iso))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback(ctx) }()
+			start := time.Now()
+			if _, err := tx.Exec(ctx, `DECLARE cur CURSOR FOR SELECT k, v FROM st`); err != nil {
+				t.Fatal(err)
+			}
+			first, _ := queryKV(t, tx.Conn(), `FETCH 12000 FROM cur`)
+			if len(first) != 12000 || first[11999] != 12000 {
+				t.Fatalf("first FETCH: %d rows", len(first))
+			}
+			change(t, start)
+			defer undo(t)
+			var ks []int
+			var vs []string
+			for {
+				k, v := queryKV(t, tx.Conn(), `FETCH 5000 FROM cur`)
+				if len(k) == 0 {
+					break
+				}
+				ks, vs = append(ks, k...), append(vs, v...)
+			}
+			checkSnapshot(t, 12001, ks, vs)
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+
+	t.Run("suspended portal", func(t *testing.T) {
+		pc := connect(t, addrs[2], "yugabyte")
+		if _, err := pc.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ`); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		fe := pc.PgConn().Frontend()
+		fe.Send(&pgproto3.Parse{Query: `SELECT k, v FROM st`})
+		fe.Send(&pgproto3.Bind{ResultFormatCodes: []int16{0}})
+		var ks []int
+		var vs []string
+		// execute sends Execute with a row limit and Sync; it reports
+		// whether the portal was suspended.
+		execute := func() bool {
+			fe.Send(&pgproto3.Execute{MaxRows: 7000})
+			fe.Send(&pgproto3.Sync{})
+			if err := fe.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			suspended, rows := false, 0
+			for {
+				msg, err := fe.Receive()
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch m := msg.(type) {
+				case *pgproto3.DataRow:
+					var k int
+					if _, err := fmt.Sscan(string(m.Values[0]), &k); err != nil {
+						t.Fatal(err)
+					}
+					ks, vs = append(ks, k), append(vs, string(m.Values[1]))
+					rows++
+				case *pgproto3.PortalSuspended:
+					suspended = true
+				case *pgproto3.CommandComplete:
+					if string(m.CommandTag) != fmt.Sprintf("SELECT %d", n) {
+						t.Fatalf("tag %q", m.CommandTag)
+					}
+				case *pgproto3.ErrorResponse:
+					t.Fatalf("%s: %s", m.Code, m.Message)
+				case *pgproto3.ReadyForQuery:
+					if suspended && rows != 7000 {
+						t.Fatalf("%d rows before the suspension", rows)
+					}
+					return suspended
+				}
+			}
+		}
+		for i := 0; i < 2; i++ {
+			if !execute() {
+				t.Fatal("the portal ended early")
+			}
+		}
+		change(t, start)
+		defer undo(t)
+		for execute() {
+		}
+		checkSnapshot(t, 1, ks, vs)
+		if _, err := pc.Exec(ctx, `COMMIT`); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// queryKV runs a query of an integer and a text column.
+func queryKV(t *testing.T, c *pgx.Conn, q string) (ks []int, vs []string) {
+	t.Helper()
+	rows, err := c.Query(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k int
+		var v string
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		ks, vs = append(ks, k), append(vs, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return ks, vs
+}
+
+// queryInts runs a query of one integer column.
+func queryInts(t *testing.T, c *pgx.Conn, q string) []int {
+	t.Helper()
+	rows, err := c.Query(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (int, error) {
+		var k int
+		err := r.Scan(&k)
+		return k, err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}

@@ -292,7 +292,7 @@ func (c *localCluster) create(ctx context.Context, nodes, rf, rpcPort, httpPort,
 	if followerUnavailable == 0 {
 		c.st.FollowerUnavailableTimeout = ""
 	}
-	if err := c.st.save(c.base); err != nil {
+	if err := saveNodes(c.base, c.st); err != nil {
 		return err
 	}
 	a := c.admin()
@@ -309,7 +309,7 @@ func (c *localCluster) create(ctx context.Context, nodes, rf, rpcPort, httpPort,
 		if err != nil {
 			return err
 		}
-		if err := c.st.save(c.base); err != nil {
+		if err := saveNodes(c.base, c.st, k); err != nil {
 			return err
 		}
 		a = c.refreshAdmin(a)
@@ -463,7 +463,7 @@ func (c *localCluster) addNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.st.save(c.base); err != nil {
+	if err := saveNodes(c.base, c.st, k); err != nil {
 		return err
 	}
 	a := c.admin()
@@ -533,7 +533,7 @@ func (c *localCluster) removeNode(ctx context.Context, k int) error {
 		}
 	}
 	c.st.Nodes = nodes
-	if err := c.st.save(c.base); err != nil {
+	if err := saveNodes(c.base, c.st, k); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -598,7 +598,7 @@ func (c *localCluster) stopNode(_ context.Context, k int) error {
 		}
 	}
 	n.PID = 0
-	return c.st.save(c.base)
+	return saveNodes(c.base, c.st, k)
 }
 
 func (c *localCluster) startNode(ctx context.Context, k int) error {
@@ -613,7 +613,7 @@ func (c *localCluster) startNode(ctx context.Context, k int) error {
 	if err != nil {
 		return err
 	}
-	if err := c.st.save(c.base); err != nil {
+	if err := saveNodes(c.base, c.st, k); err != nil {
 		return err
 	}
 	a := c.admin()

@@ -7,8 +7,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // clusterState is a local cluster as `shale cluster` keeps it in
@@ -95,17 +97,65 @@ func loadClusterState(base string) (*clusterState, error) {
 	return &st, nil
 }
 
-// save writes the state atomically.
+// save writes the state atomically, through a temporary file of its own.
 func (st *clusterState) save(base string) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(base, clusterStateFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	f, err := os.CreateTemp(base, clusterStateFile+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(base, clusterStateFile))
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(base, clusterStateFile))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
+
+// saveNodes writes mine with the nodes touched as mine has them (added,
+// changed, or removed when mine has no such node) over what the state
+// file holds now, which other commands may have changed meanwhile (two
+// `start-node` run at once): under a lock, so that their
+// read-modify-writes do not interleave.
+func saveNodes(base string, mine *clusterState, touched ...int) error {
+	lock, err := os.OpenFile(filepath.Join(base, "cluster.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	disk, err := loadClusterState(base)
+	if err != nil {
+		if _, statErr := os.Stat(filepath.Join(base, clusterStateFile)); !errors.Is(statErr, os.ErrNotExist) {
+			return err
+		}
+		return mine.save(base) // the first save of a new cluster
+	}
+	for _, k := range touched {
+		var nodes []clusterNode
+		for _, n := range disk.Nodes {
+			if n.Index != k {
+				nodes = append(nodes, n)
+			}
+		}
+		if n, err := mine.node(k); err == nil {
+			nodes = append(nodes, *n)
+		}
+		slices.SortFunc(nodes, func(a, b clusterNode) int { return a.Index - b.Index })
+		disk.Nodes = nodes
+	}
+	return disk.save(base)
 }
 
 // nodeIdentity reads the node id and cluster id a node keeps in its data

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/shaledb/shaledb/internal/hlc"
 	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
@@ -103,6 +104,9 @@ type Scanner struct {
 	readAhead bool
 	ahead     chan aheadPage
 	waitCtx   context.Context
+	// parts: the rest of a stream's range cut at the tablets, read after
+	// buf, in scan order (Txn.Stream).
+	parts []*Scanner
 }
 
 type aheadPage struct {
@@ -175,6 +179,9 @@ func (sc *Scanner) bounds() error {
 
 // Next advances to the next row; false at the end or on an error.
 func (sc *Scanner) Next() bool {
+	if len(sc.buf) == 0 && sc.parts != nil {
+		return sc.nextPart()
+	}
 	for len(sc.buf) == 0 {
 		if sc.err != nil {
 			return false
@@ -204,6 +211,48 @@ func (sc *Scanner) Next() bool {
 	}
 	sc.row, sc.buf = sc.buf[0], sc.buf[1:]
 	return true
+}
+
+// nextPart is Next over the parts of a stream.
+func (sc *Scanner) nextPart() bool {
+	for sc.err == nil && len(sc.parts) > 0 {
+		p := sc.parts[0]
+		p.waitCtx = sc.waitCtx
+		if p.Next() {
+			sc.row = p.row
+			return true
+		}
+		sc.err = p.err
+		sc.parts[0] = nil
+		sc.parts = sc.parts[1:]
+	}
+	return false
+}
+
+// split cuts what remains of a stream's range at the tablets and reads the
+// first page of every part at once (a few at a time), as ScanAll does: a
+// stream over many tablets that finds few rows in each takes one round,
+// not one per tablet, and holds a page per tablet at most. A scan with a
+// limit stays whole: it would read past the limit.
+func (sc *Scanner) split() error {
+	if sc.done || sc.err != nil || sc.remaining >= 0 || sc.parallelism() == 1 {
+		return sc.err
+	}
+	parts, err := sc.pieces()
+	if err != nil || len(parts) < 2 {
+		return err
+	}
+	if err := sc.runPieces(parts, func(_ int, p *Scanner) error { return p.prefetch() }); err != nil {
+		return err
+	}
+	if sc.opts.Reverse {
+		slices.Reverse(parts)
+	}
+	for _, p := range parts {
+		p.readAhead = true // its context: the caller's (Txn.Stream)
+	}
+	sc.parts, sc.done = parts, true
+	return nil
 }
 
 // prefetch reads the first non-empty page (or finds the end) unless a

@@ -793,7 +793,8 @@ func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 // wrote nothing to t) nor locks (serializable isolation read-locks what it
 // reads): for the others ok is false, and Scan reads them whole. The first
 // page is read before Stream returns, so the transaction's snapshot is
-// fixed by then, as after Scan; each later page is read while the caller
+// fixed by then, as after Scan. Then the first page of every tablet of the
+// rest of the range is read at once, and each later page while the caller
 // works through the one before. SetContext gives the context of each call
 // that pulls rows.
 func (tx *Txn) Stream(ctx context.Context, t *Table, opts ScanOptions) (sc *Scanner, ok bool, err error) {
@@ -813,8 +814,14 @@ func (tx *Txn) Stream(ctx context.Context, t *Table, opts ScanOptions) (sc *Scan
 		return nil, true, err
 	}
 	tx.fixFromRead(sc.readTime)
+	if err := sc.split(); err != nil {
+		return nil, true, err
+	}
 	// The caller's context may end with its call, before the scan.
 	sc.readAhead, sc.ctx, sc.waitCtx = true, context.WithoutCancel(ctx), ctx
+	for _, p := range sc.parts {
+		p.ctx, p.waitCtx = sc.ctx, ctx
+	}
 	return sc, true, nil
 }
 

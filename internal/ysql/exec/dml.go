@@ -110,7 +110,11 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 		return 0, nil, err
 	}
 	tbl := tw.base.tbl
-	src, err := r.rows(ins.Source)
+	// The source's rows are taken as they come (a scan's a page at a
+	// time, at the statement's snapshot, which the rows written meanwhile
+	// are not part of): an INSERT ... SELECT of many rows holds a batch of
+	// them, not all.
+	src, err := r.open(ins.Source)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -121,7 +125,14 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 		st.arbiters = r.arbiters(tw, ins.OnConflict)
 		st.pk = ins.OnConflict.Index == ""
 	}
-	for _, row := range src {
+	for {
+		row, err := src.next()
+		if err != nil {
+			return 0, nil, err
+		}
+		if row == nil {
+			break
+		}
 		if t.RowID {
 			var id [16]byte
 			if _, err := rand.Read(id[:]); err != nil {

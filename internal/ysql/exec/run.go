@@ -255,7 +255,7 @@ func (r *runner) aggregate(a *plan.Agg) ([]plan.Row, error) {
 	if rows, ok, err := r.pushedAggregate(a); err != nil || ok {
 		return rows, err
 	}
-	in, err := r.rows(a.Input)
+	in, err := r.open(a.Input) // a scan's rows are added as they come
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +281,14 @@ func (r *runner) aggregate(a *plan.Agg) ([]plan.Row, error) {
 		order = append(order, g)
 		return g
 	}
-	for _, row := range in {
+	for {
+		row, err := in.next()
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			break
+		}
 		vals, err := r.evalAll(a.Groups, row)
 		if err != nil {
 			return nil, err

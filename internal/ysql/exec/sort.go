@@ -96,7 +96,7 @@ func (r *runner) topRows(node plan.Node, n int) ([]plan.Row, error) {
 	if !ok {
 		return r.rows(node)
 	}
-	in, err := r.rows(srt.Input)
+	in, err := r.open(srt.Input) // a scan's rows go through as they come
 	if err != nil {
 		return nil, err
 	}
@@ -112,28 +112,50 @@ func (r *runner) topRows(node plan.Node, n int) ([]plan.Row, error) {
 	return out, nil
 }
 
-// sortTop returns the first n rows of in in sort order.
-func (r *runner) sortTop(in []plan.Row, keys []plan.SortKey, n int) ([]plan.Row, error) {
-	if n >= len(in) {
-		return r.sort(in, keys)
-	}
+// sortTop returns the first n rows of in in sort order. The rows are kept
+// as they come until there are n; from then on they are a heap, whose
+// largest row a smaller one replaces. When fewer came, they are simply
+// sorted.
+func (r *runner) sortTop(in rowSource, keys []plan.SortKey, n int) ([]plan.Row, error) {
 	if n == 0 {
 		return nil, nil
 	}
+	rows, whole := in.(*sliceSource)
+	if whole && n >= len(rows.rows) {
+		return r.sort(rows.rows, keys)
+	}
 	h := &topHeap{keys: keys}
 	scratch := keyedRow{vals: make([]types.Datum, len(keys))}
-	for i, row := range in {
-		scratch.row, scratch.seq = row, i
+	for seq := 0; ; seq++ {
+		var row plan.Row
+		if whole { // rows at hand: no call per row
+			if seq == len(rows.rows) {
+				break
+			}
+			row = rows.rows[seq]
+		} else {
+			var err error
+			if row, err = in.next(); err != nil {
+				return nil, err
+			}
+			if row == nil {
+				break
+			}
+		}
+		scratch.row, scratch.seq = row, seq
 		if err := r.sortKeys(row, keys, scratch.vals); err != nil {
 			return nil, err
 		}
 		switch {
 		case len(h.rows) < n:
-			heap.Push(h, keyedRow{row: row, vals: slices.Clone(scratch.vals), seq: i})
+			h.rows = append(h.rows, keyedRow{row: row, vals: slices.Clone(scratch.vals), seq: seq})
+			if len(h.rows) == n {
+				heap.Init(h)
+			}
 		case compareKeyed(keys, &scratch, &h.rows[0]) < 0:
 			// Replaces the largest kept row, reusing its key slice.
 			top := &h.rows[0]
-			top.row, top.seq = row, i
+			top.row, top.seq = row, seq
 			copy(top.vals, scratch.vals)
 			heap.Fix(h, 0)
 		}

@@ -16,7 +16,7 @@ import (
 // (NULLs as the largest value unless NullsFirst, DESC reversing), and the
 // top-N heap keeps exactly the rows it puts first, in the same order: keys
 // with many ties, NULLs first and last, DESC, n from 0 to the row count
-// less one (from there on sortTop is the whole sort).
+// less one, and n the row count or more (all rows kept, sorted).
 func TestSortTopMatchesSort(t *testing.T) {
 	int8T := types.T{OID: types.OIDInt8, Mod: -1}
 	rng := rand.New(rand.NewSource(1))
@@ -44,14 +44,17 @@ func TestSortTopMatchesSort(t *testing.T) {
 			if got, exp := seqs(full), seqs(stableSorted(rows, keys)); got != exp {
 				t.Fatalf("round %d keys %d: whole sort\n got %s\nwant %s", round, ki, got, exp)
 			}
-			for _, n := range []int{0, 1, 7, 50, len(rows) - 1} {
-				top, err := r.sortTop(slices.Clone(rows), keys, n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := full[:min(n, len(full))]
-				if got, exp := seqs(top), seqs(want); got != exp {
-					t.Fatalf("round %d keys %d n %d:\n got %s\nwant %s", round, ki, n, got, exp)
+			for _, n := range []int{0, 1, 7, 50, len(rows) - 1, len(rows), len(rows) + 5} {
+				// The rows at hand, and as a scan streams them.
+				for _, in := range []rowSource{&sliceSource{rows: slices.Clone(rows)}, &limitSource{in: &sliceSource{rows: slices.Clone(rows)}, left: -1}} {
+					top, err := r.sortTop(in, keys, n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := full[:min(n, len(full))]
+					if got, exp := seqs(top), seqs(want); got != exp {
+						t.Fatalf("round %d keys %d n %d (%T):\n got %s\nwant %s", round, ki, n, in, got, exp)
+					}
 				}
 			}
 		}
@@ -108,7 +111,7 @@ func BenchmarkSortLimit(b *testing.B) {
 	for _, n := range []int{len(rows), 10} {
 		b.Run(fmt.Sprintf("top=%d", n), func(b *testing.B) {
 			for range b.N {
-				if _, err := r.sortTop(rows, keys, n); err != nil {
+				if _, err := r.sortTop(&sliceSource{rows: slices.Clone(rows)}, keys, n); err != nil {
 					b.Fatal(err)
 				}
 			}

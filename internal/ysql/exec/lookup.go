@@ -7,31 +7,49 @@ import (
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
-// lookupJoin runs a batched lookup join (plan/lookup.go): per batch of
+// lookupSource runs a batched lookup join (plan/lookup.go): per batch of
 // left rows, the right rows with the batch's key values are read and the
 // batch is hash-joined with them. Every right row that can match a left
 // row of the batch is read, so the join (its ON condition, LEFT JOIN's
-// NULL-extended rows) is that of the whole right side.
-func (r *runner) lookupJoin(j *plan.Join) ([]plan.Row, error) {
-	left, err := r.rows(j.Left)
-	if err != nil {
-		return nil, err
-	}
-	s := j.Right.(*plan.Scan)
-	var out []plan.Row
-	for start := 0; start < len(left); start += plan.LookupBatch {
-		batch := left[start:min(start+plan.LookupBatch, len(left))]
-		right, err := r.lookupRows(j.Lookup, s, batch)
+// NULL-extended rows) is that of the whole right side. The left rows come
+// as the left side gives them (a scan's, page by page).
+type lookupSource struct {
+	r    *runner
+	j    *plan.Join
+	left rowSource
+	out  []plan.Row // the current batch's joined rows not yet returned
+	done bool       // the left side has ended
+}
+
+func (x *lookupSource) next() (plan.Row, error) {
+	for len(x.out) == 0 {
+		if x.done {
+			return nil, nil
+		}
+		batch := make([]plan.Row, 0, plan.LookupBatch)
+		for len(batch) < plan.LookupBatch {
+			row, err := x.left.next()
+			if err != nil {
+				return nil, err
+			}
+			if row == nil {
+				x.done = true
+				break
+			}
+			batch = append(batch, row)
+		}
+		if len(batch) == 0 {
+			return nil, nil
+		}
+		right, err := x.r.lookupRows(x.j.Lookup, x.j.Right.(*plan.Scan), batch)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := r.joinRows(j, batch, right)
-		if err != nil {
+		if x.out, err = x.r.joinRows(x.j, batch, right); err != nil {
 			return nil, err
 		}
-		out = append(out, rows...)
 	}
-	return out, nil
+	return pop(&x.out), nil
 }
 
 // lookupRows reads the rows of s's table whose lookup key columns hold

@@ -355,51 +355,52 @@ func (r *runner) aggregate(a *plan.Agg) ([]plan.Row, error) {
 }
 
 func (r *runner) join(j *plan.Join) ([]plan.Row, error) {
-	if j.Lookup != nil {
-		return r.lookupJoin(j)
-	}
-	if j.Swapped != nil {
-		return r.swappedJoin(j)
-	}
-	left, err := r.rows(j.Left)
+	src, err := r.openJoin(j)
 	if err != nil {
 		return nil, err
 	}
-	right, err := r.rows(j.Right)
-	if err != nil {
-		return nil, err
-	}
-	return r.joinRows(j, left, right)
-}
-
-// swappedJoin runs j as the lookup join j.Swapped (its sides exchanged)
-// and returns the rows in j's column order that pass j's condition.
-func (r *runner) swappedJoin(j *plan.Join) ([]plan.Row, error) {
-	rows, err := r.lookupJoin(j.Swapped)
-	if err != nil {
-		return nil, err
-	}
-	nr := len(j.Right.Columns())
-	for i, row := range rows {
-		rows[i] = append(append(make(plan.Row, 0, len(row)), row[nr:]...), row[:nr]...)
-	}
-	return r.filter(rows, j.Cond)
+	return drain(src)
 }
 
 // joinRows joins the rows of j's sides: a hash join on the equi-join keys
 // when there are any, else a nested loop.
 func (r *runner) joinRows(j *plan.Join, left, right []plan.Row) ([]plan.Row, error) {
-	nl, nr := len(j.Left.Columns()), len(j.Right.Columns())
+	hj, err := r.newHashJoin(j, right)
+	if err != nil {
+		return nil, err
+	}
 	var out []plan.Row
-	matchedRight := make([]bool, len(right))
-	// Hash the right side on the equi-join keys when there are any.
-	var index map[string][]int
+	for _, l := range left {
+		if out, err = hj.probe(l, out); err != nil {
+			return nil, err
+		}
+	}
+	return hj.unmatched(out), nil
+}
+
+// hashJoin joins rows of j's left side, one at a time, with its right
+// side's rows, hashed on the equi-join keys when there are any.
+type hashJoin struct {
+	r      *runner
+	j      *plan.Join
+	nl, nr int
+	right  []plan.Row
+	// index maps the right rows' key values to their places; nil: no
+	// equi-join keys, every right row is a candidate (a nested loop).
+	index        map[string][]int
+	lts          []types.T
+	matchedRight []bool
+}
+
+func (r *runner) newHashJoin(j *plan.Join, right []plan.Row) (*hashJoin, error) {
+	hj := &hashJoin{r: r, j: j, nl: len(j.Left.Columns()), nr: len(j.Right.Columns()), right: right,
+		matchedRight: make([]bool, len(right))}
 	if len(j.EqRight) > 0 {
 		ts := make([]types.T, len(j.EqRight))
 		for i, e := range j.EqRight {
 			ts[i] = e.Type()
 		}
-		index = map[string][]int{}
+		hj.index = map[string][]int{}
 		for i, row := range right {
 			vals, err := r.evalAll(j.EqRight, row)
 			if err != nil {
@@ -409,58 +410,68 @@ func (r *runner) joinRows(j *plan.Join, left, right []plan.Row) ([]plan.Row, err
 				continue
 			}
 			k := rowKey(vals, ts)
-			index[k] = append(index[k], i)
+			hj.index[k] = append(hj.index[k], i)
 		}
 	}
-	lts := make([]types.T, len(j.EqLeft))
+	hj.lts = make([]types.T, len(j.EqLeft))
 	for i, e := range j.EqLeft {
-		lts[i] = e.Type()
+		hj.lts[i] = e.Type()
 	}
-	for _, l := range left {
-		candidates := allIndexes(len(right))
-		if index != nil {
-			vals, err := r.evalAll(j.EqLeft, l)
-			if err != nil {
+	return hj, nil
+}
+
+// probe appends to out the joined rows of left row l: its matches, or
+// the row NULL-extended when a LEFT or FULL join found none.
+func (hj *hashJoin) probe(l plan.Row, out []plan.Row) ([]plan.Row, error) {
+	j, r := hj.j, hj.r
+	var candidates []int
+	if hj.index != nil {
+		vals, err := r.evalAll(j.EqLeft, l)
+		if err != nil {
+			return nil, err
+		}
+		if !hasNull(vals) {
+			candidates = hj.index[rowKey(vals, hj.lts)]
+		}
+	}
+	matched := false
+	try := func(ri int) error {
+		row := append(append(make(plan.Row, 0, hj.nl+hj.nr), l...), hj.right[ri]...)
+		if ok, err := r.holds(j.Cond, row); err != nil || !ok {
+			return err
+		}
+		matched, hj.matchedRight[ri] = true, true
+		out = append(out, row)
+		return nil
+	}
+	if hj.index == nil {
+		for ri := range hj.right {
+			if err := try(ri); err != nil {
 				return nil, err
 			}
-			candidates = nil
-			if !hasNull(vals) {
-				candidates = index[rowKey(vals, lts)]
-			}
 		}
-		matched := false
+	} else {
 		for _, ri := range candidates {
-			row := append(append(make(plan.Row, 0, nl+nr), l...), right[ri]...)
-			if j.Cond != nil {
-				d, err := j.Cond.Eval(r.ec, row)
-				if err != nil {
-					return nil, err
-				}
-				if d.Null || !d.Bool() {
-					continue
-				}
+			if err := try(ri); err != nil {
+				return nil, err
 			}
-			matched, matchedRight[ri] = true, true
-			out = append(out, row)
-		}
-		if !matched && (j.Kind == plan.LeftJoin || j.Kind == plan.FullJoin) {
-			out = append(out, append(append(make(plan.Row, 0, nl+nr), l...), nulls(nr)...))
 		}
 	}
-	if j.Kind == plan.RightJoin || j.Kind == plan.FullJoin {
-		for i, m := range matchedRight {
-			if !m {
-				out = append(out, append(nulls(nl), right[i]...))
-			}
-		}
+	if !matched && (j.Kind == plan.LeftJoin || j.Kind == plan.FullJoin) {
+		out = append(out, append(append(make(plan.Row, 0, hj.nl+hj.nr), l...), nulls(hj.nr)...))
 	}
 	return out, nil
 }
 
-func allIndexes(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
+// unmatched appends to out the right rows no left row matched, NULL-
+// extended, for a RIGHT or FULL join: once every left row was probed.
+func (hj *hashJoin) unmatched(out []plan.Row) []plan.Row {
+	if hj.j.Kind == plan.RightJoin || hj.j.Kind == plan.FullJoin {
+		for i, m := range hj.matchedRight {
+			if !m {
+				out = append(out, append(nulls(hj.nl), hj.right[i]...))
+			}
+		}
 	}
 	return out
 }

@@ -10,9 +10,10 @@ import (
 )
 
 // Streaming results. A query whose rows come straight from a table scan,
-// through filters, projections and a LIMIT (nothing that needs every row
-// first, as a sort, an aggregate or a join does), hands its rows to the
-// client as the scan's pages arrive instead of holding them all: a SELECT
+// through filters, projections, a LIMIT and joins on the scan's side (the
+// left; nothing that needs every row first, as a sort or an aggregate
+// does), hands its rows to the client as the scan's pages arrive instead
+// of holding them all: a SELECT
 // of a large table runs in the memory of a few pages and its first rows
 // reach the client at once. The first streamAfter rows are read before
 // any is sent, so a statement with a small result runs, and is retried
@@ -59,6 +60,8 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 			return nil, err
 		}
 		return &truncateSource{in: in, n: x.N}, nil
+	case *plan.Join:
+		return r.openJoin(x)
 	case *plan.Limit:
 		if !sortsFirst(x.Input) {
 			count, offset, err := r.limitBounds(x)
@@ -74,6 +77,109 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 	}
 	rows, err := r.rows(n)
 	return &sliceSource{rows: rows}, err
+}
+
+// openJoin joins as j's left side gives its rows (a scan's, page by
+// page): a batched lookup join per batch of them, a hash join (or nested
+// loop) of each with the right side, read whole first.
+func (r *runner) openJoin(j *plan.Join) (rowSource, error) {
+	if j.Swapped != nil {
+		// The lookup join of the sides exchanged; rows put back in j's
+		// column order, under j's condition.
+		in, err := r.openJoin(j.Swapped)
+		if err != nil {
+			return nil, err
+		}
+		return &swapSource{r: r, in: in, nr: len(j.Right.Columns()), cond: j.Cond}, nil
+	}
+	if j.Lookup != nil {
+		left, err := r.open(j.Left)
+		if err != nil {
+			return nil, err
+		}
+		return &lookupSource{r: r, j: j, left: left}, nil
+	}
+	right, err := r.rows(j.Right)
+	if err != nil {
+		return nil, err
+	}
+	hj, err := r.newHashJoin(j, right)
+	if err != nil {
+		return nil, err
+	}
+	left, err := r.open(j.Left)
+	if err != nil {
+		return nil, err
+	}
+	return &joinSource{hj: hj, left: left}, nil
+}
+
+type joinSource struct {
+	hj   *hashJoin
+	left rowSource
+	out  []plan.Row // joined rows of the last left row not yet returned
+	done bool
+}
+
+func (x *joinSource) next() (plan.Row, error) {
+	for len(x.out) == 0 {
+		if x.done {
+			return nil, nil
+		}
+		l, err := x.left.next()
+		if err != nil {
+			return nil, err
+		}
+		if l == nil {
+			x.done = true
+			x.out = x.hj.unmatched(nil)
+			continue
+		}
+		if x.out, err = x.hj.probe(l, nil); err != nil {
+			return nil, err
+		}
+	}
+	return pop(&x.out), nil
+}
+
+type swapSource struct {
+	r    *runner
+	in   rowSource
+	nr   int // columns of j's right side, first in the swapped join's rows
+	cond plan.Expr
+}
+
+func (x *swapSource) next() (plan.Row, error) {
+	for {
+		row, err := x.in.next()
+		if err != nil || row == nil {
+			return nil, err
+		}
+		out := append(append(make(plan.Row, 0, len(row)), row[x.nr:]...), row[:x.nr]...)
+		if ok, err := x.r.holds(x.cond, out); err != nil || ok {
+			return out, err
+		}
+	}
+}
+
+// pop takes the first row of *rows.
+func pop(rows *[]plan.Row) plan.Row {
+	row := (*rows)[0]
+	(*rows)[0] = nil
+	*rows = (*rows)[1:]
+	return row
+}
+
+// drain reads the rest of src.
+func drain(src rowSource) ([]plan.Row, error) {
+	var out []plan.Row
+	for {
+		row, err := src.next()
+		if err != nil || row == nil {
+			return out, err
+		}
+		out = append(out, row)
+	}
 }
 
 // sortsFirst reports whether n is a sort (under the truncation of its
@@ -121,10 +227,7 @@ func (x *sliceSource) next() (plan.Row, error) {
 	if len(x.rows) == 0 {
 		return nil, nil
 	}
-	row := x.rows[0]
-	x.rows[0] = nil // let it go once sent
-	x.rows = x.rows[1:]
-	return row, nil
+	return pop(&x.rows), nil // let it go once sent
 }
 
 type scanSource struct {
@@ -270,6 +373,11 @@ func streams(n plan.Node) bool {
 		return streams(x.Input)
 	case *plan.Limit:
 		return !sortsFirst(x.Input) && streams(x.Input)
+	case *plan.Join:
+		if x.Swapped != nil {
+			return streams(x.Swapped.Left)
+		}
+		return streams(x.Left)
 	}
 	return false
 }

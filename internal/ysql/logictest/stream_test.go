@@ -71,6 +71,68 @@ func TestStreamedResults(t *testing.T) {
 		}
 	})
 
+	t.Run("joins", func(t *testing.T) {
+		// sb's rows join sm's by m (sm's key: a batched lookup join), by t
+		// (a hash join) or by an expression (a nested loop). sm has no
+		// id 9: a LEFT JOIN NULL-extends those rows, an inner join drops
+		// them.
+		for _, q := range []string{
+			`CREATE TABLE sm (id int PRIMARY KEY, w text)`,
+			`INSERT INTO sm SELECT g, 'w' || g FROM generate_series(0, 8) g`,
+			`CREATE TABLE sb (k int, m int, t text, PRIMARY KEY (k ASC)) SPLIT AT VALUES ((12000))`,
+			fmt.Sprintf(`INSERT INTO sb SELECT g, g %% 10, 'w' || (g %% 10) FROM generate_series(1, %d) g`, n),
+		} {
+			if _, err := admin.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		for _, tc := range []struct{ name, on, plan string }{
+			{"lookup", `sm.id = sb.m`, "Batched Nested Loop"},
+			{"hash", `sm.w = sb.t`, "Hash"},
+			{"nested loop", `sm.id = sb.k % 10`, "Nested Loop"},
+		} {
+			for _, kind := range []string{"JOIN", "LEFT JOIN"} {
+				q := fmt.Sprintf(`SELECT sb.k, sm.w FROM sb %s sm ON %s`, kind, tc.on)
+				t.Run(tc.name+" "+kind, func(t *testing.T) {
+					var plan string // its first line
+					if err := c.QueryRow(ctx, "EXPLAIN "+q).Scan(&plan); err != nil || !strings.Contains(plan, tc.plan) {
+						t.Fatalf("plan %q (%v), want a %s join", plan, err, tc.plan)
+					}
+					left := kind == "LEFT JOIN"
+					rows, err := c.Query(ctx, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, got := 1, 0
+					for rows.Next() {
+						var k int
+						var w *string
+						if err := rows.Scan(&k, &w); err != nil {
+							t.Fatal(err)
+						}
+						if !left && want%10 == 9 {
+							want++ // no match: not in an inner join
+						}
+						if k != want || (want%10 == 9) != (w == nil) || w != nil && *w != fmt.Sprint("w", want%10) {
+							t.Fatalf("row %d is (%d, %v)", got, k, w)
+						}
+						want, got = want+1, got+1
+					}
+					if err := rows.Err(); err != nil {
+						t.Fatal(err)
+					}
+					expect := n
+					if !left {
+						expect = n - n/10
+					}
+					if got != expect || rows.CommandTag().String() != fmt.Sprintf("SELECT %d", expect) {
+						t.Fatalf("%d rows, tag %q, want %d", got, rows.CommandTag(), expect)
+					}
+				})
+			}
+		}
+	})
+
 	// change runs, from another node, what the snapshot checks below
 	// must not see; undo puts the table back. The changes wait until the
 	// stream's read time (at most start) is out of their clock

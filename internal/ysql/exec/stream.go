@@ -192,17 +192,20 @@ func sortsFirst(n plan.Node) bool {
 	return ok
 }
 
-// openScan streams a table scan that reads neither by point get nor
-// through an index, and locks nothing; ok is false for the others, and
-// for those the transaction must read whole (Txn.Stream).
+// openScan streams a table or index scan that does not read by point get
+// and locks nothing; ok is false for the others, and for those the
+// transaction must read whole (Txn.Stream).
 func (r *runner) openScan(s *plan.Scan) (rowSource, bool, error) {
-	if s.Access.Kind == plan.PointGet || s.Access.Index != nil || s.Lock != plan.NoLock ||
+	if s.Access.Kind == plan.PointGet || s.Lock != plan.NoLock ||
 		s.Wait == plan.SkipLocked || r.s.reads != nil || r.txn == nil {
 		return nil, false, nil
 	}
 	tbl, err := r.s.openTable(r.ctx, s.Table)
 	if err != nil {
 		return nil, false, err
+	}
+	if s.Access.Index != nil {
+		return r.openIndexScan(s, tbl)
 	}
 	examined := 0
 	opts, filter, ok, err := r.scanOptions(s, &examined)
@@ -217,6 +220,68 @@ func (r *runner) openScan(s *plan.Scan) (rowSource, bool, error) {
 		return nil, false, err
 	}
 	return &scanSource{r: r, s: s, sc: sc, filter: filter}, true, nil
+}
+
+// openIndexScan streams an index scan: the index rows a page at a time,
+// and the table rows of each batch of them read at once (as indexScan
+// reads them all).
+func (r *runner) openIndexScan(s *plan.Scan, tbl *client.Table) (rowSource, bool, error) {
+	t, ix := s.Table, s.Access.Index
+	itbl, err := r.s.openIndex(r.ctx, t, ix)
+	if err != nil {
+		return nil, false, err
+	}
+	var opts client.ScanOptions
+	ok, err := r.indexBounds(t, t.Layout(ix), s.Access, &opts)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		return &sliceSource{}, true, nil // an empty key range
+	}
+	filter := r.pushOptions(s, &opts)
+	sc, ok, err := r.txn.Stream(r.ctx, itbl, opts)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return &indexSource{r: r, s: s, tbl: tbl, sc: sc, filter: filter}, true, nil
+}
+
+type indexSource struct {
+	r      *runner
+	s      *plan.Scan
+	tbl    *client.Table
+	sc     *client.Scanner // over the index
+	filter plan.Expr       // what the tablets do not evaluate
+	out    []plan.Row      // rows of the last batch not yet returned
+}
+
+func (x *indexSource) next() (plan.Row, error) {
+	t := x.s.Table
+	for len(x.out) == 0 {
+		x.sc.SetContext(x.r.ctx)
+		var raw []client.Row
+		for len(raw) < plan.LookupBatch && x.sc.Next() {
+			raw = append(raw, x.sc.Row())
+		}
+		if err := x.sc.Err(); err != nil || len(raw) == 0 {
+			return nil, err
+		}
+		var rows []plan.Row
+		var err error
+		if x.s.Access.IndexOnly {
+			rows, err = tableRows(t, raw) // columns the index lacks read as NULL: the query reads none
+		} else {
+			rows, err = x.r.baseRows(t, x.s.Access.Index, x.tbl, raw)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if x.out, err = x.r.filter(rows, x.filter); err != nil {
+			return nil, err
+		}
+	}
+	return pop(&x.out), nil
 }
 
 type sliceSource struct {

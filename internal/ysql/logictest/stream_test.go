@@ -133,6 +133,44 @@ func TestStreamedResults(t *testing.T) {
 		}
 	})
 
+	t.Run("index", func(t *testing.T) {
+		// sb (from the joins above) by an index on t; m is not in it.
+		if _, err := admin.Exec(ctx, `CREATE INDEX sb_t ON sb (t ASC)`); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct{ q, plan string }{
+			{`SELECT k, m, t FROM sb WHERE t >= 'w' ORDER BY t`, "Index Scan"},
+			{`SELECT k, k % 10, t FROM sb WHERE t >= 'w' ORDER BY t`, "Index Only Scan"},
+		} {
+			var plan string // its first line
+			if err := c.QueryRow(ctx, "EXPLAIN "+tc.q).Scan(&plan); err != nil || !strings.HasPrefix(plan, tc.plan) {
+				t.Fatalf("%s: plan %q (%v), want %s", tc.q, plan, err, tc.plan)
+			}
+			rows, err := c.Query(ctx, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen, last := map[int]bool{}, ""
+			for rows.Next() {
+				var k, m int
+				var tv string
+				if err := rows.Scan(&k, &m, &tv); err != nil {
+					t.Fatal(err)
+				}
+				if tv < last || seen[k] || m != k%10 || tv != fmt.Sprint("w", m) {
+					t.Fatalf("%s: row (%d, %d, %s) after t = %s", tc.q, k, m, tv, last)
+				}
+				seen[k], last = true, tv
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != n {
+				t.Fatalf("%s: %d rows", tc.q, len(seen))
+			}
+		}
+	})
+
 	// change runs, from another node, what the snapshot checks below
 	// must not see; undo puts the table back. The changes wait until the
 	// stream's read time (at most start) is out of their clock

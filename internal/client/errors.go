@@ -48,10 +48,14 @@ const (
 	// (22003); its Err is an *OutOfRangeError naming the column. Nothing of
 	// that op's tablet batch was written.
 	CodeOutOfRange
+	// CodeReadTooOld: the read time is older than the tablets' history
+	// retention window, whose versions may be gone (a cursor left open
+	// for longer than the window): PostgreSQL's "snapshot too old" (72000).
+	CodeReadTooOld
 )
 
 var codeNames = [...]string{"INTERNAL", "INVALID_ARGUMENT", "TABLE_NOT_FOUND", "TIMEOUT", "AMBIGUOUS",
-	"TXN_CONFLICT", "DEADLOCK", "LOCK_NOT_AVAILABLE", "TXN_ABORTED", "READ_RESTART", "DUPLICATE_KEY", "OUT_OF_RANGE"}
+	"TXN_CONFLICT", "DEADLOCK", "LOCK_NOT_AVAILABLE", "TXN_ABORTED", "READ_RESTART", "DUPLICATE_KEY", "OUT_OF_RANGE", "READ_TOO_OLD"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -129,6 +133,8 @@ func SQLState(err error) string {
 		return "23505"
 	case CodeOutOfRange:
 		return "22003"
+	case CodeReadTooOld:
+		return "72000"
 	}
 	return ""
 }

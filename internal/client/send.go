@@ -170,6 +170,8 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 			return &Error{Code: CodeTxnAborted, Err: &tabletError{te}}
 		case tspb.TabletError_READ_RESTART:
 			return &Error{Code: CodeReadRestart, Err: &tabletError{te}}
+		case tspb.TabletError_READ_TOO_OLD:
+			return &Error{Code: CodeReadTooOld, Err: &tabletError{te}}
 		case tspb.TabletError_DUPLICATE_KEY:
 			return duplicateKeyError(te)
 		case tspb.TabletError_OUT_OF_RANGE:

@@ -61,6 +61,8 @@ type Config struct {
 	HeartbeatInterval          time.Duration
 	// TxnExpiry: see tserver.Config (zero: the default).
 	TxnExpiry time.Duration
+	// HistoryRetention: see tserver.Config (zero: the default, 15 min).
+	HistoryRetention time.Duration
 	// YSQLAddr is the ip[:port] YSQL (PostgreSQL protocol) listens on;
 	// empty: no YSQL on this node.
 	YSQLAddr string
@@ -182,7 +184,8 @@ func Start(cfg Config) (*Server, error) {
 	s.node, err = tserver.Start(tserver.Config{
 		NodeID: id.NodeID, Listener: lis, DataDir: filepath.Join(cfg.DataDir, "db"), Peers: peers,
 		Raft: cfg.Raft, Engine: cfg.Engine, ServerOptions: s.reg.ServerOptions(), TxnExpiry: cfg.TxnExpiry,
-		Register: func(g *grpc.Server) { master.Register(g, s.ref) },
+		HistoryRetention: cfg.HistoryRetention,
+		Register:         func(g *grpc.Server) { master.Register(g, s.ref) },
 	})
 	if err != nil {
 		return nil, err

@@ -63,6 +63,9 @@ type Options struct {
 	// there the fast test timing loses leases and expires transactions
 	// whose heartbeats are merely late.
 	Production bool
+	// HistoryRetention bounds the MVCC history the tablets keep (zero:
+	// the default): a read older than it fails.
+	HistoryRetention time.Duration
 }
 
 // NewCluster starts n nodes (RF 3) and stops them when the test ends.
@@ -104,6 +107,7 @@ func (c *Cluster) Config(i int, join []string) server.Config {
 	if c.opts.Engine != nil {
 		cfg.Engine = *c.opts.Engine
 	}
+	cfg.HistoryRetention = c.opts.HistoryRetention
 	if c.opts.Production {
 		return cfg // zero values: a deployment's defaults
 	}

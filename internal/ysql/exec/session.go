@@ -138,6 +138,10 @@ func init() {
 				msg = "deadlock detected"
 			case pgerror.CodeLockNotAvailable:
 				msg = "could not obtain lock on row"
+			case pgerror.CodeSnapshotTooOld:
+				msg = "snapshot too old"
+				return &pgerror.Error{Code: code, Message: msg, Detail: err.Error(),
+					Hint: "The snapshot is older than the history the tablets keep (15 minutes by default): a cursor or portal was read for longer than that."}
 			}
 			return &pgerror.Error{Code: code, Message: msg, Detail: err.Error()}
 		}

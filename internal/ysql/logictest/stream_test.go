@@ -2,15 +2,18 @@ package logictest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/server/servertest"
 )
 
 // TestStreamedResults checks the queries whose rows stream from the scan
@@ -350,4 +353,70 @@ func queryInts(t *testing.T, c *pgx.Conn, q string) []int {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return out
+}
+
+// TestStreamSnapshotTooOld reads a cursor past the tablets' history
+// retention (2 s here): its later pages would read versions GC may have
+// removed, so the FETCH fails with PostgreSQL's "snapshot too old"
+// (72000) rather than returning what is left, and the connection goes on
+// after ROLLBACK.
+func TestStreamSnapshotTooOld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	const retention = 2 * time.Second
+	c := servertest.NewClusterWith(t, 3, servertest.Options{YSQL: true, HistoryRetention: retention})
+	conn := connect(t, waitYSQL(t, c, 0), "yugabyte")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, q := range []string{
+		`CREATE TABLE old (k int PRIMARY KEY, v text)`,
+		`INSERT INTO old SELECT g, 'v' || g FROM generate_series(1, 15000) g`,
+		`BEGIN`,
+		`DECLARE cur CURSOR FOR SELECT k, v FROM old`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	start := time.Now()
+	if ks, _ := queryKV(t, conn, `FETCH 11000 FROM cur`); len(ks) != 11000 {
+		t.Fatalf("first FETCH: %d rows", len(ks))
+	}
+	for time.Since(start) <= retention+500*time.Millisecond {
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The rows the stream holds already (the next page of each tablet)
+	// may come; a page read now is too old.
+	for i := 0; ; i++ {
+		rows, err := conn.Query(ctx, `FETCH 1000 FROM cur`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for rows.Next() {
+			got++
+		}
+		err = rows.Err()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			if pe.Code != "72000" || pe.Message != "snapshot too old" {
+				t.Fatalf("FETCH: %s %s", pe.Code, pe.Message)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 0 || i > 5 {
+			t.Fatalf("FETCH %d: %d rows and no error: the old snapshot was read", i, got)
+		}
+	}
+	if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM old`).Scan(&n); err != nil || n != 15000 {
+		t.Fatalf("after ROLLBACK: %d, %v", n, err)
+	}
 }

@@ -52,6 +52,7 @@ const (
 	CodeUndefinedPreparedStatement   = "26000"
 	CodeInvalidCursorName            = "34000"
 	CodeInvalidCursorState           = "24000"
+	CodeSnapshotTooOld               = "72000"
 	CodeInvalidParameterValue        = "22023"
 	CodeInvalidTextRepresentation    = "22P02"
 	CodeInvalidBinaryRepresentation  = "22P03"

@@ -103,18 +103,16 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		return r.limit(x)
 	case *plan.Window:
 		return r.window(x)
-	case *plan.DistinctNode:
-		in, err := r.rows(x.Input)
+	case *plan.DistinctNode, *plan.SetOp:
+		src, err := r.open(x) // one implementation, streamed or not
 		if err != nil {
 			return nil, err
 		}
-		return distinctRows(in, x.N, x.Input.Columns()), nil
+		return drain(src)
 	case *plan.Agg:
 		return r.aggregate(x)
 	case *plan.Join:
 		return r.join(x)
-	case *plan.SetOp:
-		return r.setOp(x)
 	case *plan.LateralJoin:
 		left, err := r.rows(x.Left)
 		if err != nil {
@@ -232,23 +230,6 @@ func rowKey(vals []types.Datum, ts []types.T) string {
 		b = types.AppendKey(b, d, ts[i])
 	}
 	return string(b)
-}
-
-func distinctRows(in []plan.Row, n int, cols []plan.Column) []plan.Row {
-	ts := make([]types.T, n)
-	for i := range ts {
-		ts[i] = cols[i].T
-	}
-	seen := map[string]bool{}
-	out := in[:0]
-	for _, row := range in {
-		k := rowKey(row[:n], ts)
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, row)
-		}
-	}
-	return out
 }
 
 func (r *runner) aggregate(a *plan.Agg) ([]plan.Row, error) {
@@ -491,53 +472,6 @@ func nulls(n int) plan.Row {
 		out[i] = types.NullDatum
 	}
 	return out
-}
-
-func (r *runner) setOp(s *plan.SetOp) ([]plan.Row, error) {
-	left, err := r.rows(s.Left)
-	if err != nil {
-		return nil, err
-	}
-	right, err := r.rows(s.Right)
-	if err != nil {
-		return nil, err
-	}
-	cols := s.Columns()
-	ts := make([]types.T, len(cols))
-	for i, c := range cols {
-		ts[i] = c.T
-	}
-	switch s.Op {
-	case "union":
-		all := append(left, right...)
-		if s.All {
-			return all, nil
-		}
-		return distinctRows(all, len(cols), cols), nil
-	}
-	counts := map[string]int{}
-	for _, row := range right {
-		counts[rowKey(row, ts)]++
-	}
-	var out []plan.Row
-	seen := map[string]bool{}
-	for _, row := range left {
-		k := rowKey(row, ts)
-		in := counts[k] > 0
-		if s.Op == "intersect" && in || s.Op == "except" && !in {
-			if !s.All && seen[k] {
-				continue
-			}
-			seen[k] = true
-			out = append(out, row)
-			if s.All && s.Op == "intersect" {
-				counts[k]--
-			}
-		} else if s.All && s.Op == "except" && in {
-			counts[k]--
-		}
-	}
-	return out, nil
 }
 
 // --- table access -------------------------------------------------------

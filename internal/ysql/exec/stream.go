@@ -7,6 +7,7 @@ import (
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
+	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
 // Streaming results. A query whose rows come straight from a table scan,
@@ -62,6 +63,14 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		return &truncateSource{in: in, n: x.N}, nil
 	case *plan.Join:
 		return r.openJoin(x)
+	case *plan.DistinctNode:
+		in, err := r.open(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		return newDistinct(in, x.N, x.Input.Columns()), nil
+	case *plan.SetOp:
+		return r.openSetOp(x)
 	case *plan.Limit:
 		if !sortsFirst(x.Input) {
 			count, offset, err := r.limitBounds(x)
@@ -158,6 +167,121 @@ func (x *swapSource) next() (plan.Row, error) {
 		out := append(append(make(plan.Row, 0, len(row)), row[x.nr:]...), row[:x.nr]...)
 		if ok, err := x.r.holds(x.cond, out); err != nil || ok {
 			return out, err
+		}
+	}
+}
+
+// distinctSource passes the first row of each value of its first n
+// columns, in input order: it holds their keys, not the rows.
+type distinctSource struct {
+	in   rowSource
+	n    int
+	ts   []types.T
+	seen map[string]bool
+}
+
+func newDistinct(in rowSource, n int, cols []plan.Column) *distinctSource {
+	ts := make([]types.T, n)
+	for i := range ts {
+		ts[i] = cols[i].T
+	}
+	return &distinctSource{in: in, n: n, ts: ts, seen: map[string]bool{}}
+}
+
+func (x *distinctSource) next() (plan.Row, error) {
+	for {
+		row, err := x.in.next()
+		if err != nil || row == nil {
+			return nil, err
+		}
+		if k := rowKey(row[:x.n], x.ts); !x.seen[k] {
+			x.seen[k] = true
+			return row, nil
+		}
+	}
+}
+
+// openSetOp streams the left side of a set operation: UNION [ALL] then
+// streams the right side; INTERSECT and EXCEPT count the right side's rows
+// first. Both sides are opened at once, so each reads at the statement's
+// time however long the client takes.
+func (r *runner) openSetOp(s *plan.SetOp) (rowSource, error) {
+	left, err := r.open(s.Left)
+	if err != nil {
+		return nil, err
+	}
+	cols := s.Columns()
+	if s.Op == "union" {
+		right, err := r.open(s.Right)
+		if err != nil {
+			return nil, err
+		}
+		var in rowSource = &concatSource{ins: []rowSource{left, right}}
+		if !s.All {
+			in = newDistinct(in, len(cols), cols)
+		}
+		return in, nil
+	}
+	right, err := r.rows(s.Right)
+	if err != nil {
+		return nil, err
+	}
+	x := &setOpSource{s: s, left: left, ts: make([]types.T, len(cols)), counts: map[string]int{}, seen: map[string]bool{}}
+	for i, c := range cols {
+		x.ts[i] = c.T
+	}
+	for _, row := range right {
+		x.counts[rowKey(row, x.ts)]++
+	}
+	return x, nil
+}
+
+type concatSource struct {
+	ins []rowSource
+}
+
+func (x *concatSource) next() (plan.Row, error) {
+	for len(x.ins) > 0 {
+		row, err := x.ins[0].next()
+		if err != nil || row != nil {
+			return row, err
+		}
+		x.ins = x.ins[1:]
+	}
+	return nil, nil
+}
+
+// setOpSource is INTERSECT [ALL] or EXCEPT [ALL] of the left rows against
+// the counts of the right side's.
+type setOpSource struct {
+	s      *plan.SetOp
+	left   rowSource
+	ts     []types.T
+	counts map[string]int
+	seen   map[string]bool
+}
+
+func (x *setOpSource) next() (plan.Row, error) {
+	s := x.s
+	for {
+		row, err := x.left.next()
+		if err != nil || row == nil {
+			return nil, err
+		}
+		k := rowKey(row, x.ts)
+		in := x.counts[k] > 0
+		if s.Op == "intersect" && in || s.Op == "except" && !in {
+			if !s.All && x.seen[k] {
+				continue
+			}
+			x.seen[k] = true
+			if s.All && s.Op == "intersect" {
+				x.counts[k]--
+			}
+			return row, nil
+		}
+		if s.All && s.Op == "except" && in {
+			x.counts[k]--
 		}
 	}
 }
@@ -443,6 +567,10 @@ func streams(n plan.Node) bool {
 			return streams(x.Swapped.Left)
 		}
 		return streams(x.Left)
+	case *plan.DistinctNode:
+		return streams(x.Input)
+	case *plan.SetOp:
+		return streams(x.Left) || x.Op == "union" && streams(x.Right)
 	}
 	return false
 }

@@ -74,6 +74,38 @@ func TestStreamedResults(t *testing.T) {
 		}
 	})
 
+	t.Run("distinct and set operations", func(t *testing.T) {
+		for _, tc := range []struct {
+			q string
+			// want is how many times k appears in the result.
+			want func(k int) int
+		}{
+			{`SELECT DISTINCT k % 20000 FROM st`, func(k int) int { return b2i(k >= 0 && k < 20000) }},
+			{`SELECT k FROM st UNION ALL SELECT k FROM st WHERE k > 20000`, func(k int) int { return b2i(k >= 1 && k <= n) + b2i(k > 20000 && k <= n) }},
+			{`SELECT k FROM st UNION SELECT k + 20000 FROM st`, func(k int) int { return b2i(k >= 1 && k <= n+20000) }},
+			{`SELECT k FROM st EXCEPT SELECT k FROM st WHERE k % 2 = 0`, func(k int) int { return b2i(k >= 1 && k <= n && k%2 == 1) }},
+			{`SELECT k % 15000 FROM st INTERSECT ALL SELECT k FROM st WHERE k > 3000`, func(k int) int {
+				// The left side has 0..14999 (1..10000 twice), the right
+				// 3001..25000 once each.
+				return b2i(k > 3000 && k < 15000)
+			}},
+		} {
+			counts := map[int]int{}
+			for _, k := range queryInts(t, c, tc.q) {
+				counts[k]++
+			}
+			for k := -1; k <= n+20001; k++ {
+				if counts[k] != tc.want(k) {
+					t.Fatalf("%s: %d appears %d times, want %d", tc.q, k, counts[k], tc.want(k))
+				}
+				delete(counts, k)
+			}
+			if len(counts) != 0 {
+				t.Fatalf("%s: unexpected values %v", tc.q, counts)
+			}
+		}
+	})
+
 	t.Run("joins", func(t *testing.T) {
 		// sb's rows join sm's by m (sm's key: a batched lookup join), by t
 		// (a hash join) or by an expression (a nested loop). sm has no
@@ -419,4 +451,11 @@ func TestStreamSnapshotTooOld(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM old`).Scan(&n); err != nil || n != 15000 {
 		t.Fatalf("after ROLLBACK: %d, %v", n, err)
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -449,18 +449,17 @@ func (c *localCluster) status(ctx context.Context) error {
 }
 
 func (c *localCluster) addNode(ctx context.Context) error {
-	k := c.st.nextIndex()
-	if k > 254 {
-		return errors.New("no address left for another node (127.0.0.254 is the last)")
+	k, err := reserveNode(c.base)
+	if err != nil {
+		return err
 	}
-	join := c.st.addrs(0)
+	join := c.st.addrs(k)
 	c.st.Nodes = append(c.st.Nodes, clusterNode{Index: k, IP: fmt.Sprintf("127.0.0.%d", k)})
 	n := &c.st.Nodes[len(c.st.Nodes)-1]
-	if _, err := os.Stat(nodeDir(c.base, k)); err == nil {
-		return fmt.Errorf("%s exists already; remove it first", nodeDir(c.base, k))
-	}
 	l, err := c.launch(n, join)
 	if err != nil {
+		c.st.Nodes = c.st.Nodes[:len(c.st.Nodes)-1]
+		_ = saveNodes(c.base, c.st, k) // give the index back
 		return err
 	}
 	if err := saveNodes(c.base, c.st, k); err != nil {

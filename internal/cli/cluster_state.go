@@ -126,6 +126,20 @@ func (st *clusterState) save(base string) error {
 // `start-node` run at once): under a lock, so that their
 // read-modify-writes do not interleave.
 func saveNodes(base string, mine *clusterState, touched ...int) error {
+	return updateState(base, func(disk *clusterState, fresh bool) error {
+		if fresh {
+			*disk = *mine // the first save of a new cluster
+		} else {
+			mergeNodes(disk, mine, touched)
+		}
+		return nil
+	})
+}
+
+// updateState applies fn to the state file's contents under the lock and
+// writes the result. fresh: there is no file yet, and disk is a zero
+// state to fill. An error from fn writes nothing.
+func updateState(base string, fn func(disk *clusterState, fresh bool) error) error {
 	lock, err := os.OpenFile(filepath.Join(base, "cluster.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return err
@@ -140,8 +154,40 @@ func saveNodes(base string, mine *clusterState, touched ...int) error {
 		if _, statErr := os.Stat(filepath.Join(base, clusterStateFile)); !errors.Is(statErr, os.ErrNotExist) {
 			return err
 		}
-		return mine.save(base) // the first save of a new cluster
+		disk = nil
 	}
+	fresh := disk == nil
+	if fresh {
+		disk = &clusterState{}
+	}
+	if err := fn(disk, fresh); err != nil {
+		return err
+	}
+	return disk.save(base)
+}
+
+// reserveNode adds the next node (index and address, no process yet) to
+// the state file under its lock, so that two add-node run at once take two
+// indexes, and returns its index.
+func reserveNode(base string) (int, error) {
+	var k int
+	err := updateState(base, func(disk *clusterState, _ bool) error {
+		k = disk.nextIndex()
+		if k > 254 {
+			return errors.New("no address left for another node (127.0.0.254 is the last)")
+		}
+		if _, err := os.Stat(nodeDir(base, k)); err == nil {
+			return fmt.Errorf("%s exists already; remove it first", nodeDir(base, k))
+		}
+		disk.Nodes = append(disk.Nodes, clusterNode{Index: k, IP: fmt.Sprintf("127.0.0.%d", k)})
+		return nil
+	})
+	return k, err
+}
+
+// mergeNodes makes disk's nodes touched what mine has (added, changed, or
+// removed when mine has no such node).
+func mergeNodes(disk, mine *clusterState, touched []int) {
 	for _, k := range touched {
 		var nodes []clusterNode
 		for _, n := range disk.Nodes {
@@ -155,7 +201,6 @@ func saveNodes(base string, mine *clusterState, touched ...int) error {
 		slices.SortFunc(nodes, func(a, b clusterNode) int { return a.Index - b.Index })
 		disk.Nodes = nodes
 	}
-	return disk.save(base)
 }
 
 // nodeIdentity reads the node id and cluster id a node keeps in its data

@@ -59,3 +59,41 @@ func TestSaveNodesConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveNodeConcurrent: add-node run several times at once takes as
+// many distinct indexes, all in the state file (each had read the next
+// index from the state it loaded, the same for all).
+func TestReserveNodeConcurrent(t *testing.T) {
+	base := t.TempDir()
+	st := &clusterState{RF: 3, RPCPort: 7100, Nodes: []clusterNode{{Index: 1, IP: "127.0.0.1"}}}
+	if err := saveNodes(base, st); err != nil {
+		t.Fatal(err)
+	}
+	const adds = 8
+	got := make(chan int, adds)
+	var wg sync.WaitGroup
+	for range adds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := reserveNode(base)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- k
+		}()
+	}
+	wg.Wait()
+	close(got)
+	seen := map[int]bool{}
+	for k := range got {
+		if seen[k] || k < 2 || k > adds+1 {
+			t.Fatalf("index %d twice or out of 2..%d", k, adds+1)
+		}
+		seen[k] = true
+	}
+	final, err := loadClusterState(base)
+	if err != nil || len(final.Nodes) != adds+1 {
+		t.Fatalf("%v: %+v", err, final)
+	}
+}

@@ -820,7 +820,7 @@ func (tx *Txn) Stream(ctx context.Context, t *Table, opts ScanOptions) (sc *Scan
 	// The caller's context may end with its call, before the scan.
 	sc.readAhead, sc.ctx, sc.waitCtx = true, context.WithoutCancel(ctx), ctx
 	for _, p := range sc.parts {
-		p.ctx, p.waitCtx = sc.ctx, ctx
+		p.ctx = sc.ctx // the caller's context comes from nextPart
 	}
 	return sc, true, nil
 }
@@ -848,30 +848,29 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 	sc := t.Scan(ctx, opts)
 	o, rt := tx.readOptions()
 	sc.txn, sc.readTime = o, rt
-	var all []Row
+	var rows []Row
 	if lock {
 		// Locking pages go one after another: each locks the span it
 		// covered before the next starts where it ended.
 		o.LockRange, o.WriteId, o.WaitPolicy = true, tx.writeID, tx.opts.Wait
 		sc.onLock = func(tab *tabletMeta) { tx.participants[tab.id] = tab }
 		for sc.Next() {
-			all = append(all, sc.Row())
+			rows = append(rows, sc.Row())
 		}
 		if err := sc.Err(); err != nil {
 			return nil, err
 		}
 	} else {
 		var err error
-		if all, err = sc.all(); err != nil {
+		if rows, err = sc.all(); err != nil {
 			return nil, err
 		}
 	}
-	rows := all
 	tx.fixFromRead(sc.readTime)
 	if tx.hasOwnTable(t.id) {
 		// The overlay matches own writes to the rows read by row key.
-		keys := make([][]byte, 0, len(all))
-		for _, r := range all {
+		keys := make([][]byte, 0, len(rows))
+		for _, r := range rows {
 			rk, err := t.RowKey(keyOf(t, r))
 			if err != nil {
 				return nil, err

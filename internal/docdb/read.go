@@ -26,8 +26,9 @@ type ReadOptions struct {
 // see it. The read notes in Newest the newest such version among the keys
 // it read (row-level versions, tombstones included, and the columns it
 // read): those a read at Limit would see and a read at the read time does
-// not. The caller restarts the read at Newest when it is set; reading at
-// Limit again and comparing would tell the same at twice the cost.
+// not. Only when Newest is set does the caller need to read at Limit and
+// compare (or restart at Newest): a read that noted none returns what the
+// read at Limit would.
 type Uncertainty struct {
 	Limit  hlc.Timestamp
 	Newest hlc.Timestamp // 0: none seen

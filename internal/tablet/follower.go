@@ -137,7 +137,7 @@ func (t *Tablet) FollowerScan(ctx context.Context, opts ScanOptions, sp SafePoin
 	if err := opts.checkScan(); err != nil {
 		return nil, nil, 0, err
 	}
-	rows, resume, err := docdb.Scan(t.eng, opts.docdb(span, rt, nil))
+	rows, resume, err := docdb.Scan(t.eng, opts.docdb(span, rt, nil, nil))
 	return rows, resume, rt, err
 }
 

@@ -26,9 +26,9 @@ var errAggregatesInScan = fmt.Errorf("%w: aggregates in a row scan", docdb.ErrIn
 
 // docdb returns the DocDB scan of these options over span at read time at,
 // feeding agg (if not nil).
-func (o *ScanOptions) docdb(span storage.Span, at hlc.Timestamp, agg *docdb.Aggregator) docdb.ScanOptions {
+func (o *ScanOptions) docdb(span storage.Span, at hlc.Timestamp, unc *docdb.Uncertainty, agg *docdb.Aggregator) docdb.ScanOptions {
 	return docdb.ScanOptions{
-		ReadOptions: docdb.ReadOptions{ReadTime: at, Columns: o.Columns},
+		ReadOptions: docdb.ReadOptions{ReadTime: at, Columns: o.Columns, Uncertainty: unc},
 		Span:        span, Limit: o.Limit, Reverse: o.Reverse,
 		Filter: o.Filter, Aggregator: agg, KeyColumns: o.KeyColumns, MaxRows: o.MaxRows, MaxGroups: o.MaxGroups,
 	}
@@ -70,8 +70,7 @@ func (t *Tablet) aggregate(r pebble.Reader, o *ScanOptions, span storage.Span, a
 	if err != nil {
 		return nil, nil, err
 	}
-	so := o.docdb(span, at, agg)
-	so.Uncertainty = unc
+	so := o.docdb(span, at, unc, agg)
 	if !bounded {
 		so.MaxRows, so.MaxGroups = 0, 0
 	}

@@ -1241,9 +1241,7 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 		return nil, nil, 0, err
 	}
 	scan := func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) ([]docdb.Row, []byte, error) {
-		so := opts.docdb(rv.span, at, nil)
-		so.Uncertainty = unc
-		return docdb.Scan(rv.r, so)
+		return docdb.Scan(rv.r, opts.docdb(rv.span, at, unc, nil))
 	}
 	rt, err := t.readTxn(ctx, span, o, opts.intentWindow(), func() func() {
 		release, err := t.latches.acquireSpan(ctx, span)
@@ -1288,6 +1286,11 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 // scans) looks at the intents of that many rows at most and reads up to
 // the next row with intents (rv.span is cut there): a scan's page costs
 // what the page holds, not every intent of a large transaction.
+//
+// read reads at the read time and notes the versions it meets in the
+// uncertainty window (unc, nil when there is none); readLimit, called only
+// when it noted one, reads at the window's limit and says whether that
+// changes the answer (nil for reads that never have a window).
 func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, window int, latch func() func(),
 	read func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) error,
 	readLimit func(rv readView, limit hlc.Timestamp) (newest hlc.Timestamp, differs bool, err error)) (hlc.Timestamp, error) {

@@ -106,18 +106,10 @@ func (c *cursor) take(ctx context.Context, n int64) ([]plan.Row, error) {
 	rows := slices.Clone(c.rows[c.pos:end])
 	clear(c.rows[c.pos:end]) // handed out: let them go
 	c.pos = end
-	for c.rest != nil && int64(len(rows)) < n {
-		row, err := c.rest.next(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if row == nil {
-			c.rest = nil
-			break
-		}
-		rows = append(rows, row)
+	if c.rest == nil {
+		return rows, nil
 	}
-	return rows, nil
+	return c.rest.take(ctx, rows, n-int64(len(rows)))
 }
 
 func (s *Session) closeCursor(name string) (string, error) {

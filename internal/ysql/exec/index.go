@@ -299,17 +299,10 @@ func (s *Session) indexViolation(t *catalog.Table, ix *catalog.Index, row plan.R
 // their primary keys, several reads at once.
 func (r *runner) indexScan(s *plan.Scan, tbl *client.Table) ([]plan.Row, error) {
 	t, ix := s.Table, s.Access.Index
-	itbl, err := r.s.openIndex(r.ctx, t, ix)
-	if err != nil {
-		return nil, err
-	}
-	l := t.Layout(ix)
-	opts := client.ScanOptions{}
-	ok, err := r.indexBounds(t, l, s.Access, &opts)
+	itbl, opts, filter, ok, err := r.indexScanOptions(s)
 	if err != nil || !ok {
 		return nil, err
 	}
-	filter := r.pushOptions(s, &opts)
 	raw, err := r.scanRows(itbl, opts)
 	if err != nil {
 		return nil, err
@@ -335,6 +328,20 @@ func (r *runner) indexScan(s *plan.Scan, tbl *client.Table) ([]plan.Row, error) 
 		return r.lockRows(s, tbl, out)
 	}
 	return out, nil
+}
+
+// indexScanOptions opens the index of an index scan and returns its scan
+// options and the rest of the filter, to evaluate over the rows read; ok
+// is false when its key range is empty.
+func (r *runner) indexScanOptions(s *plan.Scan) (itbl *client.Table, opts client.ScanOptions, filter plan.Expr, ok bool, err error) {
+	t, ix := s.Table, s.Access.Index
+	if itbl, err = r.s.openIndex(r.ctx, t, ix); err != nil {
+		return nil, opts, nil, false, err
+	}
+	if ok, err = r.indexBounds(t, t.Layout(ix), s.Access, &opts); err != nil || !ok {
+		return nil, opts, nil, false, err
+	}
+	return itbl, opts, r.pushOptions(s, &opts), true, nil
 }
 
 // baseRows reads the base rows of index rows by their primary keys.

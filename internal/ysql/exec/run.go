@@ -66,33 +66,12 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 			return nil, err
 		}
 		return r.filter(all, x.Filter)
-	case *plan.Filter:
-		in, err := r.rows(x.Input)
+	case *plan.Filter, *plan.Project, *plan.Truncate, *plan.DistinctNode, *plan.SetOp:
+		src, err := r.open(x) // the same code whether the rows stream or not
 		if err != nil {
 			return nil, err
 		}
-		return r.filter(in, x.Cond)
-	case *plan.Project:
-		in, err := r.rows(x.Input)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]plan.Row, len(in))
-		for i, row := range in {
-			if out[i], err = r.evalAll(x.Exprs, row); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	case *plan.Truncate:
-		in, err := r.rows(x.Input)
-		if err != nil {
-			return nil, err
-		}
-		for i := range in {
-			in[i] = in[i][:x.N]
-		}
-		return in, nil
+		return drain(src)
 	case *plan.Sort:
 		in, err := r.rows(x.Input)
 		if err != nil {
@@ -103,12 +82,6 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		return r.limit(x)
 	case *plan.Window:
 		return r.window(x)
-	case *plan.DistinctNode, *plan.SetOp:
-		src, err := r.open(x) // one implementation, streamed or not
-		if err != nil {
-			return nil, err
-		}
-		return drain(src)
 	case *plan.Agg:
 		return r.aggregate(x)
 	case *plan.Join:

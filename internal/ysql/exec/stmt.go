@@ -350,16 +350,10 @@ func (s *Session) execute(ctx context.Context, st *Statement, params []types.Dat
 	if err != nil || rest == nil {
 		return tag, cols, rows, err
 	}
-	for {
-		row, err := rest.next(ctx)
-		if err != nil {
-			return "", nil, nil, err
-		}
-		if row == nil {
-			return rest.tag(), cols, rows, nil
-		}
-		rows = append(rows, row)
+	if rows, err = rest.take(ctx, rows, -1); err != nil {
+		return "", nil, nil, err
 	}
+	return rest.tag(), cols, rows, nil
 }
 
 // run runs a statement with its transaction handling and returns its tag

@@ -10,20 +10,21 @@ import (
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
-// Streaming results. A query whose rows come straight from a table scan,
-// through filters, projections, a LIMIT and joins on the scan's side (the
-// left; nothing that needs every row first, as a sort or an aggregate
-// does), hands its rows to the client as the scan's pages arrive instead
-// of holding them all: a SELECT
-// of a large table runs in the memory of a few pages and its first rows
-// reach the client at once. The first streamAfter rows are read before
-// any is sent, so a statement with a small result runs, and is retried
-// after a read restart or conflict, exactly as one that is not streamed;
-// past them the statement's rows come from a resultStream, and an error
-// ends the statement, as in YugabyteDB once its output buffer was sent.
-// Streams run in a transaction block (portals and cursors) and in a
-// statement's own transaction, which the stream commits at its end; a
-// statement in the batch's implicit transaction is read whole.
+// Streaming results. A query whose rows come from a table or index scan,
+// through filters, projections, a LIMIT, DISTINCT, set operations and
+// joins on the scan's side (the left), hands its rows to the client as the
+// scan's pages arrive instead of holding them all: a SELECT of a large
+// table runs in the memory of a few pages and its first rows reach the
+// client at once. What needs every row first (a sort, an aggregate, a
+// join's right side) reads its input whole. The first streamAfter rows are
+// read before any is sent, so a statement with a small result runs, and
+// is retried after a read restart or conflict, exactly as one that is not
+// streamed; past them the statement's rows come from a resultStream, and
+// an error ends the statement, as in YugabyteDB once its output buffer
+// was sent. Streams run in a transaction block (portals and cursors) and
+// in a statement's own transaction, which the stream commits at its end; a
+// statement in the batch's implicit transaction is read whole. runner.rows
+// reads the same sources to the end where it needs all rows.
 
 // streamAfter is how many rows a statement reads before it streams the
 // rest.
@@ -350,20 +351,13 @@ func (r *runner) openScan(s *plan.Scan) (rowSource, bool, error) {
 // and the table rows of each batch of them read at once (as indexScan
 // reads them all).
 func (r *runner) openIndexScan(s *plan.Scan, tbl *client.Table) (rowSource, bool, error) {
-	t, ix := s.Table, s.Access.Index
-	itbl, err := r.s.openIndex(r.ctx, t, ix)
-	if err != nil {
-		return nil, false, err
-	}
-	var opts client.ScanOptions
-	ok, err := r.indexBounds(t, t.Layout(ix), s.Access, &opts)
+	itbl, opts, filter, ok, err := r.indexScanOptions(s)
 	if err != nil {
 		return nil, false, err
 	}
 	if !ok {
 		return &sliceSource{}, true, nil // an empty key range
 	}
-	filter := r.pushOptions(s, &opts)
 	sc, ok, err := r.txn.Stream(r.ctx, itbl, opts)
 	if err != nil || !ok {
 		return nil, false, err
@@ -524,16 +518,11 @@ func (r *runner) holds(cond plan.Expr, row plan.Row) (bool, error) {
 // firstRows reads up to streamAfter rows of n; src is the rest when more
 // may follow, nil when these are all.
 func (r *runner) firstRows(n plan.Node) (rows []plan.Row, src rowSource, err error) {
-	if !streams(n) {
-		rows, err := r.rows(n)
-		return rows, nil, err
-	}
-	src, err = r.open(n)
-	if err != nil {
+	if src, err = r.open(n); err != nil {
 		return nil, nil, err
 	}
 	if s, ok := src.(*sliceSource); ok {
-		return s.rows, nil, nil // read whole after all
+		return s.rows, nil, nil // read whole
 	}
 	for len(rows) < streamAfter {
 		row, err := src.next()
@@ -548,31 +537,16 @@ func (r *runner) firstRows(n plan.Node) (rows []plan.Row, src rowSource, err err
 	return rows, src, nil
 }
 
-// streams reports whether n's rows can come from a scan as it reads:
-// filters, projections and limits over a table scan.
-func streams(n plan.Node) bool {
-	switch x := n.(type) {
-	case *plan.Scan:
-		return true
-	case *plan.Filter:
-		return streams(x.Input)
-	case *plan.Project:
-		return streams(x.Input)
-	case *plan.Truncate:
-		return streams(x.Input)
-	case *plan.Limit:
-		return !sortsFirst(x.Input) && streams(x.Input)
-	case *plan.Join:
-		if x.Swapped != nil {
-			return streams(x.Swapped.Left)
+// take appends to rows up to n more rows of the stream (n < 0: all).
+func (rs *resultStream) take(ctx context.Context, rows []plan.Row, n int64) ([]plan.Row, error) {
+	for ; n != 0; n-- {
+		row, err := rs.next(ctx)
+		if err != nil || row == nil {
+			return rows, err
 		}
-		return streams(x.Left)
-	case *plan.DistinctNode:
-		return streams(x.Input)
-	case *plan.SetOp:
-		return streams(x.Left) || x.Op == "union" && streams(x.Right)
+		rows = append(rows, row)
 	}
-	return false
+	return rows, nil
 }
 
 var errStreamTxnEnded = pgerror.New(pgerror.CodeInvalidCursorState, "the transaction of this portal has ended")

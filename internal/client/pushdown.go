@@ -471,9 +471,11 @@ func (tx *Txn) AggregateGroups(ctx context.Context, t *Table, opts ScanOptions) 
 	}
 	sc.txn, sc.readTime = tx.readOptions()
 	m, err := sc.aggregateAll()
+	// Fixed by the first page even when a later one failed: a restart
+	// (Txn.Restart) moves on from it.
+	tx.fixFromRead(sc.readTime)
 	if err != nil {
 		return nil, err
 	}
-	tx.fixFromRead(sc.readTime)
 	return m.Rows(), nil
 }

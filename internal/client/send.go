@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/shaledb/shaledb/internal/hlc"
 	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
@@ -37,6 +38,16 @@ func (e *rerouteError) Error() string { return "client: stale tablet location: "
 type tabletError struct{ e *tspb.TabletError }
 
 func (e *tabletError) Error() string { return fmt.Sprintf("%s: %s", e.e.GetCode(), e.e.GetMessage()) }
+
+// restartTime is the time a CodeReadRestart error says to read at again
+// (0 for other errors).
+func restartTime(err error) hlc.Timestamp {
+	var te *tabletError
+	if !hasCode(err, CodeReadRestart) || !errors.As(err, &te) {
+		return 0
+	}
+	return hlc.Timestamp(te.e.GetRestartTime())
+}
 
 // backoff sleeps for the current delay (with jitter) and doubles it; false
 // if ctx ended first.

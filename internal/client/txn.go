@@ -31,10 +31,12 @@ const (
 	// locked. Scans lock the key span they covered (range locks), so no
 	// row can appear in it either (no phantoms).
 	Serializable
-	// ReadCommitted: every read sees the latest committed data; writes
-	// never fail for a newer version (last writer wins, as PostgreSQL's
-	// READ COMMITTED for blind writes; use GetForUpdate to read-modify-
-	// write).
+	// ReadCommitted: every statement (StartStatement) reads one snapshot
+	// of the latest committed data, fixed by its first read as a snapshot
+	// transaction's is; rows read after locking them (GetForUpdate,
+	// GetLocked) are their newest versions. Writes never fail for a newer
+	// version (last writer wins, as PostgreSQL's READ COMMITTED for blind
+	// writes; use GetForUpdate to read-modify-write).
 	ReadCommitted
 )
 
@@ -95,8 +97,12 @@ type Txn struct {
 	opts  TxnOptions
 	begin time.Time
 
-	readTime    hlc.Timestamp // snapshot and serializable: fixed by the first operation
+	// readTime: the snapshot, fixed by the first read (or, under snapshot
+	// isolation, write) of the transaction, or of the statement under
+	// read committed; serializable reads take locks and read the latest.
+	readTime    hlc.Timestamp
 	globalLimit hlc.Timestamp
+	lockedReads bool          // see readLocked
 	maxTime     hlc.Timestamp // the latest time the transaction used
 	writeID     uint32
 	// intents: the transaction has written (or tried to write) intents;
@@ -143,9 +149,40 @@ func (c *Client) Begin(ctx context.Context, opts TxnOptions) (*Txn, error) {
 // ID is the transaction's id.
 func (tx *Txn) ID() docdb.TxnID { return tx.id }
 
-// ReadTime is the snapshot time (0 until fixed; always 0 for read
-// committed).
+// ReadTime is the snapshot time (0 until fixed; under read committed the
+// current statement's).
 func (tx *Txn) ReadTime() hlc.Timestamp { return tx.readTime }
+
+// StartStatement begins a statement: under read committed its first read
+// fixes a new snapshot, which its later reads share (PostgreSQL's
+// statement snapshot), so a statement reading several rows or tables sees
+// them as of one time. A statement run again after a read restart keeps
+// its window: see Restart. Other isolation levels ignore it.
+func (tx *Txn) StartStatement() {
+	if tx.opts.Isolation == ReadCommitted {
+		tx.readTime, tx.globalLimit = 0, 0
+	}
+}
+
+// snapshotReads reports whether reads share a fixed read time once one
+// is picked: the transaction's (snapshot) or the statement's (read
+// committed). Serializable reads lock and read the latest data.
+func (tx *Txn) snapshotReads() bool {
+	return tx.opts.Isolation != Serializable && !tx.lockedReads
+}
+
+// readLocked runs reads of rows the transaction has locked: under read
+// committed each reads the newest version (PostgreSQL re-reads a row it
+// locked so, and the lock keeps it from changing), not the statement's
+// snapshot, which its other reads keep.
+func (tx *Txn) readLocked(read func() error) error {
+	if tx.opts.Isolation != ReadCommitted {
+		return read()
+	}
+	tx.lockedReads = true
+	defer func() { tx.lockedReads = false }()
+	return read()
+}
 
 func (tx *Txn) txnErr(op string, err error) error {
 	if err == nil {
@@ -174,18 +211,27 @@ func (tx *Txn) fixReadTime() {
 	}
 }
 
-// RestartSnapshot makes a snapshot transaction that has written and
-// locked nothing pick its snapshot again at its next read: a statement
-// whose read met a value in the clock uncertainty window (CodeReadRestart)
-// can then run again at a later snapshot, when no earlier statement's
-// results came from the old one (the caller knows; PostgreSQL's
-// REPEATABLE READ takes its snapshot at the first statement). It reports
-// false, changing nothing, for other transactions.
-func (tx *Txn) RestartSnapshot() bool {
-	if tx.opts.Isolation != Snapshot || tx.intents || len(tx.writes) > 0 || tx.done {
+// Restart makes a statement that failed with CodeReadRestart (a read met
+// a version in the clock uncertainty window) ready to run again at a later
+// snapshot: the statement of a read committed transaction, or a snapshot
+// transaction that has written and locked nothing (PostgreSQL's REPEATABLE
+// READ takes its snapshot at the first statement; the caller knows that no
+// earlier statement's results came from the old one). The snapshot moves
+// to the version the read met and the window keeps its end, so every
+// restart narrows it and a statement restarted again and again ends by the
+// time the window closes, however busy its rows (YugabyteDB's restart read
+// time). It reports false, changing nothing, for other transactions and
+// errors.
+func (tx *Txn) Restart(err error) bool {
+	at := restartTime(err)
+	switch {
+	case tx.done || at <= tx.readTime || at > tx.globalLimit:
+		return false
+	case tx.opts.Isolation == ReadCommitted:
+	case tx.opts.Isolation != Snapshot || tx.intents || len(tx.writes) > 0:
 		return false
 	}
-	tx.readTime, tx.globalLimit = 0, 0
+	tx.readTime = at
 	return true
 }
 
@@ -556,10 +602,11 @@ func (tx *Txn) Lock(ctx context.Context, t *Table, keys []Row, mode LockMode, wa
 // readOptions returns the transaction options and read time of a read.
 func (tx *Txn) readOptions() (*tspb.TxnReadOptions, uint64) {
 	o := &tspb.TxnReadOptions{TxnId: tx.id[:]}
-	if tx.opts.Isolation != Snapshot || tx.readTime == 0 {
-		// Read committed and serializable read the latest data; the
-		// first read of a snapshot transaction picks its snapshot at the
-		// server, which can then move it past an uncertain value.
+	if !tx.snapshotReads() || tx.readTime == 0 {
+		// Serializable reads read the latest data; the first read of a
+		// snapshot transaction (or read committed statement) picks its
+		// snapshot at the server, which can then move it past an
+		// uncertain value.
 		o.AllowRestart = true
 		return o, 0
 	}
@@ -568,7 +615,7 @@ func (tx *Txn) readOptions() (*tspb.TxnReadOptions, uint64) {
 }
 
 func (tx *Txn) fixFromRead(rt uint64) {
-	if tx.opts.Isolation == Snapshot && tx.readTime == 0 && rt != 0 {
+	if tx.snapshotReads() && tx.readTime == 0 && rt != 0 {
 		tx.readTime = hlc.Timestamp(rt)
 		tx.globalLimit = tx.readTime.Add(tx.c.clock.MaxOffset())
 	}
@@ -590,7 +637,8 @@ func (tx *Txn) Get(ctx context.Context, t *Table, key Row, columns ...string) (R
 
 // GetForUpdate locks a row (FOR UPDATE or FOR SHARE) and reads it. Under
 // snapshot isolation a row changed after the snapshot fails with
-// CodeTxnConflict, as in PostgreSQL's REPEATABLE READ.
+// CodeTxnConflict, as in PostgreSQL's REPEATABLE READ; under read
+// committed the row read is its newest version.
 func (tx *Txn) GetForUpdate(ctx context.Context, t *Table, key Row, mode LockMode, wait WaitPolicy, columns ...string) (Row, bool, error) {
 	if err := tx.check(); err != nil {
 		return nil, false, err
@@ -598,7 +646,24 @@ func (tx *Txn) GetForUpdate(ctx context.Context, t *Table, key Row, mode LockMod
 	if _, err := tx.Lock(ctx, t, []Row{key}, mode, wait); err != nil {
 		return nil, false, err
 	}
-	return tx.get(ctx, t, key, columns)
+	var row Row
+	var found bool
+	err := tx.readLocked(func() (err error) {
+		row, found, err = tx.get(ctx, t, key, columns)
+		return err
+	})
+	return row, found, err
+}
+
+// GetLocked is GetMany of rows the transaction has locked (Lock): under
+// read committed it reads their newest versions, not the statement's
+// snapshot.
+func (tx *Txn) GetLocked(ctx context.Context, t *Table, keys []Row, columns ...string) (rows []Row, found []bool, err error) {
+	err = tx.readLocked(func() (err error) {
+		rows, found, err = tx.GetMany(ctx, t, keys, columns...)
+		return err
+	})
+	return rows, found, err
 }
 
 // ReadForWrite reads a row, without locking it, that the caller means to
@@ -722,7 +787,7 @@ func (tx *Txn) GetMany(ctx context.Context, t *Table, keys []Row, columns ...str
 		}
 	}
 	start := 0
-	if tx.opts.Isolation == Snapshot && tx.readTime == 0 {
+	if tx.snapshotReads() && tx.readTime == 0 {
 		if rows[0], found[0], err = tx.get(ctx, t, keys[0], columns); err != nil {
 			return nil, nil, err
 		}
@@ -810,10 +875,11 @@ func (tx *Txn) Stream(ctx context.Context, t *Table, opts ScanOptions) (sc *Scan
 	sc = t.Scan(ctx, opts)
 	o, rt := tx.readOptions()
 	sc.txn, sc.readTime = o, rt
-	if err := sc.prefetch(); err != nil {
+	err = sc.prefetch()
+	tx.fixFromRead(sc.readTime) // see scan
+	if err != nil {
 		return nil, true, err
 	}
-	tx.fixFromRead(sc.readTime)
 	if err := sc.split(); err != nil {
 		return nil, true, err
 	}
@@ -857,16 +923,15 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 		for sc.Next() {
 			rows = append(rows, sc.Row())
 		}
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
 	} else {
-		var err error
-		if rows, err = sc.all(); err != nil {
-			return nil, err
-		}
+		rows, _ = sc.all()
 	}
+	// Fixed by the first page even when a later one failed: a restart
+	// (Txn.Restart) moves on from it.
 	tx.fixFromRead(sc.readTime)
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
 	if tx.hasOwnTable(t.id) {
 		// The overlay matches own writes to the rows read by row key.
 		keys := make([][]byte, 0, len(rows))

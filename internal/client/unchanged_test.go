@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/shaledb/shaledb/internal/client"
@@ -65,6 +66,8 @@ func TestApplyUnchangedSince(t *testing.T) {
 	if code, _ := client.CodeOf(err); code != client.CodeTxnConflict {
 		t.Fatalf("write of a row changed since its read: %v, want CodeTxnConflict", err)
 	}
+	// The next statement's snapshot has the other's commit.
+	tx.StartStatement()
 	if r, _, err = tx.Get(ctx, tb, key); err != nil || val(r) != 10 {
 		t.Fatalf("the failed write left a value in the transaction: %v %v", r, err)
 	}
@@ -79,5 +82,74 @@ func TestApplyUnchangedSince(t *testing.T) {
 	}
 	if v := get(); v != 11 {
 		t.Fatalf("after the locked retry: %d, want 11", v)
+	}
+}
+
+// TestReadCommittedStatement: the reads of one read committed statement
+// share a snapshot. A commit after the statement's first read, to a row it
+// reads later, lies in the clock uncertainty window: the read fails with
+// CodeReadRestart, Restart moves the snapshot to that version (the window
+// keeps its end) and the statement run again sees it, with the row it read
+// first unchanged. The next statement reads a new snapshot. Restart
+// refuses other transactions and errors.
+func TestReadCommittedStatement(t *testing.T) {
+	_, cl, tb := txnSetup(t, "rcstmt", 2)
+	ctx := ctxT(t)
+	key := func(k string) client.Row { return client.Row{"k": docdb.Text(k)} }
+	put := func(k string, v int64) client.Row { return client.Row{"k": docdb.Text(k), "v": docdb.Int64(v)} }
+	for _, k := range []string{"a", "b"} {
+		if err := tb.Put(ctx, put(k, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(tx *client.Txn, k string) (int64, error) {
+		t.Helper()
+		r, ok, err := tx.Get(ctx, tb, key(k))
+		if err == nil && !ok {
+			t.Fatalf("row %s missing", k)
+		}
+		return val(r), err
+	}
+	tx := begin(t, cl, client.ReadCommitted)
+	tx.StartStatement()
+	if v, err := read(tx, "a"); err != nil || v != 1 {
+		t.Fatalf("a: %d %v", v, err)
+	}
+	first := tx.ReadTime()
+	if err := tb.Put(ctx, put("b", 2)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := read(tx, "b")
+	if code, _ := client.CodeOf(err); code != client.CodeReadRestart {
+		t.Fatalf("read of a row written after the statement's snapshot: %v, want CodeReadRestart", err)
+	}
+	if tx.Restart(nil) || tx.Restart(context.Canceled) {
+		t.Fatal("Restart took an error other than a read restart")
+	}
+	if !tx.Restart(err) || tx.ReadTime() <= first {
+		t.Fatalf("Restart: read time %s, was %s", tx.ReadTime(), first)
+	}
+	if a, err := read(tx, "a"); err != nil || a != 1 {
+		t.Fatalf("a after the restart: %d %v", a, err)
+	}
+	if b, err := read(tx, "b"); err != nil || b != 2 {
+		t.Fatalf("b after the restart: %d %v", b, err)
+	}
+	if err := tb.Put(ctx, put("a", 3)); err != nil {
+		t.Fatal(err)
+	}
+	tx.StartStatement()
+	if a, err := read(tx, "a"); err != nil || a != 3 {
+		t.Fatalf("a in the next statement: %d %v", a, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A serializable transaction reads the latest data: nothing to restart.
+	ser := begin(t, cl, client.Serializable)
+	defer func() { _ = ser.Rollback(ctx) }()
+	if ser.Restart(err) {
+		t.Fatal("Restart moved a serializable transaction")
 	}
 }

@@ -72,6 +72,7 @@ func (n *Node) tabletErr(err error) *pb.TabletError {
 		e.Code = pb.TabletError_TXN_ABORTED
 	case errors.As(err, new(*tablet.ReadRestartError)):
 		e.Code = pb.TabletError_READ_RESTART
+		e.RestartTime = restartTime(err)
 	case errors.Is(err, tablet.ErrNoResolver):
 		e.Code = pb.TabletError_BUSY
 	case errors.Is(err, docdb.ErrDuplicateKey):
@@ -214,7 +215,6 @@ func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRespon
 		return nil
 	}()
 	resp.Error = n.tabletErr(err)
-	resp.RestartTime = restartTime(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
 }
@@ -288,7 +288,6 @@ func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanRespon
 		return nil
 	}()
 	resp.Error = n.tabletErr(err)
-	resp.RestartTime = restartTime(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
 	return resp, nil
 }

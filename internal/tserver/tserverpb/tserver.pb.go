@@ -269,7 +269,7 @@ const (
 	// The transaction is aborted (expired, or a deadlock victim).
 	TabletError_TXN_ABORTED TabletError_Code = 16
 	// A value in the read's clock uncertainty window: read again at
-	// restart_time (ReadResponse/ScanResponse).
+	// restart_time.
 	TabletError_READ_RESTART TabletError_Code = 17
 	// An insert (docdb.OpInsertRow) met a row that exists (SQLSTATE
 	// 23505): op_index names the op in the request's batch, row_key its
@@ -706,14 +706,17 @@ func (TabletStatus_Role) EnumDescriptor() ([]byte, []int) {
 // TabletError is the outcome of a tablet operation. Code OK (0) means
 // success; an absent error is success too.
 type TabletError struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Code          TabletError_Code       `protobuf:"varint,1,opt,name=code,proto3,enum=shaledb.tserver.TabletError_Code" json:"code,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	LeaderNode    uint64                 `protobuf:"varint,3,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
-	LeaderAddr    string                 `protobuf:"bytes,4,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
-	OpIndex       uint32                 `protobuf:"varint,5,opt,name=op_index,json=opIndex,proto3" json:"op_index,omitempty"`    // DUPLICATE_KEY, OUT_OF_RANGE
-	RowKey        []byte                 `protobuf:"bytes,6,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`        // DUPLICATE_KEY
-	ColumnId      uint32                 `protobuf:"varint,7,opt,name=column_id,json=columnId,proto3" json:"column_id,omitempty"` // OUT_OF_RANGE: the column whose sum does not fit
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Code       TabletError_Code       `protobuf:"varint,1,opt,name=code,proto3,enum=shaledb.tserver.TabletError_Code" json:"code,omitempty"`
+	Message    string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	LeaderNode uint64                 `protobuf:"varint,3,opt,name=leader_node,json=leaderNode,proto3" json:"leader_node,omitempty"`
+	LeaderAddr string                 `protobuf:"bytes,4,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	OpIndex    uint32                 `protobuf:"varint,5,opt,name=op_index,json=opIndex,proto3" json:"op_index,omitempty"`    // DUPLICATE_KEY, OUT_OF_RANGE
+	RowKey     []byte                 `protobuf:"bytes,6,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`        // DUPLICATE_KEY
+	ColumnId   uint32                 `protobuf:"varint,7,opt,name=column_id,json=columnId,proto3" json:"column_id,omitempty"` // OUT_OF_RANGE: the column whose sum does not fit
+	// READ_RESTART: the newest version in the window the read met; a read
+	// at this time (same global limit) no longer meets it.
+	RestartTime   uint64 `protobuf:"varint,8,opt,name=restart_time,json=restartTime,proto3" json:"restart_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -793,6 +796,13 @@ func (x *TabletError) GetRowKey() []byte {
 func (x *TabletError) GetColumnId() uint32 {
 	if x != nil {
 		return x.ColumnId
+	}
+	return 0
+}
+
+func (x *TabletError) GetRestartTime() uint64 {
+	if x != nil {
+		return x.RestartTime
 	}
 	return 0
 }
@@ -1417,7 +1427,6 @@ type ReadResponse struct {
 	Row           *Row                   `protobuf:"bytes,3,opt,name=row,proto3" json:"row,omitempty"`
 	ReadTime      uint64                 `protobuf:"varint,4,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
 	ServerTime    uint64                 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
-	RestartTime   uint64                 `protobuf:"varint,6,opt,name=restart_time,json=restartTime,proto3" json:"restart_time,omitempty"` // with READ_RESTART
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1483,13 +1492,6 @@ func (x *ReadResponse) GetReadTime() uint64 {
 func (x *ReadResponse) GetServerTime() uint64 {
 	if x != nil {
 		return x.ServerTime
-	}
-	return 0
-}
-
-func (x *ReadResponse) GetRestartTime() uint64 {
-	if x != nil {
-		return x.RestartTime
 	}
 	return 0
 }
@@ -1823,10 +1825,9 @@ type ScanResponse struct {
 	Rows  []*Row                 `protobuf:"bytes,2,rep,name=rows,proto3" json:"rows,omitempty"`
 	// resume_span is what remains of the requested span when the limit or
 	// max_scan_rows cut the scan short; absent when the scan is complete.
-	ResumeSpan  *Span  `protobuf:"bytes,3,opt,name=resume_span,json=resumeSpan,proto3" json:"resume_span,omitempty"`
-	ReadTime    uint64 `protobuf:"varint,4,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
-	ServerTime  uint64 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
-	RestartTime uint64 `protobuf:"varint,6,opt,name=restart_time,json=restartTime,proto3" json:"restart_time,omitempty"` // with READ_RESTART
+	ResumeSpan *Span  `protobuf:"bytes,3,opt,name=resume_span,json=resumeSpan,proto3" json:"resume_span,omitempty"`
+	ReadTime   uint64 `protobuf:"varint,4,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
+	ServerTime uint64 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
 	// aggregates: one partial result per requested aggregate, in order
 	// (docdb.AppendValue encodings), over the rows this page covered. With
 	// group_by_column_ids: for each group of the page, its values of the
@@ -1898,13 +1899,6 @@ func (x *ScanResponse) GetReadTime() uint64 {
 func (x *ScanResponse) GetServerTime() uint64 {
 	if x != nil {
 		return x.ServerTime
-	}
-	return 0
-}
-
-func (x *ScanResponse) GetRestartTime() uint64 {
-	if x != nil {
-		return x.RestartTime
 	}
 	return 0
 }
@@ -3610,7 +3604,7 @@ var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
 const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
-	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xd0\x04\n" +
+	"(internal/tserver/tserverpb/tserver.proto\x12\x0fshaledb.tserver\"\xf3\x04\n" +
 	"\vTabletError\x125\n" +
 	"\x04code\x18\x01 \x01(\x0e2!.shaledb.tserver.TabletError.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
@@ -3620,7 +3614,8 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"leaderAddr\x12\x19\n" +
 	"\bop_index\x18\x05 \x01(\rR\aopIndex\x12\x17\n" +
 	"\arow_key\x18\x06 \x01(\fR\x06rowKey\x12\x1b\n" +
-	"\tcolumn_id\x18\a \x01(\rR\bcolumnId\"\xdc\x02\n" +
+	"\tcolumn_id\x18\a \x01(\rR\bcolumnId\x12!\n" +
+	"\frestart_time\x18\b \x01(\x04R\vrestartTime\"\xdc\x02\n" +
 	"\x04Code\x12\x06\n" +
 	"\x02OK\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -3700,15 +3695,14 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"lock_range\x18\x04 \x01(\bR\tlockRange\x12\x19\n" +
 	"\bwrite_id\x18\x05 \x01(\rR\awriteId\x12<\n" +
 	"\vwait_policy\x18\x06 \x01(\x0e2\x1b.shaledb.tserver.WaitPolicyR\n" +
-	"waitPolicy\"\xe1\x01\n" +
+	"waitPolicy\"\xc4\x01\n" +
 	"\fReadResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12&\n" +
 	"\x03row\x18\x03 \x01(\v2\x14.shaledb.tserver.RowR\x03row\x12\x1b\n" +
 	"\tread_time\x18\x04 \x01(\x04R\breadTime\x12\x1f\n" +
 	"\vserver_time\x18\x05 \x01(\x04R\n" +
-	"serverTime\x12!\n" +
-	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\"\xa9\x05\n" +
+	"serverTimeJ\x04\b\x06\x10\a\"\xa9\x05\n" +
 	"\vScanRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12)\n" +
 	"\x04span\x18\x02 \x01(\v2\x15.shaledb.tserver.SpanR\x04span\x12;\n" +
@@ -3763,7 +3757,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x05COUNT\x10\x02\x12\a\n" +
 	"\x03SUM\x10\x03\x12\a\n" +
 	"\x03MIN\x10\x04\x12\a\n" +
-	"\x03MAX\x10\x05\"\xa5\x02\n" +
+	"\x03MAX\x10\x05\"\x88\x02\n" +
 	"\fScanResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12(\n" +
 	"\x04rows\x18\x02 \x03(\v2\x14.shaledb.tserver.RowR\x04rows\x126\n" +
@@ -3771,11 +3765,10 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"resumeSpan\x12\x1b\n" +
 	"\tread_time\x18\x04 \x01(\x04R\breadTime\x12\x1f\n" +
 	"\vserver_time\x18\x05 \x01(\x04R\n" +
-	"serverTime\x12!\n" +
-	"\frestart_time\x18\x06 \x01(\x04R\vrestartTime\x12\x1e\n" +
+	"serverTime\x12\x1e\n" +
 	"\n" +
 	"aggregates\x18\a \x03(\fR\n" +
-	"aggregates\"\xe8\x02\n" +
+	"aggregatesJ\x04\b\x06\x10\a\"\xe8\x02\n" +
 	"\x0fTxnWriteRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x15\n" +
 	"\x06txn_id\x18\x02 \x01(\fR\x05txnId\x12\x1b\n" +

@@ -351,18 +351,23 @@ func (r *runner) baseRows(t *catalog.Table, ix *catalog.Index, tbl *client.Table
 	for i, ir := range raw {
 		keys[i] = baseKeyOf(t, w, ir)
 	}
-	return r.getRows(t, tbl, keys)
+	return r.getRows(t, tbl, keys, false)
 }
 
 // getRows reads the rows of t with the given primary keys (those that
-// exist), several reads at once in a transaction.
-func (r *runner) getRows(t *catalog.Table, tbl *client.Table, keys []client.Row) ([]plan.Row, error) {
+// exist), several reads at once in a transaction; locked says the
+// transaction has locked them (read committed then reads their newest
+// versions, not the statement's snapshot).
+func (r *runner) getRows(t *catalog.Table, tbl *client.Table, keys []client.Row, locked bool) ([]plan.Row, error) {
 	var rows []client.Row
 	var found []bool
 	var err error
-	if r.txn != nil {
+	switch {
+	case r.txn != nil && locked:
+		rows, found, err = r.txn.GetLocked(r.ctx, tbl, keys)
+	case r.txn != nil:
 		rows, found, err = r.txn.GetMany(r.ctx, tbl, keys)
-	} else {
+	default:
 		rows, found = make([]client.Row, len(keys)), make([]bool, len(keys))
 		for i, k := range keys {
 			if rows[i], found[i], err = tbl.Get(r.ctx, k); err != nil {

@@ -67,7 +67,7 @@ func (r *runner) lookupRows(l *plan.Lookup, s *plan.Scan, batch []plan.Row) ([]p
 	var rows []plan.Row
 	switch {
 	case l.Point:
-		rows, err = r.getRows(s.Table, tbl, keys)
+		rows, err = r.getRows(s.Table, tbl, keys, false)
 	case l.Index != nil:
 		rows, err = r.indexLookup(s.Table, l.Index, tbl, keys)
 	default:

@@ -760,7 +760,7 @@ func (r *runner) lockRows(s *plan.Scan, tbl *client.Table, rows []plan.Row) ([]p
 	if r.txn.Isolation() != client.ReadCommitted || len(keys) == 0 {
 		return rows, nil
 	}
-	latest, err := r.getRows(s.Table, tbl, keys)
+	latest, err := r.getRows(s.Table, tbl, keys, true)
 	if err != nil {
 		return nil, err
 	}

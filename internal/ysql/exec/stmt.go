@@ -486,58 +486,63 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 // each statement; a client cannot name one so (no NUL in identifiers).
 const stmtSavepoint = "\x00statement"
 
-// maxStatementRestarts bounds the times a block's statement is run again
-// after a read restart.
-const maxStatementRestarts = 10
+// maxStatementRestarts bounds the times a statement is run again after a
+// read restart. Each restart narrows the uncertainty window
+// (client.Txn.Restart), so the bound only guards against a bug.
+const maxStatementRestarts = 1000
 
-// inBlockStatement runs one statement of a transaction block. Under READ
-// COMMITTED every statement reads at a time of its own, so one whose read
-// met a value in the clock uncertainty window (a read restart) runs again
-// at a later time, its writes so far undone through a savepoint, instead
-// of failing the block with 40001: PostgreSQL's READ COMMITTED never
+// inBlockStatement runs one statement of a transaction block.
+func (s *Session) inBlockStatement(ctx context.Context, first bool, fn func(tx *client.Txn) error) error {
+	return runStatement(ctx, s.txn, first, fn)
+}
+
+// runStatement runs one statement in tx, a block's or a batch's
+// transaction. Under READ COMMITTED every statement reads a snapshot of its
+// own (client.Txn.StartStatement), so one whose read met a value in the
+// clock uncertainty window (a read restart) runs again at a later
+// snapshot, its writes so far undone through a savepoint, instead of
+// failing the transaction with 40001: PostgreSQL's READ COMMITTED never
 // reports a serialization failure. Rows are sent only once the statement
 // is done, so the client sees one run. The first statement of a
-// REPEATABLE READ block, which fixes the snapshot, likewise runs again at
-// a later snapshot if it wrote nothing.
-func (s *Session) inBlockStatement(ctx context.Context, first bool, fn func(tx *client.Txn) error) error {
-	rc := s.blockIso == client.ReadCommitted
-	if !rc && !(first && s.blockIso == client.Snapshot) {
-		return fn(s.txn)
+// REPEATABLE READ transaction, which fixes the snapshot, likewise runs
+// again at a later snapshot if it wrote nothing.
+func runStatement(ctx context.Context, tx *client.Txn, first bool, fn func(tx *client.Txn) error) error {
+	rc := tx.Isolation() == client.ReadCommitted
+	if !rc && !(first && tx.Isolation() == client.Snapshot) {
+		return fn(tx)
 	}
 	if rc {
-		if err := s.txn.Savepoint(stmtSavepoint); err != nil {
+		if err := tx.Savepoint(stmtSavepoint); err != nil {
 			return err
 		}
 		// It is there to release: fn runs no savepoint statement (those
 		// are utility statements, not run through inTxn).
-		defer func() { _ = s.txn.ReleaseSavepoint(stmtSavepoint) }()
+		defer func() { _ = tx.ReleaseSavepoint(stmtSavepoint) }()
 	}
+	tx.StartStatement()
 	for restarts := 0; ; restarts++ {
-		err := fn(s.txn)
+		err := fn(tx)
 		if code, _ := client.CodeOf(err); code != client.CodeReadRestart || restarts == maxStatementRestarts {
 			return err
 		}
-		var again bool
-		if rc {
-			again = s.txn.RollbackToSavepoint(ctx, stmtSavepoint) == nil
-		} else {
-			again = s.txn.RestartSnapshot()
-		}
-		if !again {
+		if rc && tx.RollbackToSavepoint(ctx, stmtSavepoint) != nil || !tx.Restart(err) {
 			return err
 		}
 	}
 }
 
 // ownTxn runs fn in a snapshot transaction of its own and commits it,
-// retried as a statement is; a stream fn opened commits it at its end.
+// retried as a statement is; a stream fn opened commits it at its end. A
+// read restart of a statement that wrote nothing runs it again in the same
+// transaction at a later snapshot (client.Txn.Restart), without a backoff.
 func (s *Session) ownTxn(ctx context.Context, fn func(tx *client.Txn) error) error {
 	var err error
-	for attempt := 0; attempt < maxStatementAttempts; attempt++ {
-		var tx *client.Txn
-		tx, err = s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: client.Snapshot})
-		if err != nil {
-			return err
+	var tx *client.Txn
+	for attempt, restarts := 0, 0; attempt < maxStatementAttempts; {
+		if tx == nil {
+			if tx, err = s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: client.Snapshot}); err != nil {
+				return err
+			}
 		}
 		if err = fn(tx); err == nil {
 			if s.stream != nil {
@@ -547,12 +552,17 @@ func (s *Session) ownTxn(ctx context.Context, fn func(tx *client.Txn) error) err
 			if err = tx.Commit(ctx); err == nil {
 				return nil
 			}
+		} else if restarts < maxStatementRestarts && tx.Restart(err) {
+			restarts++
+			continue
 		} else {
 			rollback(ctx, tx)
 		}
+		tx = nil
 		if !retryStatement(ctx, err, attempt) {
 			return err
 		}
+		attempt++
 	}
 	return err
 }
@@ -627,7 +637,9 @@ func (s *Session) inImplicitTxn(ctx context.Context, fn func(tx *client.Txn) err
 			}
 			s.implicitTxn, s.txnTime = tx, time.Now()
 		}
-		err := fn(s.implicitTxn)
+		// A failed first statement runs again in a new transaction (below);
+		// later ones as a block's statement would.
+		err := runStatement(ctx, s.implicitTxn, false, fn)
 		if err == nil {
 			s.implicitRan++
 			return nil

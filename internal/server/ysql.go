@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/shaledb/shaledb/internal/client"
@@ -27,7 +29,15 @@ func (s *Server) startYSQL(c *client.Client) {
 		s.fail(err)
 		return
 	}
-	eng := exec.NewEngine(exec.Config{Client: c, Servers: ysqlServers(c.Masters())})
+	// Sorts larger than work_mem spill here (their files are unlinked
+	// while open; a crash leaves nothing behind but the directory).
+	tmp := filepath.Join(s.cfg.DataDir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		s.log.Error("ysql: temporary directory", "dir", tmp, "err", err)
+		s.fail(err)
+		return
+	}
+	eng := exec.NewEngine(exec.Config{Client: c, Servers: ysqlServers(c.Masters()), TempDir: tmp})
 	srv, err := pgwire.NewServer(pgwire.Config{Engine: eng, Logger: s.log.With("component", "ysql"), Registerer: s.reg.Prometheus()})
 	if err != nil {
 		_ = ln.Close()

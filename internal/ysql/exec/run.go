@@ -28,6 +28,31 @@ type runner struct {
 	// after it (see readCommittedWrite).
 	unlocked *plan.Scan
 	since    hlc.Timestamp
+	// closers release what the statement's sources hold (a sort's run
+	// files) when it ends; shared with the runners of its subqueries.
+	closers *closers
+}
+
+// closers are functions run once when a statement ends.
+type closers struct{ fs []func() }
+
+// onClose runs f when the statement ends (at once if the runner has no
+// statement to end with: its sources are read to the end, which releases
+// them, or fail).
+func (r *runner) onClose(f func()) {
+	if r.closers != nil {
+		r.closers.fs = append(r.closers.fs, f)
+	}
+}
+
+func (c *closers) run() {
+	if c == nil {
+		return
+	}
+	for _, f := range c.fs {
+		f()
+	}
+	c.fs = nil
 }
 
 // rows runs n to completion and returns its rows.
@@ -73,11 +98,11 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		}
 		return drain(src)
 	case *plan.Sort:
-		in, err := r.rows(x.Input)
+		src, err := r.openSort(x)
 		if err != nil {
 			return nil, err
 		}
-		return r.sort(in, x.Keys)
+		return drain(src)
 	case *plan.Limit:
 		return r.limit(x)
 	case *plan.Window:
@@ -93,7 +118,7 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		}
 		var out []plan.Row
 		for _, l := range left {
-			sub := &runner{s: r.s, ctx: r.ctx, txn: r.txn, ec: r.ec.WithOuter(l)}
+			sub := &runner{s: r.s, ctx: r.ctx, txn: r.txn, ec: r.ec.WithOuter(l), closers: r.closers}
 			rows, err := sub.rows(x.Sub)
 			if err != nil {
 				return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,9 @@ type Config struct {
 	Cache  *catalog.Cache
 	// Servers lists the cluster's YSQL endpoints for yb_servers().
 	Servers func(ctx context.Context) ([]ServerInfo, error)
+	// TempDir holds the files of sorts larger than work_mem (default the
+	// system's temporary directory).
+	TempDir string
 }
 
 // ServerInfo is one row of yb_servers().
@@ -120,6 +124,13 @@ func (e *Engine) Cache() *catalog.Cache { return e.cfg.Cache }
 
 // Sessions is the number of open sessions.
 func (e *Engine) Sessions() int64 { return e.sessions.Load() }
+
+func (e *Engine) tempDir() string {
+	if e.cfg.TempDir != "" {
+		return e.cfg.TempDir
+	}
+	return os.TempDir()
+}
 
 func init() {
 	pgerror.RegisterTranslator(func(err error) *pgerror.Error {

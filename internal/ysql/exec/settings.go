@@ -50,7 +50,7 @@ var settingDefaults = map[string]string{
 	"default_text_search_config":          "pg_catalog.english",
 	"jit":                                 "off",
 	"enable_seqscan":                      "on",
-	"work_mem":                            "4MB",
+	"work_mem":                            "64MB", // see defaultWorkMem
 	"block_size":                          "8192",
 }
 
@@ -131,6 +131,10 @@ func (s *Session) set(name, value string) error {
 		n, err := strconv.Atoi(value)
 		if err != nil || n < -15 || n > 3 {
 			return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for parameter \"extra_float_digits\": %q", value)
+		}
+	case "work_mem":
+		if _, err := parseMemory(value); err != nil {
+			return err
 		}
 	case "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout":
 		if _, err := parseDurationMs(value); err != nil {

@@ -659,10 +659,15 @@ func (s *Session) evalContext(params []types.Datum) *plan.EvalContext {
 
 // runPlan executes a planned query or DML statement in tx.
 func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Datum, tx *client.Txn) (string, []plan.Row, error) {
-	r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(params)}
+	r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(params), closers: &closers{}}
+	defer func() {
+		if s.stream == nil || s.stream.r != r {
+			r.closers.run() // else the stream's end does
+		}
+	}()
 	r.ec.Subquery = func(ec *plan.EvalContext, sq *plan.Subquery, outer plan.Row) ([]plan.Row, error) {
 		// r.ctx: a streamed statement evaluates over several calls.
-		sub := &runner{s: s, ctx: r.ctx, txn: tx, ec: ec.WithOuter(outer)}
+		sub := &runner{s: s, ctx: r.ctx, txn: tx, ec: ec.WithOuter(outer), closers: r.closers}
 		return sub.rows(sq.Plan)
 	}
 	switch n := st.node.(type) {

@@ -72,6 +72,8 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		return newDistinct(in, x.N, x.Input.Columns()), nil
 	case *plan.SetOp:
 		return r.openSetOp(x)
+	case *plan.Sort:
+		return r.openSort(x)
 	case *plan.Limit:
 		if !sortsFirst(x.Input) {
 			count, offset, err := r.limitBounds(x)
@@ -573,6 +575,7 @@ func (rs *resultStream) next(ctx context.Context) (plan.Row, error) {
 	}
 	if rs.own == nil && rs.s.txn != rs.tx {
 		rs.done = true
+		rs.r.closers.run()
 		return nil, errStreamTxnEnded
 	}
 	rs.r.ctx = ctx
@@ -583,6 +586,7 @@ func (rs *resultStream) next(ctx context.Context) (plan.Row, error) {
 	}
 	if row == nil {
 		rs.done = true
+		rs.r.closers.run()
 		if rs.own != nil {
 			if err := rs.own.Commit(ctx); err != nil {
 				return nil, internalTimeout(ctx, err)
@@ -602,6 +606,7 @@ func (rs *resultStream) tag() string { return fmt.Sprintf("SELECT %d", rs.rows) 
 // rolled back.
 func (rs *resultStream) fail() {
 	rs.done = true
+	rs.r.closers.run()
 	if rs.own != nil {
 		rollback(context.Background(), rs.own)
 	} else if rs.s.inBlock && rs.s.txn == rs.tx {
@@ -613,6 +618,7 @@ func (rs *resultStream) fail() {
 func (rs *resultStream) close() {
 	if !rs.done {
 		rs.done = true
+		rs.r.closers.run()
 		if rs.own != nil {
 			rollback(context.Background(), rs.own)
 		}

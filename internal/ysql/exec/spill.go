@@ -1,0 +1,561 @@
+package exec
+
+import (
+	"bufio"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
+	"github.com/shaledb/shaledb/internal/ysql/types"
+)
+
+// External sorts. A sort keeps its rows in memory up to work_mem (the
+// session setting, PostgreSQL's); past it, it sorts what it holds, writes
+// that run to a temporary file and starts the next, then merges the runs
+// as the rows are pulled (PostgreSQL's external merge sort), so a sort of
+// a table larger than memory streams its result in the memory of one run
+// and a buffer per run. More runs than maxMergeWidth are merged into one
+// first. The files live in the engine's TempDir (the node's data dir), are
+// unlinked as soon as they are created (nothing is left behind by a
+// crash) and closed when the merge ends, the statement fails or its
+// stream is dropped.
+
+// defaultWorkMem is work_mem when the setting cannot be read. The setting
+// defaults to 64MB, not PostgreSQL's 4MB: a row held here costs several
+// times a PostgreSQL tuple (a Datum per column).
+const defaultWorkMem = 64 << 20
+
+// maxMergeWidth bounds the runs merged at once (a file and a read buffer
+// each).
+const maxMergeWidth = 64
+
+// runBufferSize is the read and write buffer of each run file.
+const runBufferSize = 64 << 10
+
+// parseMemory parses a memory setting as PostgreSQL does: a number of
+// kilobytes, or a number with a unit (B, kB, MB, GB, TB).
+func parseMemory(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	i := len(v)
+	for i > 0 && (v[i-1] < '0' || v[i-1] > '9') {
+		i--
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v[:i]), 10, 64)
+	unit := strings.TrimSpace(v[i:])
+	mult, ok := map[string]int64{"": 1 << 10, "B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}[unit]
+	if err != nil || !ok || n <= 0 || n > math.MaxInt64/mult || n*mult < 64<<10 {
+		return 0, pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for parameter \"work_mem\": %q", v).
+			WithHint(`Valid units for this parameter are "B", "kB", "MB", "GB", and "TB"; the least is 64kB.`)
+	}
+	return n * mult, nil
+}
+
+// workMem is the memory a sort may hold before it spills.
+func (s *Session) workMem() int64 {
+	if n, err := parseMemory(s.settings["work_mem"]); err == nil {
+		return n
+	}
+	return defaultWorkMem
+}
+
+// datumSize estimates the memory a datum holds.
+func datumSize(d types.Datum) int64 {
+	n := int64(unsafe.Sizeof(d)) + int64(len(d.S)) + int64(cap(d.B))
+	if d.D != nil {
+		n += 64
+	}
+	for _, e := range d.A {
+		n += datumSize(e)
+	}
+	return n
+}
+
+func rowSize(row []types.Datum) int64 {
+	n := int64(24)
+	for _, d := range row {
+		n += datumSize(d)
+	}
+	return n
+}
+
+// openSort sorts the rows of s's input, spilling past work_mem, and
+// returns them in order.
+func (r *runner) openSort(s *plan.Sort) (rowSource, error) {
+	in, err := r.open(s.Input)
+	if err != nil {
+		return nil, err
+	}
+	ex := &externalSort{r: r, keys: s.Keys, budget: r.s.workMem()}
+	src, err := ex.sort(in)
+	if err != nil {
+		ex.close()
+		return nil, err
+	}
+	r.onClose(ex.close)
+	return src, nil
+}
+
+// externalSort is one sort's runs.
+type externalSort struct {
+	r      *runner
+	keys   []plan.SortKey
+	budget int64
+	runs   []*sortRun // spilled, in the order written
+	spills int        // runs written, merged ones included (EXPLAIN ANALYZE, tests)
+}
+
+func (ex *externalSort) sort(in rowSource) (rowSource, error) {
+	var rows []keyedRow
+	var held int64
+	for seq := 0; ; seq++ {
+		row, err := in.next()
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			break
+		}
+		kr := keyedRow{row: row, vals: make([]types.Datum, len(ex.keys)), seq: seq}
+		if err := ex.r.sortKeys(row, ex.keys, kr.vals); err != nil {
+			return nil, err
+		}
+		rows = append(rows, kr)
+		held += rowSize(row) + rowSize(kr.vals) + int64(unsafe.Sizeof(kr))
+		if held > ex.budget && len(rows) > 1 {
+			if err := ex.spill(rows); err != nil {
+				return nil, err
+			}
+			rows, held = nil, 0
+		}
+	}
+	ex.sortRows(rows)
+	if len(ex.runs) == 0 {
+		out := make([]plan.Row, len(rows))
+		for i := range rows {
+			out[i] = rows[i].row
+		}
+		return &sliceSource{rows: out}, nil
+	}
+	m := &runMerge{keys: ex.keys}
+	for _, run := range ex.runs {
+		m.add(run)
+	}
+	if len(rows) > 0 {
+		m.add(&memRun{rows: rows})
+	}
+	return m, m.start()
+}
+
+func (ex *externalSort) sortRows(rows []keyedRow) {
+	slices.SortFunc(rows, func(a, b keyedRow) int { return compareKeyed(ex.keys, &a, &b) })
+}
+
+// spill sorts rows and writes them as a run; when maxMergeWidth runs are
+// on file, it merges them into one.
+func (ex *externalSort) spill(rows []keyedRow) error {
+	ex.sortRows(rows)
+	run, err := ex.writeRun(&memRun{rows: rows})
+	if err != nil {
+		return err
+	}
+	ex.runs = append(ex.runs, run)
+	if len(ex.runs) < maxMergeWidth {
+		return nil
+	}
+	m := &runMerge{keys: ex.keys}
+	for _, run := range ex.runs {
+		m.add(run)
+	}
+	if err := m.start(); err != nil {
+		return err
+	}
+	merged, err := ex.writeRun(m)
+	m.close()
+	if err != nil {
+		return err
+	}
+	ex.runs = []*sortRun{merged}
+	return nil
+}
+
+// runSource yields a run's rows with their sort values, in order.
+type runSource interface {
+	nextKeyed() (*keyedRow, error)
+	close()
+}
+
+// writeRun writes the rows of src to a new run file.
+func (ex *externalSort) writeRun(src runSource) (*sortRun, error) {
+	f, err := os.CreateTemp(ex.r.s.e.tempDir(), "sort-*")
+	if err != nil {
+		return nil, fmt.Errorf("sort: temporary file: %w", err)
+	}
+	_ = os.Remove(f.Name()) // the open file stays until closed
+	ex.spills++
+	run := &sortRun{f: f}
+	w := bufio.NewWriterSize(f, runBufferSize)
+	var buf []byte
+	for {
+		kr, err := src.nextKeyed()
+		if err != nil || kr == nil {
+			if err == nil {
+				err = w.Flush()
+			}
+			if err == nil {
+				_, err = f.Seek(0, io.SeekStart)
+			}
+			if err != nil {
+				run.close()
+				return nil, fmt.Errorf("sort: write run: %w", err)
+			}
+			return run, nil
+		}
+		buf = appendKeyedRow(buf[:0], kr)
+		if _, err := w.Write(binary.AppendUvarint(nil, uint64(len(buf)))); err != nil {
+			run.close()
+			return nil, err
+		}
+		if _, err := w.Write(buf); err != nil {
+			run.close()
+			return nil, err
+		}
+		run.rows++
+	}
+}
+
+func (ex *externalSort) close() {
+	for _, run := range ex.runs {
+		run.close()
+	}
+	ex.runs = nil
+}
+
+// sortRun is a run on file.
+type sortRun struct {
+	f    *os.File
+	r    *bufio.Reader
+	rows int
+	buf  []byte
+	kr   keyedRow
+}
+
+func (s *sortRun) nextKeyed() (*keyedRow, error) {
+	if s.f == nil || s.rows == 0 {
+		return nil, nil
+	}
+	if s.r == nil {
+		s.r = bufio.NewReaderSize(s.f, runBufferSize)
+	}
+	n, err := binary.ReadUvarint(s.r)
+	if err == nil {
+		s.buf = slices.Grow(s.buf[:0], int(n))[:n]
+		_, err = io.ReadFull(s.r, s.buf)
+	}
+	if err == nil {
+		err = decodeKeyedRow(s.buf, &s.kr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sort: read run: %w", err)
+	}
+	s.rows--
+	kr := s.kr
+	return &kr, nil
+}
+
+func (s *sortRun) close() {
+	if s.f != nil {
+		_ = s.f.Close()
+		s.f = nil
+	}
+}
+
+// memRun is the run still in memory.
+type memRun struct {
+	rows []keyedRow
+	i    int
+}
+
+func (m *memRun) nextKeyed() (*keyedRow, error) {
+	if m.i == len(m.rows) {
+		return nil, nil
+	}
+	m.i++
+	return &m.rows[m.i-1], nil
+}
+
+func (m *memRun) close() { m.rows = nil }
+
+// runMerge merges sorted runs: a heap of each run's next row.
+type runMerge struct {
+	keys  []plan.SortKey
+	runs  []runSource
+	heads []*keyedRow // the heap: heads[i] from runs[order[i]]
+	order []int
+}
+
+func (m *runMerge) add(s runSource) { m.runs = append(m.runs, s) }
+
+func (m *runMerge) start() error {
+	for i, s := range m.runs {
+		kr, err := s.nextKeyed()
+		if err != nil {
+			return err
+		}
+		if kr != nil {
+			m.heads, m.order = append(m.heads, kr), append(m.order, i)
+		}
+	}
+	heap.Init(m)
+	return nil
+}
+
+func (m *runMerge) Len() int { return len(m.heads) }
+func (m *runMerge) Less(i, j int) bool {
+	return compareKeyed(m.keys, m.heads[i], m.heads[j]) < 0
+}
+func (m *runMerge) Swap(i, j int) {
+	m.heads[i], m.heads[j] = m.heads[j], m.heads[i]
+	m.order[i], m.order[j] = m.order[j], m.order[i]
+}
+func (m *runMerge) Push(any) {}
+func (m *runMerge) Pop() any {
+	n := len(m.heads) - 1
+	m.heads, m.order = m.heads[:n], m.order[:n]
+	return nil
+}
+
+func (m *runMerge) nextKeyed() (*keyedRow, error) {
+	if len(m.heads) == 0 {
+		m.close() // the files go as soon as the rows are out
+		return nil, nil
+	}
+	top := m.heads[0]
+	next, err := m.runs[m.order[0]].nextKeyed()
+	if err != nil {
+		return nil, err
+	}
+	if next == nil {
+		heap.Pop(m)
+	} else {
+		m.heads[0] = next
+		heap.Fix(m, 0)
+	}
+	return top, nil
+}
+
+func (m *runMerge) next() (plan.Row, error) {
+	kr, err := m.nextKeyed()
+	if kr == nil || err != nil {
+		return nil, err
+	}
+	return kr.row, nil
+}
+
+func (m *runMerge) close() {
+	for _, s := range m.runs {
+		s.close()
+	}
+}
+
+// Run records: the row, the sort values and the input position, each
+// datum in a self-describing form (which fields are set, then those).
+
+func appendKeyedRow(b []byte, kr *keyedRow) []byte {
+	b = binary.AppendUvarint(b, uint64(kr.seq))
+	b = appendDatums(b, kr.row)
+	return appendDatums(b, kr.vals)
+}
+
+func decodeKeyedRow(b []byte, kr *keyedRow) error {
+	seq, n := binary.Uvarint(b)
+	if n <= 0 {
+		return errBadRecord
+	}
+	kr.seq = int(seq)
+	var err error
+	if kr.row, b, err = decodeDatums(b[n:]); err != nil {
+		return err
+	}
+	kr.vals, b, err = decodeDatums(b)
+	if err == nil && len(b) > 0 {
+		err = errBadRecord
+	}
+	return err
+}
+
+var errBadRecord = errors.New("malformed run record")
+
+// Which fields of a datum a record holds.
+const (
+	fNull = 1 << iota
+	fI
+	fF
+	fS
+	fB
+	fD
+	fIv
+	fU
+	fA
+)
+
+func appendDatums(b []byte, ds []types.Datum) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ds)))
+	for _, d := range ds {
+		b = appendDatum(b, d)
+	}
+	return b
+}
+
+func appendDatum(b []byte, d types.Datum) []byte {
+	var f uint64
+	set := func(ok bool, bit uint64) {
+		if ok {
+			f |= bit
+		}
+	}
+	set(d.Null, fNull)
+	set(d.I != 0, fI)
+	set(d.F != 0 || math.Signbit(d.F), fF)
+	set(d.S != "", fS)
+	set(d.B != nil, fB)
+	set(d.D != nil, fD)
+	set(d.Iv != types.Interval{}, fIv)
+	set(d.U != [16]byte{}, fU)
+	set(d.A != nil, fA)
+	b = binary.AppendUvarint(b, f)
+	if f&fI != 0 {
+		b = binary.AppendVarint(b, d.I)
+	}
+	if f&fF != 0 {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.F))
+	}
+	if f&fS != 0 {
+		b = binary.AppendUvarint(b, uint64(len(d.S)))
+		b = append(b, d.S...)
+	}
+	if f&fB != 0 {
+		b = binary.AppendUvarint(b, uint64(len(d.B)))
+		b = append(b, d.B...)
+	}
+	if f&fD != 0 {
+		s := d.D.String()
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	if f&fIv != 0 {
+		b = binary.AppendVarint(b, int64(d.Iv.Months))
+		b = binary.AppendVarint(b, int64(d.Iv.Days))
+		b = binary.AppendVarint(b, d.Iv.Micros)
+	}
+	if f&fU != 0 {
+		b = append(b, d.U[:]...)
+	}
+	if f&fA != 0 {
+		b = appendDatums(b, d.A)
+	}
+	return b
+}
+
+func decodeDatums(b []byte) ([]types.Datum, []byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, nil, errBadRecord
+	}
+	b = b[k:]
+	ds := make([]types.Datum, n)
+	var err error
+	for i := range ds {
+		if ds[i], b, err = decodeDatum(b); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ds, b, nil
+}
+
+func decodeDatum(b []byte) (types.Datum, []byte, error) {
+	var d types.Datum
+	f, k := binary.Uvarint(b)
+	if k <= 0 {
+		return d, nil, errBadRecord
+	}
+	b = b[k:]
+	bad := false
+	varint := func() int64 {
+		v, k := binary.Varint(b)
+		if k <= 0 {
+			bad = true
+			return 0
+		}
+		b = b[k:]
+		return v
+	}
+	bytes := func() []byte {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			bad = true
+			return nil
+		}
+		v := b[k : k+int(n) : k+int(n)]
+		b = b[k+int(n):]
+		return v
+	}
+	d.Null = f&fNull != 0
+	if f&fI != 0 {
+		d.I = varint()
+	}
+	if f&fF != 0 {
+		if len(b) < 8 {
+			return d, nil, errBadRecord
+		}
+		d.F = math.Float64frombits(binary.LittleEndian.Uint64(b))
+		b = b[8:]
+	}
+	if f&fS != 0 {
+		d.S = string(bytes())
+	}
+	if f&fB != 0 {
+		d.B = slices.Clone(bytes())
+		if d.B == nil {
+			d.B = []byte{}
+		}
+	}
+	if f&fD != 0 {
+		dec, _, err := apd.NewFromString(string(bytes()))
+		if err != nil {
+			return d, nil, errBadRecord
+		}
+		d.D = dec
+	}
+	if f&fIv != 0 {
+		d.Iv = types.Interval{Months: int32(varint()), Days: int32(varint()), Micros: varint()}
+	}
+	if f&fU != 0 {
+		if len(b) < 16 {
+			return d, nil, errBadRecord
+		}
+		copy(d.U[:], b)
+		b = b[16:]
+	}
+	if f&fA != 0 {
+		var err error
+		if d.A, b, err = decodeDatums(b); err != nil {
+			return d, nil, err
+		}
+	}
+	if bad {
+		return d, nil, errBadRecord
+	}
+	return d, b, nil
+}

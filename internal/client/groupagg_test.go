@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -98,6 +99,14 @@ func TestAggregateGroups(t *testing.T) {
 	got, err := tb.AggregateGroups(longCtx(t), client.ScanOptions{GroupBy: []string{"g"}})
 	if err != nil || len(got) != 8 || len(got[0]) != 1 {
 		t.Fatalf("distinct g: %v %v", got, err)
+	}
+	// More groups than the merge may hold: ErrTooManyGroups; as many as it
+	// may, all of them.
+	if _, err := tb.AggregateGroups(longCtx(t), client.ScanOptions{GroupBy: []string{"g"}, MaxMergedGroups: 7}); !errors.Is(err, client.ErrTooManyGroups) {
+		t.Fatalf("8 groups, at most 7 merged: %v", err)
+	}
+	if got, err := tb.AggregateGroups(longCtx(t), client.ScanOptions{GroupBy: []string{"g"}, MaxMergedGroups: 8}); err != nil || len(got) != 8 {
+		t.Fatalf("8 groups, at most 8 merged: %d %v", len(got), err)
 	}
 	// No qualifying rows: no groups; Aggregate refuses group columns.
 	none := refCmp("v", client.CmpGT, docdb.Int64(1_000_000))

@@ -176,7 +176,7 @@ func (sc *Scanner) aggregateAll() (*docdb.AggMerger, error) {
 		if err := acc.Merge(part); err != nil {
 			return sc.badAnswer(err)
 		}
-		return nil
+		return sc.checkGroups(acc)
 	})
 	sc.done = true
 	if err != nil {
@@ -212,9 +212,23 @@ func (sc *Scanner) aggregatePages(acc *docdb.AggMerger, all bool) error {
 		if err := acc.Add(part); err != nil {
 			return sc.badAnswer(err)
 		}
+		if err := sc.checkGroups(acc); err != nil {
+			return err
+		}
 		if !all {
 			break
 		}
+	}
+	return nil
+}
+
+// ErrTooManyGroups: a grouped aggregate read has more groups than
+// ScanOptions.MaxMergedGroups.
+var ErrTooManyGroups = errors.New("client: more groups than the aggregate read may hold")
+
+func (sc *Scanner) checkGroups(acc *docdb.AggMerger) error {
+	if max := sc.opts.MaxMergedGroups; max > 0 && len(acc.Rows()) > max {
+		return ErrTooManyGroups
 	}
 	return nil
 }

@@ -52,6 +52,11 @@ type ScanOptions struct {
 	// aggregate (0: the server's default, 10,000): past it the request
 	// ends with its partial rows, and the read goes on.
 	MaxGroups int
+	// MaxMergedGroups bounds the groups this side holds while it merges
+	// the tablets' (0: no bound): past it the read fails with
+	// ErrTooManyGroups, and the caller can group the rows itself (the SQL
+	// layer's aggregate spills to disk).
+	MaxMergedGroups int
 	// MaxScanRows bounds the rows a tablet examines per request when a
 	// filter or aggregates are pushed down (0: the server's default,
 	// 10,000): a request that finds few qualifying rows still ends, with

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"errors"
+
 	"math"
 
 	"github.com/shaledb/shaledb/internal/client"
@@ -114,12 +116,20 @@ func (r *runner) pushedAggregateRun(a *plan.Agg, sc *plan.Scan, t *catalog.Table
 			return []plan.Row{row}, true, nil
 		}
 	}
+	if len(a.Groups) > 0 {
+		// The merged groups held here past work_mem: group here instead,
+		// where they spill (hashAgg).
+		opts.MaxMergedGroups = int(max(r.s.workMem()/mergedGroupSize, 1))
+	}
 	var res [][]docdb.Value
 	var err error
 	if r.txn != nil {
 		res, err = r.txn.AggregateGroups(r.ctx, tbl, opts)
 	} else {
 		res, err = tbl.AggregateGroups(r.ctx, opts)
+	}
+	if errors.Is(err, client.ErrTooManyGroups) {
+		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
@@ -132,6 +142,10 @@ func (r *runner) pushedAggregateRun(a *plan.Agg, sc *plan.Scan, t *catalog.Table
 	}
 	return out, true, nil
 }
+
+// mergedGroupSize estimates the memory of a group of the tablets' partial
+// results merged here.
+const mergedGroupSize = 256
 
 // aggRow converts a merged row of the tablets' results (group values,
 // then one result per aggregate) to the aggregate's row.

@@ -108,7 +108,11 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 	case *plan.Window:
 		return r.window(x)
 	case *plan.Agg:
-		return r.aggregate(x)
+		src, err := r.openAggregate(x)
+		if err != nil {
+			return nil, err
+		}
+		return drain(src)
 	case *plan.Join:
 		return r.join(x)
 	case *plan.LateralJoin:
@@ -228,109 +232,6 @@ func rowKey(vals []types.Datum, ts []types.T) string {
 		b = types.AppendKey(b, d, ts[i])
 	}
 	return string(b)
-}
-
-func (r *runner) aggregate(a *plan.Agg) ([]plan.Row, error) {
-	if rows, ok, err := r.pushedAggregate(a); err != nil || ok {
-		return rows, err
-	}
-	in, err := r.open(a.Input) // a scan's rows are added as they come
-	if err != nil {
-		return nil, err
-	}
-	type group struct {
-		vals []types.Datum
-		aggs []plan.Aggregator
-		seen []map[string]bool // DISTINCT
-	}
-	gts := make([]types.T, len(a.Groups))
-	for i, g := range a.Groups {
-		gts[i] = g.Type()
-	}
-	groups := map[string]*group{}
-	var order []*group
-	newGroup := func(vals []types.Datum) *group {
-		g := &group{vals: vals, aggs: make([]plan.Aggregator, len(a.Aggs)), seen: make([]map[string]bool, len(a.Aggs))}
-		for i, c := range a.Aggs {
-			g.aggs[i] = c.New()
-			if c.Distinct {
-				g.seen[i] = map[string]bool{}
-			}
-		}
-		order = append(order, g)
-		return g
-	}
-	for {
-		row, err := in.next()
-		if err != nil {
-			return nil, err
-		}
-		if row == nil {
-			break
-		}
-		vals, err := r.evalAll(a.Groups, row)
-		if err != nil {
-			return nil, err
-		}
-		k := rowKey(vals, gts)
-		g := groups[k]
-		if g == nil {
-			g = newGroup(vals)
-			groups[k] = g
-		}
-		for i, c := range a.Aggs {
-			if c.Filter != nil {
-				d, err := c.Filter.Eval(r.ec, row)
-				if err != nil {
-					return nil, err
-				}
-				if d.Null || !d.Bool() {
-					continue
-				}
-			}
-			var args []types.Datum
-			if c.Arg != nil {
-				d, err := c.Arg.Eval(r.ec, row)
-				if err != nil {
-					return nil, err
-				}
-				args = append(args, d)
-				if c.Arg2 != nil {
-					d2, err := c.Arg2.Eval(r.ec, row)
-					if err != nil {
-						return nil, err
-					}
-					args = append(args, d2)
-				}
-				if c.Distinct {
-					k := rowKey(args[:1], []types.T{c.Arg.Type()})
-					if g.seen[i][k] {
-						continue
-					}
-					g.seen[i][k] = true
-				}
-			}
-			if err := g.aggs[i].Add(args); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if len(a.Groups) == 0 && len(order) == 0 {
-		newGroup(nil) // an aggregate without GROUP BY yields one row
-	}
-	out := make([]plan.Row, 0, len(order))
-	for _, g := range order {
-		row := append(plan.Row(nil), g.vals...)
-		for _, ag := range g.aggs {
-			d, err := ag.Result()
-			if err != nil {
-				return nil, err
-			}
-			row = append(row, d)
-		}
-		out = append(out, row)
-	}
-	return out, nil
 }
 
 func (r *runner) join(j *plan.Join) ([]plan.Row, error) {

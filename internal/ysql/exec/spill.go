@@ -198,40 +198,28 @@ type runSource interface {
 
 // writeRun writes the rows of src to a new run file.
 func (ex *externalSort) writeRun(src runSource) (*sortRun, error) {
-	f, err := os.CreateTemp(ex.r.s.e.tempDir(), "sort-*")
+	f, err := newSpillFile(ex.r.s.e.tempDir(), "sort")
 	if err != nil {
-		return nil, fmt.Errorf("sort: temporary file: %w", err)
+		return nil, err
 	}
-	_ = os.Remove(f.Name()) // the open file stays until closed
 	ex.spills++
-	run := &sortRun{f: f}
-	w := bufio.NewWriterSize(f, runBufferSize)
 	var buf []byte
 	for {
 		kr, err := src.nextKeyed()
-		if err != nil || kr == nil {
-			if err == nil {
-				err = w.Flush()
-			}
-			if err == nil {
-				_, err = f.Seek(0, io.SeekStart)
-			}
-			if err != nil {
-				run.close()
-				return nil, fmt.Errorf("sort: write run: %w", err)
-			}
-			return run, nil
+		if err == nil && kr != nil {
+			buf = appendKeyedRow(buf[:0], kr)
+			err = f.write(buf)
 		}
-		buf = appendKeyedRow(buf[:0], kr)
-		if _, err := w.Write(binary.AppendUvarint(nil, uint64(len(buf)))); err != nil {
-			run.close()
+		if err == nil && kr == nil {
+			err = f.finish()
+		}
+		if err != nil {
+			f.close()
 			return nil, err
 		}
-		if _, err := w.Write(buf); err != nil {
-			run.close()
-			return nil, err
+		if kr == nil {
+			return &sortRun{f: f}, nil
 		}
-		run.rows++
 	}
 }
 
@@ -244,15 +232,74 @@ func (ex *externalSort) close() {
 
 // sortRun is a run on file.
 type sortRun struct {
-	f    *os.File
-	r    *bufio.Reader
-	rows int
-	buf  []byte
-	kr   keyedRow
+	f  *spillFile
+	kr keyedRow
 }
 
 func (s *sortRun) nextKeyed() (*keyedRow, error) {
-	if s.f == nil || s.rows == 0 {
+	rec, err := s.f.read()
+	if rec == nil || err != nil {
+		return nil, err
+	}
+	if err := decodeKeyedRow(rec, &s.kr); err != nil {
+		return nil, fmt.Errorf("sort: read run: %w", err)
+	}
+	kr := s.kr
+	return &kr, nil
+}
+
+func (s *sortRun) close() { s.f.close() }
+
+// spillFile is a temporary file of records, written once, then read once
+// from the start. It is unlinked at once: the space goes when it is
+// closed, or with the process.
+type spillFile struct {
+	f    *os.File
+	w    *bufio.Writer
+	r    *bufio.Reader
+	n    int // records written, then left to read
+	buf  []byte
+	what string
+}
+
+func newSpillFile(dir, what string) (*spillFile, error) {
+	f, err := os.CreateTemp(dir, what+"-*")
+	if err != nil {
+		return nil, fmt.Errorf("%s: temporary file: %w", what, err)
+	}
+	_ = os.Remove(f.Name()) // the open file stays until closed
+	return &spillFile{f: f, w: bufio.NewWriterSize(f, runBufferSize), what: what}, nil
+}
+
+func (s *spillFile) write(rec []byte) error {
+	var n [binary.MaxVarintLen64]byte
+	if _, err := s.w.Write(n[:binary.PutUvarint(n[:], uint64(len(rec)))]); err != nil {
+		return fmt.Errorf("%s: write: %w", s.what, err)
+	}
+	if _, err := s.w.Write(rec); err != nil {
+		return fmt.Errorf("%s: write: %w", s.what, err)
+	}
+	s.n++
+	return nil
+}
+
+// finish ends the writing; reads start from the first record.
+func (s *spillFile) finish() error {
+	err := s.w.Flush()
+	if err == nil {
+		_, err = s.f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: write: %w", s.what, err)
+	}
+	s.w = nil
+	return nil
+}
+
+// read returns the next record (valid until the next read), nil after the
+// last.
+func (s *spillFile) read() ([]byte, error) {
+	if s.f == nil || s.n == 0 {
 		return nil, nil
 	}
 	if s.r == nil {
@@ -263,18 +310,14 @@ func (s *sortRun) nextKeyed() (*keyedRow, error) {
 		s.buf = slices.Grow(s.buf[:0], int(n))[:n]
 		_, err = io.ReadFull(s.r, s.buf)
 	}
-	if err == nil {
-		err = decodeKeyedRow(s.buf, &s.kr)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sort: read run: %w", err)
+		return nil, fmt.Errorf("%s: read: %w", s.what, err)
 	}
-	s.rows--
-	kr := s.kr
-	return &kr, nil
+	s.n--
+	return s.buf, nil
 }
 
-func (s *sortRun) close() {
+func (s *spillFile) close() {
 	if s.f != nil {
 		_ = s.f.Close()
 		s.f = nil

@@ -126,7 +126,7 @@ func openRunFiles(t *testing.T, ex *externalSort) int {
 	t.Helper()
 	n := 0
 	for _, run := range ex.runs {
-		if run.f != nil {
+		if run.f.f != nil {
 			n++
 		}
 	}
@@ -144,4 +144,128 @@ func TestParseMemory(t *testing.T) {
 			t.Errorf("parseMemory(%q) took it", in)
 		}
 	}
+}
+
+// testSum sums its integer argument and counts the rows it saw.
+type testSum struct{ sum, n int64 }
+
+func (a *testSum) Add(args []types.Datum) error {
+	if len(args) > 0 && !args[0].Null {
+		a.sum += args[0].I
+	}
+	a.n++
+	return nil
+}
+
+func (a *testSum) Result() (types.Datum, error) { return types.Datum{I: a.sum*1_000_000 + a.n}, nil }
+
+// A hash aggregation gives every group once with the same aggregates
+// (DISTINCT ones too) whether its groups fit work_mem or spill, over one
+// level of files or several; its files are closed once the groups are out.
+func TestHashAggSpillMatches(t *testing.T) {
+	int8T := types.T{OID: types.OIDInt8, Mod: -1}
+	dir := t.TempDir()
+	r := &runner{ec: &plan.EvalContext{}, s: &Session{e: &Engine{cfg: Config{TempDir: dir}}}}
+	rng := rand.New(rand.NewSource(3))
+	rows := make([]plan.Row, 60000)
+	type want struct{ sum, n, distinct, distinctSum int64 }
+	exp := map[int64]*want{}
+	seen := map[[2]int64]bool{}
+	for i := range rows {
+		g, v := int64(rng.Intn(5000)), int64(rng.Intn(40))
+		rows[i] = plan.Row{{I: g}, {I: v}}
+		w := exp[g]
+		if w == nil {
+			w = &want{}
+			exp[g] = w
+		}
+		w.sum += v
+		w.n++
+		if !seen[[2]int64{g, v}] {
+			seen[[2]int64{g, v}] = true
+			w.distinct++
+			w.distinctSum += v
+		}
+	}
+	newSum := func() plan.Aggregator { return &testSum{} }
+	a := &plan.Agg{
+		Groups: []plan.Expr{&plan.ColRef{Idx: 0, T: int8T}},
+		Aggs: []plan.AggCall{
+			{Name: "s", Arg: &plan.ColRef{Idx: 1, T: int8T}, New: newSum},
+			{Name: "d", Arg: &plan.ColRef{Idx: 1, T: int8T}, Distinct: true, New: newSum},
+		},
+	}
+	for _, c := range []struct {
+		budget       int64
+		spilledAbove int
+	}{{1 << 30, -1}, {512 << 10, 0}, {64 << 10, aggPartitions}} {
+		h := &hashAgg{r: r, a: a, budget: c.budget, gts: []types.T{int8T}, spill: newHashSpill(r, "aggregate")}
+		if err := h.pass(&sliceSource{rows: slices.Clone(rows)}, 0); err != nil {
+			t.Fatal(err)
+		}
+		out, err := drain(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.spilledAbove < 0 && h.spill.written != 0 || h.spill.written <= c.spilledAbove {
+			t.Fatalf("budget %d: %d files written", c.budget, h.spill.written)
+		}
+		if len(out) != len(exp) {
+			t.Fatalf("budget %d: %d groups, want %d", c.budget, len(out), len(exp))
+		}
+		got := map[int64]bool{}
+		for _, row := range out {
+			g := row[0].I
+			w := exp[g]
+			if got[g] || w == nil || row[1].I != w.sum*1_000_000+w.n || row[2].I != w.distinctSum*1_000_000+w.distinct {
+				t.Fatalf("budget %d: group %d: %v (twice: %v), want sum %d of %d rows, %d distinct", c.budget, g, row, got[g], w.sum, w.n, w.distinct)
+			}
+			got[g] = true
+		}
+		if len(h.spill.pending) != 0 || len(h.spill.parts) != 0 || h.spill.reading != nil {
+			t.Fatalf("budget %d: files left open: %d pending, %d being written", c.budget, len(h.spill.pending), len(h.spill.parts))
+		}
+		t.Logf("budget %d: %d files written", c.budget, h.spill.written)
+	}
+}
+
+// DISTINCT passes the first row of every key once, spilled or not: the
+// keys past work_mem go to files and come after the others.
+func TestDistinctSpill(t *testing.T) {
+	int8T := types.T{OID: types.OIDInt8, Mod: -1}
+	r := &runner{ec: &plan.EvalContext{}, s: &Session{e: &Engine{cfg: Config{TempDir: t.TempDir()}}}, closers: &closers{}}
+	rng := rand.New(rand.NewSource(5))
+	rows := make([]plan.Row, 50000)
+	first := map[int64]int64{} // key -> the row number of its first row
+	for i := range rows {
+		k := int64(rng.Intn(8000))
+		rows[i] = plan.Row{{I: k}, {I: int64(i)}} // column 1 is not part of the key
+		if _, ok := first[k]; !ok {
+			first[k] = int64(i)
+		}
+	}
+	cols := []plan.Column{{T: int8T}, {T: int8T}}
+	for _, budget := range []int64{1 << 30, 8 << 10} { // 8kB: files split again
+		d := r.newDistinct(&sliceSource{rows: slices.Clone(rows)}, 1, cols)
+		d.budget = budget
+		out, err := drain(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != len(first) {
+			t.Fatalf("budget %d: %d rows, want %d", budget, len(out), len(first))
+		}
+		got := map[int64]bool{}
+		for _, row := range out {
+			if got[row[0].I] || first[row[0].I] != row[1].I {
+				t.Fatalf("budget %d: key %d passed twice (%v) or not its first row (%d, want %d)", budget, row[0].I, got[row[0].I], row[1].I, first[row[0].I])
+			}
+			got[row[0].I] = true
+		}
+		if spilled := d.spill.written; budget < 1<<20 && spilled <= aggPartitions || budget > 1<<20 && spilled != 0 {
+			t.Fatalf("budget %d: %d files written", budget, spilled)
+		}
+		t.Logf("budget %d: %d files written", budget, d.spill.written)
+	}
+	r.closers.run()
 }

@@ -69,11 +69,13 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newDistinct(in, x.N, x.Input.Columns()), nil
+		return r.newDistinct(in, x.N, x.Input.Columns()), nil
 	case *plan.SetOp:
 		return r.openSetOp(x)
 	case *plan.Sort:
 		return r.openSort(x)
+	case *plan.Agg:
+		return r.openAggregate(x)
 	case *plan.Limit:
 		if !sortsFirst(x.Input) {
 			count, offset, err := r.limitBounds(x)
@@ -175,30 +177,56 @@ func (x *swapSource) next() (plan.Row, error) {
 }
 
 // distinctSource passes the first row of each value of its first n
-// columns, in input order: it holds their keys, not the rows.
+// columns, in input order: it holds their keys, not the rows. Past
+// work_mem it takes no new key: a row with a key it does not hold goes to
+// a file by the key's hash (hashSpill), and once the input ends each file
+// is read back the same way, its rows passed after the others'.
 type distinctSource struct {
-	in   rowSource
-	n    int
-	ts   []types.T
-	seen map[string]bool
+	in     rowSource
+	n      int
+	ts     []types.T
+	seen   map[string]bool
+	held   int64
+	budget int64
+	level  int
+	spill  *hashSpill
 }
 
-func newDistinct(in rowSource, n int, cols []plan.Column) *distinctSource {
+func (r *runner) newDistinct(in rowSource, n int, cols []plan.Column) *distinctSource {
 	ts := make([]types.T, n)
 	for i := range ts {
 		ts[i] = cols[i].T
 	}
-	return &distinctSource{in: in, n: n, ts: ts, seen: map[string]bool{}}
+	return &distinctSource{in: in, n: n, ts: ts, seen: map[string]bool{}, budget: r.s.workMem(), spill: newHashSpill(r, "distinct")}
 }
 
 func (x *distinctSource) next() (plan.Row, error) {
 	for {
 		row, err := x.in.next()
-		if err != nil || row == nil {
+		if err != nil {
 			return nil, err
 		}
-		if k := rowKey(row[:x.n], x.ts); !x.seen[k] {
+		if row == nil {
+			if err := x.spill.endPass(x.level); err != nil {
+				return nil, err
+			}
+			in, level, ok := x.spill.next()
+			if !ok {
+				return nil, nil
+			}
+			x.in, x.level, x.seen, x.held = in, level, map[string]bool{}, 0
+			continue
+		}
+		k := rowKey(row[:x.n], x.ts)
+		switch {
+		case x.seen[k]:
+		case x.held > x.budget && x.level < maxAggLevels:
+			if err := x.spill.write(k, x.level, row); err != nil {
+				return nil, err
+			}
+		default:
 			x.seen[k] = true
+			x.held += int64(len(k)) + 64
 			return row, nil
 		}
 	}
@@ -221,7 +249,7 @@ func (r *runner) openSetOp(s *plan.SetOp) (rowSource, error) {
 		}
 		var in rowSource = &concatSource{ins: []rowSource{left, right}}
 		if !s.All {
-			in = newDistinct(in, len(cols), cols)
+			in = r.newDistinct(in, len(cols), cols)
 		}
 		return in, nil
 	}

@@ -197,11 +197,7 @@ func (s *spilledRows) next() (plan.Row, error) {
 	if rec == nil || err != nil {
 		return nil, err
 	}
-	row, rest, err := decodeDatums(rec)
-	if err == nil && len(rest) > 0 {
-		err = errBadRecord
-	}
-	return row, err
+	return decodeRow(rec)
 }
 
 // hashSpill holds the rows an operator could not keep in memory, in

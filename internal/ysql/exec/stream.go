@@ -113,15 +113,18 @@ func (r *runner) openJoin(j *plan.Join) (rowSource, error) {
 		}
 		return &lookupSource{r: r, j: j, left: left}, nil
 	}
-	right, err := r.rows(j.Right)
-	if err != nil {
-		return nil, err
-	}
-	hj, err := r.newHashJoin(j, right)
+	right, spill, err := r.openRightSide(j)
 	if err != nil {
 		return nil, err
 	}
 	left, err := r.open(j.Left)
+	if err != nil {
+		return nil, err
+	}
+	if spill != nil {
+		return r.newGraceJoin(j, left, spill), nil
+	}
+	hj, err := r.newHashJoin(j, right)
 	if err != nil {
 		return nil, err
 	}

@@ -256,18 +256,15 @@ func (r *runner) openSetOp(s *plan.SetOp) (rowSource, error) {
 		}
 		return in, nil
 	}
-	right, err := r.rows(s.Right)
+	right, err := r.open(s.Right)
 	if err != nil {
 		return nil, err
 	}
-	x := &setOpSource{s: s, left: left, ts: make([]types.T, len(cols)), counts: map[string]int{}, seen: map[string]bool{}}
+	x := &setOpSource{r: r, s: s, left: left, ts: make([]types.T, len(cols)), counts: map[string]int{}, seen: map[string]bool{}}
 	for i, c := range cols {
 		x.ts[i] = c.T
 	}
-	for _, row := range right {
-		x.counts[rowKey(row, x.ts)]++
-	}
-	return x, nil
+	return x, x.countRight(right)
 }
 
 type concatSource struct {
@@ -286,21 +283,160 @@ func (x *concatSource) next() (plan.Row, error) {
 }
 
 // setOpSource is INTERSECT [ALL] or EXCEPT [ALL] of the left rows against
-// the counts of the right side's.
+// the counts of the right side's. Past work_mem the counts go to files by
+// the hash of their row (key and count), then so does every left row, by
+// the same hash, and each pair of files is done in memory (hashSpill).
 type setOpSource struct {
+	r      *runner
 	s      *plan.SetOp
 	left   rowSource
 	ts     []types.T
 	counts map[string]int
 	seen   map[string]bool
+
+	rights, lefts *hashSpill // past work_mem
+	pairs         []joinPair
+	cur           *joinPair
+}
+
+// countRight counts the right side's rows by key.
+func (x *setOpSource) countRight(right rowSource) error {
+	budget, held := x.r.s.workMem(), int64(0)
+	for {
+		row, err := right.next()
+		if err != nil || row == nil {
+			return err
+		}
+		k := rowKey(row, x.ts)
+		if x.rights != nil {
+			if err := x.rights.write(k, 0, countRecord(k, 1)); err != nil {
+				return err
+			}
+			continue
+		}
+		if x.counts[k]++; x.counts[k] == 1 {
+			held += int64(len(k)) + 64
+		}
+		if held > budget {
+			x.rights = newHashSpill(x.r, "set operation")
+			for k, n := range x.counts {
+				if err := x.rights.write(k, 0, countRecord(k, n)); err != nil {
+					return err
+				}
+			}
+			x.counts = nil
+		}
+	}
+}
+
+// countRecord is a spilled count: the key, then how many rows have it.
+func countRecord(k string, n int) plan.Row {
+	return plan.Row{{B: []byte(k)}, {I: int64(n)}}
+}
+
+// partition sends every left row to the file of its key, then lists the
+// pairs of files to do.
+func (x *setOpSource) partition() error {
+	x.lefts = newHashSpill(x.r, "set operation")
+	x.lefts.seed = x.rights.seed
+	for {
+		row, err := x.left.next()
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			break
+		}
+		if err := x.lefts.write(rowKey(row, x.ts), 0, row); err != nil {
+			return err
+		}
+	}
+	for p, rf := range x.rights.parts {
+		var lf *spillFile
+		if x.lefts.parts != nil {
+			lf = x.lefts.parts[p]
+		}
+		if lf == nil { // no left rows: nothing to give out
+			if rf != nil {
+				rf.close()
+			}
+			continue
+		}
+		for _, f := range []*spillFile{rf, lf} {
+			if f != nil {
+				if err := f.finish(); err != nil {
+					return err
+				}
+			}
+		}
+		x.pairs = append(x.pairs, joinPair{right: rf, left: lf})
+	}
+	x.left = &sliceSource{}
+	return nil
+}
+
+// nextPair loads the counts of the next pair of files; false when none
+// is left.
+func (x *setOpSource) nextPair() (bool, error) {
+	if x.cur != nil {
+		for _, f := range []*spillFile{x.cur.right, x.cur.left} {
+			if f != nil {
+				f.close()
+			}
+		}
+		x.cur = nil
+	}
+	if x.lefts == nil {
+		if err := x.partition(); err != nil {
+			return false, err
+		}
+	}
+	if len(x.pairs) == 0 {
+		return false, nil
+	}
+	x.cur = &x.pairs[0]
+	x.pairs = x.pairs[1:]
+	x.counts, x.seen = map[string]int{}, map[string]bool{}
+	if x.cur.right != nil {
+		for {
+			rec, err := x.cur.right.read()
+			if err != nil {
+				return false, err
+			}
+			if rec == nil {
+				break
+			}
+			c, err := decodeRow(rec)
+			if err != nil {
+				return false, err
+			}
+			x.counts[string(c[0].B)] += int(c[1].I)
+		}
+	}
+	x.left = &spilledRows{f: x.cur.left}
+	return true, nil
 }
 
 func (x *setOpSource) next() (plan.Row, error) {
 	s := x.s
+	if x.rights != nil && x.lefts == nil { // the left rows go to files first
+		if ok, err := x.nextPair(); err != nil || !ok {
+			return nil, err
+		}
+	}
 	for {
 		row, err := x.left.next()
-		if err != nil || row == nil {
+		if err != nil {
 			return nil, err
+		}
+		if row == nil {
+			if x.rights == nil {
+				return nil, nil
+			}
+			if ok, err := x.nextPair(); err != nil || !ok {
+				return nil, err
+			}
+			continue
 		}
 		k := rowKey(row, x.ts)
 		in := x.counts[k] > 0

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"fmt"
 	"hash/maphash"
 
 	"github.com/shaledb/shaledb/internal/ysql/plan"
@@ -36,6 +37,7 @@ func (r *runner) openAggregate(a *plan.Agg) (rowSource, error) {
 		return nil, err
 	}
 	h := &hashAgg{r: r, a: a, budget: r.s.workMem(), spill: newHashSpill(r, "aggregate")}
+	r.s.noteSpill(a, h.spill.explain)
 	for _, g := range a.Groups {
 		h.gts = append(h.gts, g.Type())
 	}
@@ -210,8 +212,28 @@ type hashSpill struct {
 	parts     []*spillFile // of the pass being read, by hash
 	pending   []spillPart  // files to read back
 	reading   *spillFile
-	written   int // files written (tests)
+	written   int   // files written (EXPLAIN ANALYZE, tests)
+	disk      int64 // bytes written
 	rec       []byte
+}
+
+// explain is the operator's line of EXPLAIN ANALYZE: the batches it did
+// (the pass in memory, then each file), what went to disk.
+func (s *hashSpill) explain() string { return spillsExplain(s) }
+
+// spillsExplain is explain for an operator with several spills (a join's
+// sides), which share the hash and so the batches.
+func spillsExplain(spills ...*hashSpill) string {
+	batches, disk := 0, int64(0)
+	for _, s := range spills {
+		if s != nil {
+			batches, disk = max(batches, s.written), disk+s.disk
+		}
+	}
+	if batches == 0 {
+		return "Batches: 1"
+	}
+	return fmt.Sprintf("Batches: %d  Disk Usage: %dkB", 1+batches, kB(disk))
 }
 
 type spillPart struct {
@@ -246,7 +268,11 @@ func (s *hashSpill) write(key string, level int, row plan.Row) error {
 		s.written++
 	}
 	s.rec = appendDatums(s.rec[:0], row)
-	return s.parts[p].write(s.rec)
+	f := s.parts[p]
+	before := f.bytes
+	err := f.write(s.rec)
+	s.disk += f.bytes - before
+	return err
 }
 
 // endPass ends a pass at level: its files are read back at the next.

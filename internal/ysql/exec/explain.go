@@ -44,9 +44,10 @@ func (s *Session) explain(ctx context.Context, es *pg.ExplainStmt, params []type
 	} else {
 		start := time.Now()
 		var n int
-		defer func() { s.reads = nil }()
+		defer func() { s.reads, s.spills = nil, nil }()
 		err := s.inTxn(ctx, func(tx *client.Txn) error {
 			s.reads = map[*plan.Scan]*scanReads{} // a retry counts afresh
+			s.spills = map[plan.Node]func() string{}
 			_, rows, err := s.runPlan(ctx, st, params, tx)
 			n = len(rows)
 			return err
@@ -97,12 +98,14 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		s.describe(ctx, x.Input, depth, lines)
 	case *plan.Sort:
 		add("Sort")
+		s.spillDetail(x, detail)
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.Limit:
 		add("Limit")
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.DistinctNode:
 		add("HashAggregate (distinct)")
+		s.spillDetail(x, detail)
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.Agg:
 		if _, groupBy, ok := pushdownAggs(x); ok && s.pushdownEnabled() && s.explainFullyRemote(x.Input.(*plan.Scan)) {
@@ -119,6 +122,7 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		}
 		if len(x.Groups) > 0 {
 			add("HashAggregate")
+			s.spillDetail(x, detail)
 		} else {
 			add("Aggregate")
 		}
@@ -141,6 +145,7 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		}
 		if len(x.EqLeft) > 0 {
 			add("Hash %sJoin", kind)
+			s.spillDetail(x, detail)
 		} else {
 			add("Nested Loop %sJoin", kind)
 		}
@@ -148,6 +153,7 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		s.describe(ctx, x.Right, depth+1, lines)
 	case *plan.SetOp:
 		add("%s%s", strings.ToUpper(x.Op[:1])+x.Op[1:], map[bool]string{true: " All"}[x.All])
+		s.spillDetail(x, detail)
 		s.describe(ctx, x.Left, depth+1, lines)
 		s.describe(ctx, x.Right, depth+1, lines)
 	case *plan.Insert:
@@ -260,6 +266,20 @@ func (s *Session) describeScan(ctx context.Context, x *plan.Scan, add, detail fu
 		if x.Access.Index == nil || !x.Access.IndexOnly {
 			detail("Storage Table Rows Read: %d", rd.table)
 		}
+	}
+}
+
+// noteSpill registers, while EXPLAIN ANALYZE runs, what an operator that
+// may spill (a sort, a hash aggregate, a hash join) reports after.
+func (s *Session) noteSpill(n plan.Node, explain func() string) {
+	if s.spills != nil {
+		s.spills[n] = explain
+	}
+}
+
+func (s *Session) spillDetail(n plan.Node, detail func(string, ...any)) {
+	if f := s.spills[n]; f != nil {
+		detail("%s", f())
 	}
 }
 

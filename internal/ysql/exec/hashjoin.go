@@ -82,6 +82,7 @@ type joinPair struct{ right, left *spillFile }
 
 func (r *runner) newGraceJoin(j *plan.Join, left rowSource, right *hashSpill) *graceJoin {
 	g := &graceJoin{r: r, j: j, left: left, right: right, lefts: newHashSpill(r, "hash join")}
+	r.s.noteSpill(j, func() string { return spillsExplain(g.right, g.lefts) })
 	for _, e := range j.EqLeft {
 		g.lts = append(g.lts, e.Type())
 	}

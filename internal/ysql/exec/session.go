@@ -274,6 +274,8 @@ type Session struct {
 	// reads counts the rows each scan reads while EXPLAIN ANALYZE runs
 	// a statement (nil otherwise).
 	reads map[*plan.Scan]*scanReads
+	// spills: what the operators that may spill report (EXPLAIN ANALYZE).
+	spills map[plan.Node]func() string
 
 	notices  []*pgwire.Notice
 	prepared map[string]*Statement // SQL-level PREPARE

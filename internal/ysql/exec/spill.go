@@ -98,6 +98,7 @@ func (r *runner) openSort(s *plan.Sort) (rowSource, error) {
 		return nil, err
 	}
 	ex := &externalSort{r: r, keys: s.Keys, budget: r.s.workMem()}
+	r.s.noteSpill(s, ex.explain)
 	src, err := ex.sort(in)
 	if err != nil {
 		ex.close()
@@ -114,7 +115,19 @@ type externalSort struct {
 	budget int64
 	runs   []*sortRun // spilled, in the order written
 	spills int        // runs written, merged ones included (EXPLAIN ANALYZE, tests)
+	disk   int64      // bytes written to runs
+	peak   int64      // most memory held (estimated)
 }
+
+// explain is the sort's line of EXPLAIN ANALYZE, as PostgreSQL's.
+func (ex *externalSort) explain() string {
+	if ex.spills == 0 {
+		return fmt.Sprintf("Sort Method: quicksort  Memory: %dkB", kB(ex.peak))
+	}
+	return fmt.Sprintf("Sort Method: external merge  Disk: %dkB  Runs: %d", kB(ex.disk), ex.spills)
+}
+
+func kB(n int64) int64 { return (n + 1023) / 1024 }
 
 func (ex *externalSort) sort(in rowSource) (rowSource, error) {
 	var rows []keyedRow
@@ -133,6 +146,7 @@ func (ex *externalSort) sort(in rowSource) (rowSource, error) {
 		}
 		rows = append(rows, kr)
 		held += rowSize(row) + rowSize(kr.vals) + int64(unsafe.Sizeof(kr))
+		ex.peak = max(ex.peak, held)
 		if held > ex.budget && len(rows) > 1 {
 			if err := ex.spill(rows); err != nil {
 				return nil, err
@@ -218,6 +232,7 @@ func (ex *externalSort) writeRun(src runSource) (*sortRun, error) {
 			return nil, err
 		}
 		if kr == nil {
+			ex.disk += f.bytes
 			return &sortRun{f: f}, nil
 		}
 	}
@@ -254,12 +269,13 @@ func (s *sortRun) close() { s.f.close() }
 // from the start. It is unlinked at once: the space goes when it is
 // closed, or with the process.
 type spillFile struct {
-	f    *os.File
-	w    *bufio.Writer
-	r    *bufio.Reader
-	n    int // records written, then left to read
-	buf  []byte
-	what string
+	f     *os.File
+	bytes int64 // written
+	w     *bufio.Writer
+	r     *bufio.Reader
+	n     int // records written, then left to read
+	buf   []byte
+	what  string
 }
 
 func newSpillFile(dir, what string) (*spillFile, error) {
@@ -280,6 +296,7 @@ func (s *spillFile) write(rec []byte) error {
 		return fmt.Errorf("%s: write: %w", s.what, err)
 	}
 	s.n++
+	s.bytes += int64(binary.PutUvarint(n[:], uint64(len(rec))) + len(rec))
 	return nil
 }
 

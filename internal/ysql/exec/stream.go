@@ -69,7 +69,9 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		if err != nil {
 			return nil, err
 		}
-		return r.newDistinct(in, x.N, x.Input.Columns()), nil
+		d := r.newDistinct(in, x.N, x.Input.Columns())
+		r.s.noteSpill(x, d.spill.explain)
+		return d, nil
 	case *plan.SetOp:
 		return r.openSetOp(x)
 	case *plan.Sort:
@@ -252,7 +254,9 @@ func (r *runner) openSetOp(s *plan.SetOp) (rowSource, error) {
 		}
 		var in rowSource = &concatSource{ins: []rowSource{left, right}}
 		if !s.All {
-			in = r.newDistinct(in, len(cols), cols)
+			d := r.newDistinct(in, len(cols), cols)
+			r.s.noteSpill(s, d.spill.explain)
+			in = d
 		}
 		return in, nil
 	}
@@ -319,6 +323,7 @@ func (x *setOpSource) countRight(right rowSource) error {
 		}
 		if held > budget {
 			x.rights = newHashSpill(x.r, "set operation")
+			x.r.s.noteSpill(x.s, func() string { return spillsExplain(x.rights, x.lefts) })
 			for k, n := range x.counts {
 				if err := x.rights.write(k, 0, countRecord(k, n)); err != nil {
 					return err

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +286,63 @@ func TestStreamedResults(t *testing.T) {
 		})
 	}
 
+	t.Run("spilled sort", func(t *testing.T) {
+		// Past work_mem the sort merges runs from files; its result streams
+		// from the merge, and the files are closed when the statement ends,
+		// read to the end or dropped (a cursor closed early).
+		sc := connect(t, addrs[1], "yugabyte")
+		if _, err := sc.Exec(ctx, `SET work_mem = '64kB'`); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]string, n)
+		for i := range want {
+			want[i] = fmt.Sprint("v", i+1)
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(want)))
+		rows, err := sc.Query(ctx, `SELECT v FROM st ORDER BY v DESC`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d rows out of order (want %d)", len(got), n)
+		}
+		if open := openSpillFiles(t); open != 0 {
+			t.Fatalf("%d spill files open after the statement", open)
+		}
+		var plan []string
+		rows, err = sc.Query(ctx, `EXPLAIN ANALYZE SELECT v FROM st ORDER BY v DESC`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(plan, func(l string) bool { return strings.Contains(l, "Sort Method: external merge") }) {
+			t.Fatalf("EXPLAIN ANALYZE shows no external merge:\n%s", strings.Join(plan, "\n"))
+		}
+		for _, q := range []string{`BEGIN`, `DECLARE c CURSOR FOR SELECT v FROM st ORDER BY v`, `FETCH 10 FROM c`} {
+			if _, err := sc.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if openSpillFiles(t) == 0 {
+			t.Fatal("no spill file open under a cursor that has rows left")
+		}
+		if _, err := sc.Exec(ctx, `CLOSE c`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sc.Exec(ctx, `COMMIT`); err != nil {
+			t.Fatal(err)
+		}
+		if open := openSpillFiles(t); open != 0 {
+			t.Fatalf("%d spill files open after the cursor closed", open)
+		}
+	})
+
 	t.Run("suspended portal", func(t *testing.T) {
 		pc := connect(t, addrs[2], "yugabyte")
 		if _, err := pc.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ`); err != nil {
@@ -458,4 +518,22 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// openSpillFiles counts the files of spilled operators this process (the
+// in-process cluster) holds open: unlinked, so only /proc shows them.
+func openSpillFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		target, err := os.Readlink("/proc/self/fd/" + fd.Name())
+		if err == nil && strings.Contains(target, "/tmp/sort-") && strings.HasSuffix(target, "(deleted)") {
+			n++
+		}
+	}
+	return n
 }

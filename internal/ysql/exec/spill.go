@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unsafe"
 
 	"github.com/cockroachdb/apd/v3"
@@ -290,14 +291,24 @@ func newSpillFile(dir, what string) (*spillFile, error) {
 func (s *spillFile) write(rec []byte) error {
 	var n [binary.MaxVarintLen64]byte
 	if _, err := s.w.Write(n[:binary.PutUvarint(n[:], uint64(len(rec)))]); err != nil {
-		return fmt.Errorf("%s: write: %w", s.what, err)
+		return spillWriteError(s.what, err)
 	}
 	if _, err := s.w.Write(rec); err != nil {
-		return fmt.Errorf("%s: write: %w", s.what, err)
+		return spillWriteError(s.what, err)
 	}
 	s.n++
 	s.bytes += int64(binary.PutUvarint(n[:], uint64(len(rec))) + len(rec))
 	return nil
+}
+
+// spillWriteError is a failed write of a spill file: PostgreSQL's 53100
+// when the disk is full, which the client can act on.
+func spillWriteError(what string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return pgerror.New(pgerror.CodeDiskFull, "could not write to temporary file: %v", err).
+			WithDetail("A %s larger than work_mem spills to the node's data directory (tmp/).", what)
+	}
+	return fmt.Errorf("%s: write: %w", what, err)
 }
 
 // finish ends the writing; reads start from the first record.
@@ -307,7 +318,7 @@ func (s *spillFile) finish() error {
 		_, err = s.f.Seek(0, io.SeekStart)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: write: %w", s.what, err)
+		return spillWriteError(s.what, err)
 	}
 	s.w = nil
 	return nil

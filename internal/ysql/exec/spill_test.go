@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
@@ -379,5 +382,23 @@ func TestSetOpSpillMatches(t *testing.T) {
 				t.Fatalf("%s all=%v: the spilled result differs", op, all)
 			}
 		}
+	}
+}
+
+// A spill that fills the disk fails the statement with PostgreSQL's
+// 53100 (disk full), not an internal error.
+func TestSpillDiskFull(t *testing.T) {
+	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sf := &spillFile{f: f, w: bufio.NewWriterSize(f, runBufferSize), what: "sort"}
+	if err := sf.write([]byte("a row")); err != nil {
+		t.Fatal(err) // buffered
+	}
+	var pe *pgerror.Error
+	if err := sf.finish(); !errors.As(err, &pe) || pe.Code != pgerror.CodeDiskFull {
+		t.Fatalf("finish on a full disk: %v, want 53100", err)
 	}
 }

@@ -85,6 +85,7 @@ const (
 	CodeInvalidAuthorizationSpec     = "28000"
 	CodeTooManyConnections           = "53300"
 	CodeOutOfMemory                  = "53200"
+	CodeDiskFull                     = "53100"
 	CodeInternalError                = "XX000"
 )
 

@@ -106,7 +106,11 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 	case *plan.Limit:
 		return r.limit(x)
 	case *plan.Window:
-		return r.window(x)
+		src, err := r.openWindow(x)
+		if err != nil {
+			return nil, err
+		}
+		return drain(src)
 	case *plan.Agg:
 		src, err := r.openAggregate(x)
 		if err != nil {
@@ -735,73 +739,85 @@ func waitPolicy(w plan.WaitPolicy) client.WaitPolicy {
 	return client.WaitOnConflict
 }
 
-// window appends each window call's value to the rows: the rows are
-// ordered by partition and ORDER BY keys and numbered within partitions.
-func (r *runner) window(w *plan.Window) ([]plan.Row, error) {
-	in, err := r.rows(w.Input)
+// openWindow computes the window calls (the ranking functions) as the
+// rows pass: for each call the rows, with the values of the calls before,
+// are sorted by its partition and order keys (an external sort past
+// work_mem) and numbered in that order, so a window query holds no more
+// than a sort. The rows come out in the order of the last call's sort, as
+// PostgreSQL's do.
+func (r *runner) openWindow(w *plan.Window) (rowSource, error) {
+	in, err := r.open(w.Input)
 	if err != nil {
 		return nil, err
 	}
-	n := len(w.Input.Columns())
-	out := make([]plan.Row, len(in))
-	for i, row := range in {
-		out[i] = append(append(make(plan.Row, 0, n+len(w.Calls)+1), row[:n]...), types.DInt(int64(i)))
-	}
-	for ci, call := range w.Calls {
+	return r.windowRows(&truncateSource{in: in, n: len(w.Input.Columns())}, w.Calls)
+}
+
+// windowRows appends the values of calls to the rows of src.
+func (r *runner) windowRows(src rowSource, calls []plan.WindowCall) (rowSource, error) {
+	for _, call := range calls {
 		var keys []plan.SortKey
 		for _, p := range call.Partition {
 			keys = append(keys, plan.SortKey{E: p})
 		}
 		keys = append(keys, call.Order...)
-		sorted, err := r.sort(out, keys)
+		ex := &externalSort{r: r, keys: keys, budget: r.s.workMem()}
+		r.onClose(ex.close)
+		sorted, err := ex.sort(src)
 		if err != nil {
 			return nil, err
 		}
-		vals := make([]types.Datum, len(sorted))
-		eval := func(row plan.Row, exprs []plan.Expr) ([]types.Datum, error) { return r.evalAll(exprs, row) }
-		var orderExprs []plan.Expr
+		rs := &rankSource{r: r, in: sorted, call: call}
 		for _, k := range call.Order {
-			orderExprs = append(orderExprs, k.E)
+			rs.order = append(rs.order, k.E)
 		}
-		var prevPart, prevOrd []types.Datum
-		var num, rank, dense int64
-		for i, row := range sorted {
-			part, err := eval(row, call.Partition)
-			if err != nil {
-				return nil, err
-			}
-			ord, err := eval(row, orderExprs)
-			if err != nil {
-				return nil, err
-			}
-			if i == 0 || !sameValues(part, prevPart, call.Partition) {
-				num, rank, dense = 0, 0, 0
-				prevOrd = nil
-			}
-			num++
-			if prevOrd == nil || !sameValues(ord, prevOrd, orderExprs) {
-				rank, dense = num, dense+1
-			}
-			prevPart, prevOrd = part, ord
-			v := num
-			switch call.Name {
-			case "rank":
-				v = rank
-			case "dense_rank":
-				v = dense
-			}
-			vals[row[n+ci].I] = types.DInt(v)
-		}
-		for i := range out {
-			idx := out[i][n+ci]
-			out[i][n+ci] = vals[idx.I]
-			out[i] = append(out[i], idx)
-		}
+		src = rs
 	}
-	for i := range out {
-		out[i] = out[i][:n+len(w.Calls)]
+	return src, nil
+}
+
+// rankSource appends a ranking function's value to rows sorted by its
+// partition and order keys.
+type rankSource struct {
+	r                 *runner
+	in                rowSource
+	call              plan.WindowCall
+	order             []plan.Expr
+	started           bool
+	prevPart, prevOrd []types.Datum
+	num, rank, dense  int64
+}
+
+func (x *rankSource) next() (plan.Row, error) {
+	row, err := x.in.next()
+	if err != nil || row == nil {
+		return nil, err
 	}
-	return out, nil
+	part, err := x.r.evalAll(x.call.Partition, row)
+	if err != nil {
+		return nil, err
+	}
+	ord, err := x.r.evalAll(x.order, row)
+	if err != nil {
+		return nil, err
+	}
+	if !x.started || !sameValues(part, x.prevPart, x.call.Partition) {
+		x.started = true
+		x.num, x.rank, x.dense, x.prevOrd = 0, 0, 0, nil
+	}
+	x.num++
+	if x.prevOrd == nil || !sameValues(ord, x.prevOrd, x.order) {
+		x.rank, x.dense = x.num, x.dense+1
+	}
+	x.prevPart, x.prevOrd = part, ord
+	v := x.num
+	switch x.call.Name {
+	case "rank":
+		v = x.rank
+	case "dense_rank":
+		v = x.dense
+	}
+	return append(row[:len(row):len(row)], types.DInt(v)), nil
 }
 
 // sameValues compares two rows of key values (NULLs equal each other).

@@ -402,3 +402,62 @@ func TestSpillDiskFull(t *testing.T) {
 		t.Fatalf("finish on a full disk: %v, want 53100", err)
 	}
 }
+
+// Ranking window functions computed as the rows pass, each call over its
+// own (external) sort, equal a count per partition done by hand, whether
+// the sorts spill or not: row_number numbers the rows of a partition in
+// order, rank and dense_rank number the distinct order values.
+func TestWindowRows(t *testing.T) {
+	int8T := types.T{OID: types.OIDInt8, Mod: -1}
+	r := &runner{ec: &plan.EvalContext{}, s: &Session{e: &Engine{cfg: Config{TempDir: t.TempDir()}}, settings: map[string]string{}}, closers: &closers{}}
+	defer r.closers.run()
+	rng := rand.New(rand.NewSource(13))
+	rows := make([]plan.Row, 3000)
+	for i := range rows {
+		rows[i] = plan.Row{{I: int64(rng.Intn(40))}, {I: int64(rng.Intn(25))}, {I: int64(i)}}
+	}
+	col := func(i int) plan.Expr { return &plan.ColRef{Idx: i, T: int8T} }
+	calls := []plan.WindowCall{
+		{Name: "row_number", Partition: []plan.Expr{col(0)}, Order: []plan.SortKey{{E: col(2), Desc: true}}},
+		{Name: "rank", Partition: []plan.Expr{col(0)}, Order: []plan.SortKey{{E: col(1)}}},
+		{Name: "dense_rank", Order: []plan.SortKey{{E: col(1), Desc: true}}},
+	}
+	// By hand, by the row's number (column 2).
+	want := map[int64][3]int64{}
+	for _, a := range rows {
+		var rn, rk int64 = 1, 1
+		above := map[int64]bool{}
+		for _, b := range rows {
+			if b[0].I == a[0].I && b[2].I > a[2].I {
+				rn++
+			}
+			if b[0].I == a[0].I && b[1].I < a[1].I {
+				rk++
+			}
+			if b[1].I > a[1].I {
+				above[b[1].I] = true
+			}
+		}
+		want[a[2].I] = [3]int64{rn, rk, 1 + int64(len(above))}
+	}
+	for _, mem := range []string{"1GB", "64kB"} {
+		r.s.settings["work_mem"] = mem
+		src, err := r.windowRows(&sliceSource{rows: slices.Clone(rows)}, calls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := drain(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != len(rows) {
+			t.Fatalf("work_mem %s: %d rows", mem, len(out))
+		}
+		for _, row := range out {
+			w := want[row[2].I]
+			if len(row) != 6 || row[3].I != w[0] || row[4].I != w[1] || row[5].I != w[2] {
+				t.Fatalf("work_mem %s: row %v, want %v", mem, row, w)
+			}
+		}
+	}
+}

@@ -78,6 +78,8 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		return r.openSort(x)
 	case *plan.Agg:
 		return r.openAggregate(x)
+	case *plan.Window:
+		return r.openWindow(x)
 	case *plan.Limit:
 		if !sortsFirst(x.Input) {
 			count, offset, err := r.limitBounds(x)

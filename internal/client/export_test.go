@@ -75,3 +75,6 @@ func (t *Table) LeaderOf(ctx context.Context, key Row) (uint64, error) {
 	}
 	return 0, nil
 }
+
+// OwnWrites is how many writes tx keeps for reading back.
+func OwnWrites(tx *Txn) int { return len(tx.writes) }

@@ -114,6 +114,9 @@ type Txn struct {
 	participants map[uint64]*tabletMeta
 	// writes buffers the transaction's own writes for reading them back.
 	writes []ownWrite
+	// blind: tables the transaction writes without keeping its writes
+	// for reading back (Blind).
+	blind map[uint32]bool
 	// ownUnsure: a write failed, and may have landed: reads ask the server
 	// (ownRead would miss it).
 	ownUnsure  bool
@@ -432,9 +435,25 @@ func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestam
 				return nil, err
 			}
 		}
-		tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: ownOp(op)})
+		if !tx.blind[t.id] {
+			tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: ownOp(op)})
+		}
 	}
 	return missing, nil
+}
+
+// Blind says the transaction will not read back what it writes to t from
+// now on: those writes are not kept for its reads, which see t as it was
+// before them (the tablets leave a reader's own intents out; the client
+// overlays the writes it kept). A bulk write that ends the transaction,
+// an autocommit INSERT ... SELECT, then holds none of its rows, where the
+// overlay held every one; its reads, as a PostgreSQL statement's, do not
+// see its own writes anyway.
+func (tx *Txn) Blind(t *Table) {
+	if tx.blind == nil {
+		tx.blind = map[uint32]bool{}
+	}
+	tx.blind[t.id] = true
 }
 
 // addResults are what the tablets answered about the adds (OpAddColumns)

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/shaledb/shaledb/internal/client"
@@ -151,5 +152,41 @@ func TestReadCommittedStatement(t *testing.T) {
 	defer func() { _ = ser.Rollback(ctx) }()
 	if ser.Restart(err) {
 		t.Fatal("Restart moved a serializable transaction")
+	}
+}
+
+// TestBlindWrites: writes made after Blind(t) are not kept for reading
+// back: the transaction reads t as it was before them (its earlier writes
+// still overlaid), and holds no overlay entry for them; once committed,
+// every write is there.
+func TestBlindWrites(t *testing.T) {
+	_, cl, tb := txnSetup(t, "blind", 2)
+	ctx := ctxT(t)
+	put := func(k string, v int64) client.Row { return client.Row{"k": docdb.Text(k), "v": docdb.Int64(v)} }
+	tx := begin(t, cl, client.Snapshot)
+	if err := tx.Put(ctx, tb, put("kept", 1)); err != nil {
+		t.Fatal(err)
+	}
+	tx.Blind(tb)
+	for i := range 50 {
+		if err := tx.Put(ctx, tb, put(fmt.Sprint("blind", i), int64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := client.OwnWrites(tx); n != 1 {
+		t.Fatalf("%d writes kept for reading back, want 1", n)
+	}
+	if r, ok, err := tx.Get(ctx, tb, client.Row{"k": docdb.Text("kept")}); err != nil || !ok || val(r) != 1 {
+		t.Fatalf("the write before Blind: %v %v %v", r, ok, err)
+	}
+	if _, ok, err := tx.Get(ctx, tb, client.Row{"k": docdb.Text("blind7")}); err != nil || ok {
+		t.Fatalf("a write after Blind read back: %v %v", ok, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tb.ScanAll(ctx, client.ScanOptions{})
+	if err != nil || len(rows) != 51 {
+		t.Fatalf("after commit: %d rows, %v", len(rows), err)
 	}
 }

@@ -118,6 +118,7 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	r.blindInsert(ins, tw)
 	ib := &insertBatch{tbl: tbl}
 	st := &insertState{ins: ins, tbl: tbl, tw: tw}
 	if ins.OnConflict != nil {
@@ -163,6 +164,29 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 		return 0, nil, err
 	}
 	return st.n, st.returned, r.flushTable(tw)
+}
+
+// blindInsert keeps an INSERT's writes out of its transaction's own-write
+// overlay (client.Txn.Blind) when nothing will read them back: the
+// statement runs in a transaction of its own, which commits after it, and
+// nothing in it reads the latest rows (no ON CONFLICT, no unique index
+// checked by a read). Its other reads, the source and subqueries, see the
+// statement's snapshot, without its own writes, as PostgreSQL's do. An
+// INSERT ... SELECT of millions of rows then holds a batch of them, not
+// every one.
+func (r *runner) blindInsert(ins *plan.Insert, tw *tableWriter) {
+	if !r.s.ownStatement || r.txn == nil || ins.OnConflict != nil {
+		return
+	}
+	for _, w := range tw.idx {
+		if w.ix.Unique {
+			return
+		}
+	}
+	r.txn.Blind(tw.base.tbl)
+	for _, w := range tw.idx {
+		r.txn.Blind(w.b.tbl)
+	}
 }
 
 // insertBatch is the rows of an INSERT not yet written and their ops.

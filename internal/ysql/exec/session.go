@@ -274,6 +274,9 @@ type Session struct {
 	// reads counts the rows each scan reads while EXPLAIN ANALYZE runs
 	// a statement (nil otherwise).
 	reads map[*plan.Scan]*scanReads
+	// ownStatement: the statement running is alone in a transaction of
+	// its own (ownTxn), which commits after it.
+	ownStatement bool
 	// spills: what the operators that may spill report (EXPLAIN ANALYZE).
 	spills map[plan.Node]func() string
 

@@ -544,7 +544,10 @@ func (s *Session) ownTxn(ctx context.Context, fn func(tx *client.Txn) error) err
 				return err
 			}
 		}
-		if err = fn(tx); err == nil {
+		s.ownStatement = true
+		err = fn(tx)
+		s.ownStatement = false
+		if err == nil {
 			if s.stream != nil {
 				s.stream.own = tx // committed at the stream's end
 				return nil

@@ -125,6 +125,10 @@ func (g *graceJoin) partition() error {
 		if lefts != nil {
 			pair.left = lefts[p]
 		}
+		if pair.left == nil && g.j.Kind != plan.RightJoin && g.j.Kind != plan.FullJoin {
+			pair.right.close() // no left row to match, no unmatched right row wanted
+			continue
+		}
 		for _, f := range []*spillFile{pair.right, pair.left} {
 			if f != nil {
 				if err := f.finish(); err != nil {

@@ -27,8 +27,8 @@ import (
 // that run to a temporary file and starts the next, then merges the runs
 // as the rows are pulled (PostgreSQL's external merge sort), so a sort of
 // a table larger than memory streams its result in the memory of one run
-// and a buffer per run. More runs than maxMergeWidth are merged into one
-// first. The files live in the engine's TempDir (the node's data dir), are
+// and a buffer per run. Every maxMergeWidth runs of a level are merged
+// into one of the next level first. The files live in the engine's TempDir (the node's data dir), are
 // unlinked as soon as they are created (nothing is left behind by a
 // crash) and closed when the merge ends, the statement fails or its
 // stream is dropped.
@@ -38,8 +38,8 @@ import (
 // times a PostgreSQL tuple (a Datum per column).
 const defaultWorkMem = 64 << 20
 
-// maxMergeWidth bounds the runs merged at once (a file and a read buffer
-// each).
+// maxMergeWidth is how many runs of one level are merged into one (a
+// file and a read buffer each).
 const maxMergeWidth = 64
 
 // runBufferSize is the read and write buffer of each run file.
@@ -177,8 +177,10 @@ func (ex *externalSort) sortRows(rows []keyedRow) {
 	slices.SortFunc(rows, func(a, b keyedRow) int { return compareKeyed(ex.keys, &a, &b) })
 }
 
-// spill sorts rows and writes them as a run; when maxMergeWidth runs are
-// on file, it merges them into one.
+// spill sorts rows and writes them as a run. Runs have levels: when
+// maxMergeWidth runs of one level are on file they are merged into one run
+// of the next, so every row is rewritten once per level (log base 64 of
+// the runs), not at every merge.
 func (ex *externalSort) spill(rows []keyedRow) error {
 	ex.sortRows(rows)
 	run, err := ex.writeRun(&memRun{rows: rows})
@@ -186,23 +188,33 @@ func (ex *externalSort) spill(rows []keyedRow) error {
 		return err
 	}
 	ex.runs = append(ex.runs, run)
-	if len(ex.runs) < maxMergeWidth {
-		return nil
+	for level := 0; ; level++ {
+		var same, rest []*sortRun
+		for _, r := range ex.runs {
+			if r.level == level {
+				same = append(same, r)
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		if len(same) < maxMergeWidth {
+			return nil
+		}
+		m := &runMerge{keys: ex.keys}
+		for _, r := range same {
+			m.add(r)
+		}
+		if err := m.start(); err != nil {
+			return err
+		}
+		merged, err := ex.writeRun(m)
+		m.close()
+		if err != nil {
+			return err
+		}
+		merged.level = level + 1
+		ex.runs = append(rest, merged)
 	}
-	m := &runMerge{keys: ex.keys}
-	for _, run := range ex.runs {
-		m.add(run)
-	}
-	if err := m.start(); err != nil {
-		return err
-	}
-	merged, err := ex.writeRun(m)
-	m.close()
-	if err != nil {
-		return err
-	}
-	ex.runs = []*sortRun{merged}
-	return nil
 }
 
 // runSource yields a run's rows with their sort values, in order.
@@ -248,8 +260,9 @@ func (ex *externalSort) close() {
 
 // sortRun is a run on file.
 type sortRun struct {
-	f  *spillFile
-	kr keyedRow
+	f     *spillFile
+	kr    keyedRow
+	level int // merges its rows went through
 }
 
 func (s *sortRun) nextKeyed() (*keyedRow, error) {

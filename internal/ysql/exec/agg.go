@@ -296,6 +296,51 @@ func (s *hashSpill) endPass(level int) error {
 	return nil
 }
 
+// joinPair is the files of one hash of two spills split alike (a join's or
+// a set operation's sides): the right side's rows and the left side's
+// rows that can only meet them. Either may be nil.
+type joinPair struct{ right, left *spillFile }
+
+func (p *joinPair) close() {
+	for _, f := range []*spillFile{p.right, p.left} {
+		if f != nil {
+			f.close()
+		}
+	}
+}
+
+// pairFiles ends the writing of rights and lefts, spills of one seed at
+// level 0, and pairs their files by hash. A right file without a left one
+// is closed and left out unless keepRight.
+func pairFiles(rights, lefts *hashSpill, keepRight bool) ([]joinPair, error) {
+	var pairs []joinPair
+	for p := range aggPartitions {
+		pair := joinPair{}
+		if rights.parts != nil {
+			pair.right = rights.parts[p]
+		}
+		if lefts.parts != nil {
+			pair.left = lefts.parts[p]
+		}
+		if pair.left == nil && !keepRight {
+			pair.close()
+			continue
+		}
+		if pair.right == nil && pair.left == nil {
+			continue
+		}
+		for _, f := range []*spillFile{pair.right, pair.left} {
+			if f != nil {
+				if err := f.finish(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		pairs = append(pairs, pair)
+	}
+	return pairs, nil
+}
+
 // next returns the rows of the next file and its level (closing the file
 // read before); ok is false when none is left.
 func (s *hashSpill) next() (rowSource, int, bool) {

@@ -78,10 +78,9 @@ type graceJoin struct {
 	out    []plan.Row
 }
 
-type joinPair struct{ right, left *spillFile }
-
 func (r *runner) newGraceJoin(j *plan.Join, left rowSource, right *hashSpill) *graceJoin {
 	g := &graceJoin{r: r, j: j, left: left, right: right, lefts: newHashSpill(r, "hash join")}
+	g.lefts.seed = right.seed // left file p gets the keys of right file p
 	r.s.noteSpill(j, func() string { return spillsExplain(g.right, g.lefts) })
 	for _, e := range j.EqLeft {
 		g.lts = append(g.lts, e.Type())
@@ -115,36 +114,15 @@ func (g *graceJoin) partition() error {
 			return err
 		}
 	}
-	// Same seed and level: left file p holds the keys of right file p.
-	rights, lefts := g.right.parts, g.lefts.parts
-	for p := range rights {
-		if rights[p] == nil && (lefts == nil || lefts[p] == nil) {
-			continue
-		}
-		pair := joinPair{right: rights[p]}
-		if lefts != nil {
-			pair.left = lefts[p]
-		}
-		if pair.left == nil && g.j.Kind != plan.RightJoin && g.j.Kind != plan.FullJoin {
-			pair.right.close() // no left row to match, no unmatched right row wanted
-			continue
-		}
-		for _, f := range []*spillFile{pair.right, pair.left} {
-			if f != nil {
-				if err := f.finish(); err != nil {
-					return err
-				}
-			}
-		}
-		g.pairs = append(g.pairs, pair)
-	}
-	return nil
+	// Right files no left row reaches matter only for their unmatched rows.
+	var err error
+	g.pairs, err = pairFiles(g.right, g.lefts, g.j.Kind == plan.RightJoin || g.j.Kind == plan.FullJoin)
+	return err
 }
 
 func (g *graceJoin) next() (plan.Row, error) {
 	if !g.parted {
 		g.parted = true
-		g.lefts.seed = g.right.seed
 		if err := g.partition(); err != nil {
 			return nil, err
 		}
@@ -168,7 +146,8 @@ func (g *graceJoin) next() (plan.Row, error) {
 		}
 		if g.cur != nil {
 			g.out = g.hj.unmatched(g.out)
-			g.closePair()
+			g.cur.close()
+			g.cur, g.hj = nil, nil
 			continue
 		}
 		if len(g.pairs) == 0 {
@@ -190,22 +169,4 @@ func (g *graceJoin) next() (plan.Row, error) {
 		}
 	}
 	return pop(&g.out), nil
-}
-
-func (g *graceJoin) closePair() {
-	for _, f := range []*spillFile{g.cur.right, g.cur.left} {
-		if f != nil {
-			f.close()
-		}
-	}
-	g.cur, g.hj = nil, nil
-}
-
-// decodeRow decodes a spilled row.
-func decodeRow(rec []byte) (plan.Row, error) {
-	row, rest, err := decodeDatums(rec)
-	if err == nil && len(rest) > 0 {
-		err = errBadRecord
-	}
-	return row, err
 }

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"errors"
-
 	"math"
 
 	"github.com/shaledb/shaledb/internal/client"

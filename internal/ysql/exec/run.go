@@ -29,8 +29,17 @@ type runner struct {
 	unlocked *plan.Scan
 	since    hlc.Timestamp
 	// closers release what the statement's sources hold (a sort's run
-	// files) when it ends; shared with the runners of its subqueries.
+	// files) when it ends.
 	closers *closers
+}
+
+// subRows runs n, a subquery or the inner side of a lateral join, whole
+// for one outer row (ec): what its sources hold is released when it is
+// done, not kept to the statement's end once per outer row.
+func (r *runner) subRows(ec *plan.EvalContext, n plan.Node) ([]plan.Row, error) {
+	sub := &runner{s: r.s, ctx: r.ctx, txn: r.txn, ec: ec, closers: &closers{}}
+	defer sub.closers.run()
+	return sub.rows(n)
 }
 
 // closers are functions run once when a statement ends.
@@ -91,34 +100,15 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 			return nil, err
 		}
 		return r.filter(all, x.Filter)
-	case *plan.Filter, *plan.Project, *plan.Truncate, *plan.DistinctNode, *plan.SetOp:
+	case *plan.Filter, *plan.Project, *plan.Truncate, *plan.DistinctNode, *plan.SetOp,
+		*plan.Sort, *plan.Window, *plan.Agg, *plan.Join:
 		src, err := r.open(x) // the same code whether the rows stream or not
-		if err != nil {
-			return nil, err
-		}
-		return drain(src)
-	case *plan.Sort:
-		src, err := r.openSort(x)
 		if err != nil {
 			return nil, err
 		}
 		return drain(src)
 	case *plan.Limit:
 		return r.limit(x)
-	case *plan.Window:
-		src, err := r.openWindow(x)
-		if err != nil {
-			return nil, err
-		}
-		return drain(src)
-	case *plan.Agg:
-		src, err := r.openAggregate(x)
-		if err != nil {
-			return nil, err
-		}
-		return drain(src)
-	case *plan.Join:
-		return r.join(x)
 	case *plan.LateralJoin:
 		left, err := r.rows(x.Left)
 		if err != nil {
@@ -126,8 +116,7 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		}
 		var out []plan.Row
 		for _, l := range left {
-			sub := &runner{s: r.s, ctx: r.ctx, txn: r.txn, ec: r.ec.WithOuter(l), closers: r.closers}
-			rows, err := sub.rows(x.Sub)
+			rows, err := r.subRows(r.ec.WithOuter(l), x.Sub)
 			if err != nil {
 				return nil, err
 			}
@@ -236,14 +225,6 @@ func rowKey(vals []types.Datum, ts []types.T) string {
 		b = types.AppendKey(b, d, ts[i])
 	}
 	return string(b)
-}
-
-func (r *runner) join(j *plan.Join) ([]plan.Row, error) {
-	src, err := r.openJoin(j)
-	if err != nil {
-		return nil, err
-	}
-	return drain(src)
 }
 
 // joinRows joins the rows of j's sides: a hash join on the equi-join keys

@@ -55,8 +55,20 @@ func parseMemory(v string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v[:i]), 10, 64)
 	unit := strings.TrimSpace(v[i:])
-	mult, ok := map[string]int64{"": 1 << 10, "B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}[unit]
-	if err != nil || !ok || n <= 0 || n > math.MaxInt64/mult || n*mult < 64<<10 {
+	var mult int64
+	switch unit {
+	case "B":
+		mult = 1
+	case "", "kB":
+		mult = 1 << 10
+	case "MB":
+		mult = 1 << 20
+	case "GB":
+		mult = 1 << 30
+	case "TB":
+		mult = 1 << 40
+	}
+	if err != nil || mult == 0 || n <= 0 || n > math.MaxInt64/mult || n*mult < 64<<10 {
 		return 0, pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for parameter \"work_mem\": %q", v).
 			WithHint(`Valid units for this parameter are "B", "kB", "MB", "GB", and "TB"; the least is 64kB.`)
 	}
@@ -550,6 +562,15 @@ func appendDatum(b []byte, d types.Datum) []byte {
 		b = appendDatums(b, d.A)
 	}
 	return b
+}
+
+// decodeRow decodes a spilled row (appendDatums).
+func decodeRow(rec []byte) (plan.Row, error) {
+	row, rest, err := decodeDatums(rec)
+	if err == nil && len(rest) > 0 {
+		err = errBadRecord
+	}
+	return row, err
 }
 
 func decodeDatums(b []byte) ([]types.Datum, []byte, error) {

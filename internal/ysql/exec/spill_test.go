@@ -461,3 +461,28 @@ func TestWindowRows(t *testing.T) {
 		}
 	}
 }
+
+// A subquery run once per outer row releases what its sorts held when it
+// is done: the statement's closers do not grow with the outer rows.
+func TestSubqueryReleasesItsSorts(t *testing.T) {
+	int8T := types.T{OID: types.OIDInt8, Mod: -1}
+	r := &runner{ec: &plan.EvalContext{}, s: &Session{e: &Engine{cfg: Config{TempDir: t.TempDir()}}, settings: map[string]string{}}, closers: &closers{}}
+	defer r.closers.run()
+	var vals [][]plan.Expr
+	for i := range 5 {
+		vals = append(vals, []plan.Expr{&plan.Const{T: int8T, D: types.Datum{I: int64(5 - i)}}})
+	}
+	sub := &plan.Sort{Input: &plan.Values{Rows: vals}, Keys: []plan.SortKey{{E: &plan.ColRef{Idx: 0, T: int8T}}}}
+	for range 100 {
+		rows, err := r.subRows(r.ec, sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 5 || rows[0][0].I != 1 || rows[4][0].I != 5 {
+			t.Fatalf("sorted subquery rows: %v", rows)
+		}
+	}
+	if n := len(r.closers.fs); n != 0 {
+		t.Fatalf("%d closers kept by the statement after 100 subquery runs", n)
+	}
+}

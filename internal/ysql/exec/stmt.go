@@ -469,7 +469,7 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 			}
 			s.txn, s.txnTime = tx, time.Now()
 		}
-		if err := s.inBlockStatement(ctx, first, fn); err != nil {
+		if err := runStatement(ctx, s.txn, first, fn); err != nil {
 			s.failed = true
 			return err
 		}
@@ -490,11 +490,6 @@ const stmtSavepoint = "\x00statement"
 // read restart. Each restart narrows the uncertainty window
 // (client.Txn.Restart), so the bound only guards against a bug.
 const maxStatementRestarts = 1000
-
-// inBlockStatement runs one statement of a transaction block.
-func (s *Session) inBlockStatement(ctx context.Context, first bool, fn func(tx *client.Txn) error) error {
-	return runStatement(ctx, s.txn, first, fn)
-}
 
 // runStatement runs one statement in tx, a block's or a batch's
 // transaction. Under READ COMMITTED every statement reads a snapshot of its
@@ -670,8 +665,7 @@ func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Dat
 	}()
 	r.ec.Subquery = func(ec *plan.EvalContext, sq *plan.Subquery, outer plan.Row) ([]plan.Row, error) {
 		// r.ctx: a streamed statement evaluates over several calls.
-		sub := &runner{s: s, ctx: r.ctx, txn: tx, ec: ec.WithOuter(outer), closers: r.closers}
-		return sub.rows(sq.Plan)
+		return r.subRows(ec.WithOuter(outer), sq.Plan)
 	}
 	switch n := st.node.(type) {
 	case *plan.Insert:

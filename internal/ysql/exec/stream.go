@@ -358,39 +358,18 @@ func (x *setOpSource) partition() error {
 			return err
 		}
 	}
-	for p, rf := range x.rights.parts {
-		var lf *spillFile
-		if x.lefts.parts != nil {
-			lf = x.lefts.parts[p]
-		}
-		if lf == nil { // no left rows: nothing to give out
-			if rf != nil {
-				rf.close()
-			}
-			continue
-		}
-		for _, f := range []*spillFile{rf, lf} {
-			if f != nil {
-				if err := f.finish(); err != nil {
-					return err
-				}
-			}
-		}
-		x.pairs = append(x.pairs, joinPair{right: rf, left: lf})
-	}
+	// A right file no left row reaches gives nothing out.
+	var err error
+	x.pairs, err = pairFiles(x.rights, x.lefts, false)
 	x.left = &sliceSource{}
-	return nil
+	return err
 }
 
 // nextPair loads the counts of the next pair of files; false when none
 // is left.
 func (x *setOpSource) nextPair() (bool, error) {
 	if x.cur != nil {
-		for _, f := range []*spillFile{x.cur.right, x.cur.left} {
-			if f != nil {
-				f.close()
-			}
-		}
+		x.cur.close()
 		x.cur = nil
 	}
 	if x.lefts == nil {

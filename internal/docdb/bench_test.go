@@ -296,6 +296,13 @@ func BenchmarkLookupsOnDisk(b *testing.B) {
 			}
 		}
 	})
+	b.Run("NewestVersion/present", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if ht, err := NewestVersion(f.eng.DB, f.present[(i*7919)%len(f.present)]); err != nil || ht == 0 {
+				b.Fatal(ht, err)
+			}
+		}
+	})
 	b.Run("CheckInserts/fresh", func(b *testing.B) {
 		c := InsertCheck{ReadTime: f.now, Txn: f.txn, OwnBefore: ^uint32(0)}
 		for i := 0; i < b.N; i++ {

@@ -1,6 +1,7 @@
 package docdb
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -28,24 +29,42 @@ func NewestVersion(r pebble.Reader, rowKey []byte) (hlc.Timestamp, error) {
 	var seek []byte
 	// Every key of the row has the row key as its prefix (Comparer), so
 	// the seeks are prefix seeks, which the bloom filters serve.
-	for valid := it.SeekPrefixGE(rowKey); valid; {
+	valid := it.SeekPrefixGE(rowKey)
+	for valid {
 		key := it.Key()
-		col, isCol, v, err := splitKey(key, len(rowKey))
+		_, _, v, err := splitKey(key, len(rowKey))
 		if err != nil {
 			return 0, err
 		}
 		newest = max(newest, v.ht)
-		// Skip the older versions of this piece: the next piece starts
-		// past every version suffix of this one.
-		seek = append(seek[:0], rowKey...)
-		if isCol {
-			seek = appendColumnSubKey(seek, col)
+		// Skip the older versions of this piece (the row level or a
+		// column: the key without its version suffix). A few steps cost
+		// less than a seek through every level, and a piece rarely has
+		// more versions than that; past them, seek beyond every version
+		// suffix of the piece.
+		seek = append(seek[:0], key[:len(key)-versionSuffixLen]...) // the key is the iterator's
+		samePiece := func(k []byte) bool {
+			return len(k) == len(seek)+versionSuffixLen && bytes.HasPrefix(k, seek)
+		}
+		stepped := false
+		for range nextsBeforeSeek {
+			if valid = it.Next(); !valid || !samePiece(it.Key()) {
+				stepped = true
+				break
+			}
+		}
+		if stepped {
+			continue
 		}
 		seek = append(seek, versionMarker+1)
 		valid = it.SeekPrefixGE(seek)
 	}
 	return newest, it.Error()
 }
+
+// nextsBeforeSeek is how many older versions of a row's piece NewestVersion
+// steps over before it seeks past the rest.
+const nextsBeforeSeek = 4
 
 // WriteLockIntents writes lock-only intents of the given types (no
 // provisional value) for transaction txn. Row locks use it: SELECT ... FOR

@@ -175,7 +175,16 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 // INSERT ... SELECT of millions of rows then holds a batch of them, not
 // every one.
 func (r *runner) blindInsert(ins *plan.Insert, tw *tableWriter) {
-	if !r.s.ownStatement || r.txn == nil || ins.OnConflict != nil {
+	r.blindWrites(tw, ins.OnConflict != nil)
+}
+
+// blindWrites is blindInsert for any statement writing through tw;
+// reads says the statement reads rows it wrote (ON CONFLICT, an UPDATE
+// that moves rows to new keys). An UPDATE or DELETE reads each target row
+// once, before its write, at the statement's snapshot or, locked, at its
+// newest version, which its own earlier writes never are.
+func (r *runner) blindWrites(tw *tableWriter, reads bool) {
+	if !r.s.ownStatement || r.txn == nil || reads {
 		return
 	}
 	for _, w := range tw.idx {
@@ -581,17 +590,18 @@ func (r *runner) updateRows(u *plan.Update, keyChanged bool) (int64, []plan.Row,
 	if err != nil {
 		return 0, nil, err
 	}
-	rows, err := r.rows(u.Source)
+	src, err := r.open(u.Source) // as the rows come: see insert
 	if err != nil {
 		return 0, nil, err
 	}
 	tw.base.since = r.since
+	r.blindWrites(tw, keyChanged)
 	var returned []plan.Row
 	first := firstMatches(t, u.Source, u.TargetAt)
 	var count int64
-	for _, joined := range rows {
+	err = each(src, func(joined plan.Row) error {
 		if !first(joined) {
-			continue
+			return nil
 		}
 		// SET and RETURNING see the whole row (with UPDATE ... FROM, the
 		// FROM tables' columns, then the target's); the writes its own.
@@ -600,32 +610,36 @@ func (r *runner) updateRows(u *plan.Update, keyChanged bool) (int64, []plan.Row,
 		for i, e := range u.Set {
 			d, err := e.Eval(r.ec, joined)
 			if err != nil {
-				return 0, nil, err
+				return err
 			}
 			nextJoined[at+i] = d
 		}
 		old, next := joined[at:end:end], nextJoined[at:end:end]
 		if err := r.checkRow(t, next, u.Checks); err != nil {
-			return 0, nil, err
+			return err
 		}
 		if keyChanged && !sameKey(t, old, next) {
 			if err := r.moveRow(tw, old, next); err != nil {
-				return 0, nil, err
+				return err
 			}
 		} else if err := r.writeUpdate(&tw.base, t, old, next); err != nil {
-			return 0, nil, err
+			return err
 		}
 		if err := r.indexWrites(tw, old, next); err != nil {
-			return 0, nil, err
+			return err
 		}
 		if u.Returning != nil {
 			out, err := r.evalAll(u.Returning, nextJoined)
 			if err != nil {
-				return 0, nil, err
+				return err
 			}
 			returned = append(returned, out)
 		}
 		count++
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
 	return count, returned, r.flushTable(tw)
 }
@@ -708,38 +722,43 @@ func (r *runner) deleteRows(d *plan.Delete) (int64, []plan.Row, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	rows, err := r.rows(d.Source)
+	src, err := r.open(d.Source) // as the rows come: see insert
 	if err != nil {
 		return 0, nil, err
 	}
 	tw.base.since = r.since
+	r.blindWrites(tw, false)
 	var returned []plan.Row
 	first := firstMatches(t, d.Source, d.TargetAt)
 	var count int64
-	for _, joined := range rows {
+	err = each(src, func(joined plan.Row) error {
 		if !first(joined) {
-			continue
+			return nil
 		}
 		end := d.TargetAt + len(t.Columns)
 		row := joined[d.TargetAt:end:end] // DELETE ... USING: the target's columns after the others'
 		key, err := storageRow(t, row, true)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		if err := r.add(&tw.base, client.Op{Kind: client.OpDelete, Row: key}); err != nil {
-			return 0, nil, err
+			return err
 		}
 		if err := r.indexWrites(tw, row, nil); err != nil {
-			return 0, nil, err
+			return err
 		}
 		if d.Returning != nil {
 			out, err := r.evalAll(d.Returning, joined)
 			if err != nil {
-				return 0, nil, err
+				return err
 			}
 			returned = append(returned, out)
 		}
 		count++
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
 	return count, returned, r.flushTable(tw)
 }

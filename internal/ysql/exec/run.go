@@ -465,7 +465,7 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		switch {
 		case r.txn != nil && s == r.unlocked:
 			row, found, r.since, err = r.txn.ReadForWrite(r.ctx, tbl, key)
-		case r.txn != nil && s.Lock != plan.NoLock && !(s.ForWrite && r.txn.Isolation() == client.Snapshot):
+		case r.txn != nil && s.Lock != plan.NoLock && !r.writesUnlocked(s):
 			row, found, err = r.txn.GetForUpdate(r.ctx, tbl, key, lockMode(s.Lock), waitPolicy(s.Wait))
 		case r.txn != nil:
 			// Only the columns the query reads: a transaction that wrote
@@ -503,10 +503,19 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Lock != plan.NoLock && s.Access.Kind != plan.PointGet && r.txn != nil && len(out) > 0 {
+	if s.Lock != plan.NoLock && s.Access.Kind != plan.PointGet && r.txn != nil && len(out) > 0 && !r.writesUnlocked(s) {
 		return r.lockRows(s, tbl, out)
 	}
 	return out, nil
+}
+
+// writesUnlocked reports whether s, the rows of an UPDATE or DELETE, is
+// read without row locks: under snapshot isolation (every autocommit
+// statement) the writes that follow fail on any version newer than the
+// snapshot, waiting for a pending writer first as the lock would, so the
+// lock's Raft round and its check of every row buy nothing.
+func (r *runner) writesUnlocked(s *plan.Scan) bool {
+	return s.ForWrite && r.txn != nil && r.txn.Isolation() == client.Snapshot
 }
 
 // scanOptions are the client scan options of a table scan that is not a
@@ -643,6 +652,9 @@ func (r *runner) scanRows(tbl *client.Table, opts client.ScanOptions) ([]client.
 	return tbl.ScanAll(r.ctx, opts)
 }
 
+// lockBatch is the most rows one lock request of a locking scan takes.
+const lockBatch = 1024
+
 // lockRows locks scanned rows (SELECT ... FOR UPDATE over a range, the
 // rows of an UPDATE or DELETE) and, with SKIP LOCKED, leaves out those it
 // could not lock. Under READ COMMITTED the rows were read before the locks
@@ -651,6 +663,20 @@ func (r *runner) scanRows(tbl *client.Table, opts client.ScanOptions) ([]client.
 // decides again (PostgreSQL's re-check of an updated row), or an UPDATE
 // would write values computed from a stale row and lose the other's.
 func (r *runner) lockRows(s *plan.Scan, tbl *client.Table, rows []plan.Row) ([]plan.Row, error) {
+	if len(rows) > lockBatch {
+		// One lock request per batch, in order: a request for every row
+		// of a large table outlasted the RPC deadline.
+		var out []plan.Row
+		for len(rows) > 0 {
+			n := min(len(rows), lockBatch)
+			locked, err := r.lockRows(s, tbl, rows[:n])
+			if err != nil {
+				return nil, err
+			}
+			out, rows = append(out, locked...), rows[n:]
+		}
+		return out, nil
+	}
 	keys := make([]client.Row, len(rows))
 	for i, row := range rows {
 		k, err := storageRow(s.Table, row, true)

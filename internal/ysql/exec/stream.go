@@ -450,6 +450,19 @@ func pop(rows *[]plan.Row) plan.Row {
 	return row
 }
 
+// each calls fn with every row of src in turn, until the end or an error.
+func each(src rowSource, fn func(plan.Row) error) error {
+	for {
+		row, err := src.next()
+		if err != nil || row == nil {
+			return err
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
 // drain reads the rest of src.
 func drain(src rowSource) ([]plan.Row, error) {
 	var out []plan.Row
@@ -472,21 +485,37 @@ func sortsFirst(n plan.Node) bool {
 	return ok
 }
 
-// openScan streams a table or index scan that does not read by point get
-// and locks nothing; ok is false for the others, and for those the
-// transaction must read whole (Txn.Stream).
+// openScan streams a table or index scan that does not read by point get;
+// ok is false for the others, and for those the transaction must read
+// whole (Txn.Stream). A locking scan (FOR UPDATE, the rows of an UPDATE or
+// DELETE) locks its rows a batch at a time as they pass (lockingSource).
 func (r *runner) openScan(s *plan.Scan) (rowSource, bool, error) {
-	if s.Access.Kind == plan.PointGet || s.Lock != plan.NoLock ||
-		s.Wait == plan.SkipLocked || r.s.reads != nil || r.txn == nil {
+	if s.Access.Kind == plan.PointGet || r.s.reads != nil || r.txn == nil {
 		return nil, false, nil
 	}
 	tbl, err := r.s.openTable(r.ctx, s.Table)
 	if err != nil {
 		return nil, false, err
 	}
+	var src rowSource
+	var ok bool
 	if s.Access.Index != nil {
-		return r.openIndexScan(s, tbl)
+		src, ok, err = r.openIndexScan(s, tbl)
+	} else {
+		src, ok, err = r.openTableScan(s, tbl)
 	}
+	if err != nil || !ok || s.Lock == plan.NoLock || r.writesUnlocked(s) {
+		return src, ok, err
+	}
+	batch := lockBatch
+	if n := r.limitHint(s); n > 0 && n < batch {
+		batch = n
+	}
+	return &lockingSource{r: r, s: s, tbl: tbl, in: src, batch: batch}, true, nil
+}
+
+// openTableScan streams a scan of the table itself.
+func (r *runner) openTableScan(s *plan.Scan, tbl *client.Table) (rowSource, bool, error) {
 	examined := 0
 	opts, filter, ok, err := r.scanOptions(s, &examined)
 	if err != nil {
@@ -500,6 +529,48 @@ func (r *runner) openScan(s *plan.Scan) (rowSource, bool, error) {
 		return nil, false, err
 	}
 	return &scanSource{r: r, s: s, sc: sc, filter: filter}, true, nil
+}
+
+// lockingSource locks the rows of a scan a batch at a time, in the scan's
+// order, and passes on those it locked (lockRows: under READ COMMITTED
+// their newest versions, if they still qualify). An UPDATE of a million
+// rows then holds and locks a batch of them at once, not every one, and
+// each lock request stays small. A batch starts at the scan's LIMIT, when
+// smaller, and doubles: SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1 locks
+// about one row, not every row it could.
+type lockingSource struct {
+	r     *runner
+	s     *plan.Scan
+	tbl   *client.Table
+	in    rowSource // the scan, unlocked
+	batch int       // rows to lock next
+	out   []plan.Row
+}
+
+func (x *lockingSource) next() (plan.Row, error) {
+	for len(x.out) == 0 {
+		var rows []plan.Row
+		for len(rows) < x.batch {
+			row, err := x.in.next()
+			if err != nil {
+				return nil, err
+			}
+			if row == nil {
+				break
+			}
+			rows = append(rows, row)
+		}
+		if len(rows) == 0 {
+			return nil, nil
+		}
+		locked, err := x.r.lockRows(x.s, x.tbl, rows)
+		if err != nil {
+			return nil, err
+		}
+		x.out = locked
+		x.batch = min(2*x.batch, lockBatch)
+	}
+	return pop(&x.out), nil
 }
 
 // openIndexScan streams an index scan: the index rows a page at a time,

@@ -339,3 +339,78 @@ func retryable(err error) error {
 	}
 	return err
 }
+
+// TestLockingScansInBatches: a locking scan (SELECT ... FOR UPDATE over a
+// range, the rows of an UPDATE or DELETE) locks its rows a batch at a time
+// as the scan gives them, so a job queue's LIMIT 1 FOR UPDATE SKIP LOCKED
+// holds one job, not every job it could (PostgreSQL's too), and a
+// statement over more rows than one lock request takes (lockBatch) reads,
+// locks and writes them batch by batch without ever seeing its own writes.
+func TestLockingScansInBatches(t *testing.T) {
+	addrs, admin := ysqlCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	exec := func(c *pgx.Conn, q string) {
+		t.Helper()
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(admin, `CREATE TABLE jobs (id int, state int NOT NULL, PRIMARY KEY (id ASC))`)
+	exec(admin, `INSERT INTO jobs SELECT g, 0 FROM generate_series(1, 3000) g`)
+
+	// Two workers each take the first job nobody holds.
+	take := `SELECT id FROM jobs WHERE state = 0 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`
+	var workers []pgx.Tx
+	var got []int
+	for i := range 2 {
+		tx, err := connect(t, addrs[1+i], "yugabyte").Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		var id int
+		if err := tx.QueryRow(ctx, take).Scan(&id); err != nil {
+			t.Fatalf("worker %d: %s: %v", i, take, err)
+		}
+		workers, got = append(workers, tx), append(got, id)
+	}
+	if got[0] != 1 || got[1] != 2 {
+		t.Fatalf("the workers took jobs %v; want [1 2]", got)
+	}
+	for i, tx := range workers {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE jobs SET state = 1 WHERE id = %d`, got[i])); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	check := func(what, q string, want ...int) {
+		t.Helper()
+		got := make([]int, len(want))
+		dest := make([]any, len(want))
+		for i := range got {
+			dest[i] = &got[i]
+		}
+		if err := admin.QueryRow(ctx, q).Scan(dest...); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: %s = %v (%v); want %v", what, q, got, err, want)
+		}
+	}
+	const sums = `SELECT count(*), sum(state), min(id), max(id) FROM jobs`
+	exec(admin, `UPDATE jobs SET state = state + 10`)
+	check("autocommit UPDATE", sums, 3000, 30002, 1, 3000)
+	exec(admin, `BEGIN ISOLATION LEVEL READ COMMITTED; UPDATE jobs SET state = state + 1 WHERE id > 500; COMMIT`)
+	check("READ COMMITTED UPDATE", sums, 3000, 32502, 1, 3000)
+	// Moved rows land ahead of the scan, which must not meet them again.
+	exec(admin, `UPDATE jobs SET id = id + 10000 WHERE id <= 2500`)
+	check("UPDATE of the key", `SELECT count(*), min(id), max(id) FROM jobs WHERE id > 10000`, 2500, 10001, 12500)
+	check("UPDATE of the key", sums, 3000, 32502, 2501, 12500)
+	// A block that wrote the table first reads it whole (with its own
+	// writes); the locks still go a batch at a time.
+	exec(admin, `BEGIN; INSERT INTO jobs VALUES (1, 5); UPDATE jobs SET state = state - 1; DELETE FROM jobs WHERE id > 11000; COMMIT`)
+	check("block", sums, 1501, 14506, 1, 11000)
+	exec(admin, `DELETE FROM jobs WHERE state >= 9`)
+	check("DELETE", sums, 1, 4, 1, 1)
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -615,6 +616,14 @@ func (c *localCluster) startNode(ctx context.Context, k int) error {
 	if err := saveNodes(c.base, c.st, k); err != nil {
 		return err
 	}
+	if running, need := c.mastersRunning(); running < need {
+		// Nothing can be ready before a majority of the masters runs:
+		// the first node of a stopped cluster waited out --wait, then
+		// failed, though it was fine.
+		fmt.Fprintf(c.out, "node %d started: %s, pid %d; the cluster serves once %d of its %d master nodes run (%d do): start the others\n",
+			k, c.st.rpcAddr(*n), l.pid, need, c.st.RF, running)
+		return nil
+	}
 	a := c.admin()
 	defer a.close()
 	id, err := c.waitReady(ctx, a, k, l)
@@ -623,6 +632,20 @@ func (c *localCluster) startNode(ctx context.Context, k int) error {
 	}
 	fmt.Fprintf(c.out, "node %d started: %s, pid %d, node id %d\n", k, c.st.rpcAddr(*n), l.pid, id)
 	return nil
+}
+
+// mastersRunning counts the running nodes among those that host the
+// masters (the first RF nodes: the first node and, with RF 3 or more, the
+// next joiners) and the majority they need.
+func (c *localCluster) mastersRunning() (running, need int) {
+	nodes := slices.Clone(c.st.Nodes)
+	slices.SortFunc(nodes, func(a, b clusterNode) int { return a.Index - b.Index })
+	for _, n := range nodes[:min(c.st.RF, len(nodes))] {
+		if processAlive(n.PID, nodeDir(c.base, n.Index)) {
+			running++
+		}
+	}
+	return running, c.st.RF/2 + 1
 }
 
 func (c *localCluster) destroy() error {

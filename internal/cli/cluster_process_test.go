@@ -138,7 +138,7 @@ func TestClusterProcess(t *testing.T) {
 	bin := buildShale(t)
 	// The cluster part is bounded; the build above is not (a cold cache on
 	// a busy machine is slow, and that is not what this test measures).
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	r := &shaleRunner{t: t, ctx: ctx, bin: bin}
 	testStart := time.Now()
@@ -318,6 +318,26 @@ func TestClusterProcess(t *testing.T) {
 			t.Fatalf("a data dir of another cluster: %v, stderr %q", err, errOut)
 		}
 		t.Logf("refused: %s", strings.TrimSpace(errOut))
+	}
+
+	// A stopped cluster started again node by node: the first node cannot
+	// be ready before a second master runs, so start-node does not wait
+	// for it (it waited out --wait and failed).
+	for _, k := range []string{"1", "2", "3"} {
+		r.must("cluster", "stop-node", k, "--base-dir", base)
+	}
+	if out := r.must("cluster", "start-node", "1", "--base-dir", base); !strings.Contains(out, "serves once 2 of its 3 master nodes run (1 do)") {
+		t.Fatalf("start-node 1 of a stopped cluster: %q", out)
+	}
+	notePIDs()
+	r.must("cluster", "start-node", "2", "--base-dir", base)
+	r.must("cluster", "start-node", "3", "--base-dir", base)
+	notePIDs()
+	l := live(r.tservers(masters))
+	for k := 1; k <= 3; k++ {
+		if id, _, err := nodeIdentity(nodeDir(base, k)); err != nil || !l[id] {
+			t.Fatalf("node %d (node id %d, %v) is not live after starting the stopped cluster: %v", k, id, err, l)
+		}
 	}
 
 	notePIDs()

@@ -154,7 +154,7 @@ func Start(cfg Config) (*Server, error) {
 		bootstrap = true
 		id = &identity{NodeID: 1}
 	case id == nil:
-		resp, err := s.join(cfg.Join, &masterpb.JoinRequest{RpcAddr: rpcAddr, HttpAddr: cfg.HTTPAddr, Placement: cfg.Placement})
+		resp, err := s.join(cfg.Join, &masterpb.JoinRequest{RpcAddr: rpcAddr, HttpAddr: cfg.HTTPAddr, Placement: cfg.Placement}, joinTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -164,8 +164,12 @@ func Start(cfg Config) (*Server, error) {
 		// A restart: check the cluster is still ours and refresh our
 		// address. Unreachable masters are fine (the cluster may be
 		// restarting); a different cluster is not.
+		// Briefly: the masters may be nodes restarting like this one, and
+		// none serves before its own check ends (a stopped cluster
+		// started node by node took 30 s per node). The heartbeats refresh
+		// the masters and refuse another cluster's later anyway.
 		resp, err := s.join(cfg.Join, &masterpb.JoinRequest{ClusterId: id.ClusterID, NodeId: id.NodeID, RpcAddr: rpcAddr,
-			HttpAddr: cfg.HTTPAddr, Placement: cfg.Placement})
+			HttpAddr: cfg.HTTPAddr, Placement: cfg.Placement}, rejoinTimeout)
 		if errors.Is(err, ErrWrongCluster) {
 			return nil, err
 		}
@@ -317,10 +321,16 @@ func (s *Server) masterConfig(bootstrap bool) master.Config {
 	}
 }
 
+// How long a new node tries to join, and a restarted one to check in.
+const (
+	joinTimeout   = 30 * time.Second
+	rejoinTimeout = 3 * time.Second
+)
+
 // join calls Join on the given masters, following NOT_LEADER hints, until
-// one answers or a deadline passes.
-func (s *Server) join(addrs []string, req *masterpb.JoinRequest) (*masterpb.JoinResponse, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+// one answers or the timeout passes.
+func (s *Server) join(addrs []string, req *masterpb.JoinRequest, timeout time.Duration) (*masterpb.JoinResponse, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
 	var resp *masterpb.JoinResponse
 	err := client.NewMasters(s.pool, addrs).Call(ctx, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error) {

@@ -328,6 +328,25 @@ func TestTransferToStoppedNodeRefused(t *testing.T) {
 	propose(t, c, "c", "3")
 }
 
+// TestTransferToNodeThatJustStopped: a transfer to a voter whose node
+// stopped a moment ago (still heard from within the lease) gives up once
+// the node goes silent, not at the caller's deadline, and the group goes
+// on.
+func TestTransferToNodeThatJustStopped(t *testing.T) {
+	c := startCluster(t, 3, []uint64{1, 2, 3})
+	propose(t, c, "a", "1")
+	l := waitLeader(t, c)
+	down := l.ID%3 + 1
+	g, _ := l.Runtime.Group(groupID)
+	c.StopNode(down)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := g.TransferLeadership(ctx, down); !errors.Is(err, consensus.ErrTransferTargetUnreachable) {
+		t.Fatalf("transfer to node %d that just stopped: %v, want ErrTransferTargetUnreachable", down, err)
+	}
+	propose(t, c, "b", "2")
+}
+
 func TestQuiescedGroupKeepsLeaseAndFailsOver(t *testing.T) {
 	c := startCluster(t, 3, []uint64{1, 2, 3})
 	propose(t, c, "a", "1")

@@ -252,10 +252,22 @@ func (g *Group) TransferLeadership(ctx context.Context, node uint64) error {
 	g.mu.quiesced = false
 	g.mu.Unlock()
 	g.rt.markPending(g.id)
-	return g.rt.waitFor(ctx, func() bool {
+	// A target that stops meanwhile (a whole cluster stopped node by
+	// node: the last one's peers were heard from a moment ago) is given
+	// up once it goes silent, not at the caller's deadline.
+	lost := false
+	err := g.rt.waitFor(ctx, func() bool {
 		st := g.Status()
-		return st.Leader == node && st.Role != RoleLeader
+		if st.Leader == node && st.Role != RoleLeader {
+			return true
+		}
+		lost = node != g.rt.cfg.NodeID && !g.heardFrom(node)
+		return lost
 	})
+	if err == nil && lost {
+		return fmt.Errorf("%w: node %d went silent during the transfer (group %d)", ErrTransferTargetUnreachable, node, g.id)
+	}
+	return err
 }
 
 // HandOff transfers leadership, if this replica leads, to the other voter

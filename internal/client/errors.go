@@ -52,10 +52,13 @@ const (
 	// retention window, whose versions may be gone (a cursor left open
 	// for longer than the window): PostgreSQL's "snapshot too old" (72000).
 	CodeReadTooOld
+	// CodeTooLarge: a row is larger than MaxRowBytes (54000); nothing of
+	// the write was sent.
+	CodeTooLarge
 )
 
 var codeNames = [...]string{"INTERNAL", "INVALID_ARGUMENT", "TABLE_NOT_FOUND", "TIMEOUT", "AMBIGUOUS",
-	"TXN_CONFLICT", "DEADLOCK", "LOCK_NOT_AVAILABLE", "TXN_ABORTED", "READ_RESTART", "DUPLICATE_KEY", "OUT_OF_RANGE", "READ_TOO_OLD"}
+	"TXN_CONFLICT", "DEADLOCK", "LOCK_NOT_AVAILABLE", "TXN_ABORTED", "READ_RESTART", "DUPLICATE_KEY", "OUT_OF_RANGE", "READ_TOO_OLD", "TOO_LARGE"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -135,6 +138,8 @@ func SQLState(err error) string {
 		return "22003"
 	case CodeReadTooOld:
 		return "72000"
+	case CodeTooLarge:
+		return "54000"
 	}
 	return ""
 }

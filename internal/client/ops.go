@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -161,7 +162,27 @@ func (t *Table) prepare(op Op) (keyedOps, error) {
 	default:
 		return keyedOps{}, invalidf("unknown op kind %d", op.Kind)
 	}
+	if n := k.size(); n > MaxRowBytes {
+		return keyedOps{}, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("row is too big: size %d, maximum size %d", n, MaxRowBytes)}
+	}
 	return k, nil
+}
+
+// MaxRowBytes bounds what one row's write may carry. Requests and Raft
+// entries hold whole rows, and RPC messages are at most rpc.MaxMessageSize
+// (64 MiB): a larger row failed on every attempt until the deadline, as a
+// timeout. Transactional writes split their requests by size
+// (maxRequestBytes), and a scan page holds a few MiB of rows
+// (tablet.ScanPageBytes) plus at most one row.
+const MaxRowBytes = 32 << 20
+
+// size is about the bytes k's ops take in a request.
+func (k *keyedOps) size() int {
+	n := 0
+	for i := range k.ops {
+		n += k.ops[i].Size()
+	}
+	return n
 }
 
 func (t *Table) apply(ctx context.Context, name string, ops []Op) error {

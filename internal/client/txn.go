@@ -487,6 +487,10 @@ func (t *Table) sumAsUpdate(add Op, sum docdb.WriteOp) (Op, error) {
 	return Op{Kind: OpUpdate, Row: row, TTL: add.TTL}, nil
 }
 
+// maxRequestBytes is about the most ops bytes one transactional write
+// request carries (plus at most one row, MaxRowBytes).
+const maxRequestBytes = 16 << 20
+
 // send routes a transactional write (ops and/or row locks) to the tablets
 // of its keys. Ops carry consecutive write ids from base in their order;
 // the write id of each op is preserved across tablets. A version of a
@@ -516,16 +520,21 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 	err := t.routeByTablet(ctx, s, keys, func(tab *tabletMeta, idx []int) error {
 		// One request per run of consecutive write ids (the server numbers
 		// a request's ops from its write id); the locks ride on the first.
+		// A run ends too where its ops reach maxRequestBytes: a batch of
+		// large rows made one request larger than a message may be.
 		var locks [][]byte
 		var runs [][]int
+		runBytes := 0
 		for _, i := range idx {
 			switch n := len(runs); {
 			case i >= len(ops):
 				locks = append(locks, keys[i])
-			case n > 0 && runs[n-1][len(runs[n-1])-1]+1 == i:
+			case n > 0 && runs[n-1][len(runs[n-1])-1]+1 == i && runBytes < maxRequestBytes:
 				runs[n-1] = append(runs[n-1], i)
+				runBytes += ops[i].Size()
 			default:
 				runs = append(runs, []int{i})
+				runBytes = ops[i].Size()
 			}
 		}
 		if len(runs) == 0 {

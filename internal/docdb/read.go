@@ -41,6 +41,15 @@ type Row struct {
 	WriteTime hlc.Timestamp // newest visible write time among the row's visible pieces
 }
 
+// Size is about the bytes the row takes in an answer.
+func (r *Row) Size() int {
+	n := 16 + len(r.Key)
+	for _, c := range r.Columns {
+		n += c.size()
+	}
+	return n
+}
+
 // Visibility, for a read at time T (see doc.go for the full picture):
 //   - of each key (the row level, or one column) the newest version <= T
 //     counts; a tombstone or an expired value there hides the key;
@@ -104,6 +113,11 @@ type ScanOptions struct {
 	// that many, the scan stops with a resume key (the next page's groups
 	// merge with these). 0: no bound.
 	MaxGroups int
+	// MaxBytes bounds the rows returned by their size (Row.Size): once
+	// they reach it the scan stops with a resume key, so that a page of
+	// large rows stays within a message. At least one row is returned.
+	// 0: no bound.
+	MaxBytes int
 }
 
 // Scan returns the rows of the span in key order (reverse if asked) and a
@@ -135,7 +149,7 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 	rr := newRowReader(it, opts.ReadTime, cols)
 	rr.setUncertainty(opts.Uncertainty)
 	view := RowView{KeyColumns: opts.KeyColumns}
-	examined := 0
+	examined, size := 0, 0
 	var rowKey []byte
 	var valid bool
 	if opts.Reverse {
@@ -159,6 +173,7 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 			continue
 		}
 		if (opts.Limit > 0 && len(rows) >= opts.Limit) || (opts.MaxRows > 0 && examined >= opts.MaxRows) ||
+			(opts.MaxBytes > 0 && size >= opts.MaxBytes) ||
 			(opts.Aggregator != nil && opts.Aggregator.full(opts.MaxGroups)) {
 			return rows, slices.Clone(rowKey), nil
 		}
@@ -178,6 +193,9 @@ func Scan(r pebble.Reader, opts ScanOptions) (rows []Row, resume []byte, err err
 		}
 		if ok {
 			rows = append(rows, row)
+			if opts.MaxBytes > 0 {
+				size += row.Size()
+			}
 		}
 		if opts.Reverse {
 			valid = it.SeekLT(rowKey)

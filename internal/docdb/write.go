@@ -54,6 +54,20 @@ type ColumnValue struct {
 	Value Value
 }
 
+// size is about the bytes a column value takes encoded, in a batch or a
+// returned row (an upper bound for the fixed-size types).
+func (c ColumnValue) size() int { return 24 + len(c.Value.Bytes) }
+
+// Size is about the bytes the op takes in an encoded batch: what bounds a
+// request or a Raft entry.
+func (op *WriteOp) Size() int {
+	n := 24 + len(op.RowKey)
+	for _, c := range op.Columns {
+		n += c.size()
+	}
+	return n
+}
+
 // WriteOp is one write to one row.
 type WriteOp struct {
 	Kind    OpKind

@@ -31,8 +31,15 @@ func (o *ScanOptions) docdb(span storage.Span, at hlc.Timestamp, unc *docdb.Unce
 		ReadOptions: docdb.ReadOptions{ReadTime: at, Columns: o.Columns, Uncertainty: unc},
 		Span:        span, Limit: o.Limit, Reverse: o.Reverse,
 		Filter: o.Filter, Aggregator: agg, KeyColumns: o.KeyColumns, MaxRows: o.MaxRows, MaxGroups: o.MaxGroups,
+		MaxBytes: ScanPageBytes,
 	}
 }
+
+// ScanPageBytes bounds a scan page by the size of its rows (the client
+// asks for the next page): a thousand rows of 100 KB each made a page
+// larger than an RPC message may be, and the scan failed on every retry.
+// With rows of at most client.MaxRowBytes a page stays well within it.
+const ScanPageBytes = 8 << 20
 
 // checkScan validates the pushdown parts of a row scan.
 func (o *ScanOptions) checkScan() error {

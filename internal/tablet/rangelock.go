@@ -154,7 +154,7 @@ func (t *Tablet) ScanLocked(ctx context.Context, opts ScanOptions, lock ScanLock
 		rt = t.clock.Now()
 		rows, resume, err := docdb.Scan(snap, docdb.ScanOptions{
 			ReadOptions: docdb.ReadOptions{ReadTime: rt, Columns: opts.Columns},
-			Span:        span, Limit: opts.Limit, Reverse: opts.Reverse,
+			Span:        span, Limit: opts.Limit, Reverse: opts.Reverse, MaxBytes: ScanPageBytes,
 		})
 		if err != nil {
 			snap.Close()
@@ -163,8 +163,8 @@ func (t *Tablet) ScanLocked(ctx context.Context, opts ScanOptions, lock ScanLock
 		}
 		covered = span
 		if resume != nil {
-			// The limit cut the scan: Scan returns a resume key only
-			// after a full page of rows.
+			// The limit or the page's bytes cut the scan: Scan returns
+			// a resume key only after at least one row.
 			last := rows[len(rows)-1].Key
 			if opts.Reverse {
 				covered.Start = last

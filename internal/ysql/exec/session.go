@@ -149,6 +149,11 @@ func init() {
 				msg = "deadlock detected"
 			case pgerror.CodeLockNotAvailable:
 				msg = "could not obtain lock on row"
+			case pgerror.CodeProgramLimitExceeded:
+				var ce *client.Error
+				if errors.As(err, &ce) && ce.Message != "" {
+					msg = ce.Message // PostgreSQL's "row is too big: ..."
+				}
 			case pgerror.CodeSnapshotTooOld:
 				msg = "snapshot too old"
 				return &pgerror.Error{Code: code, Message: msg, Detail: err.Error(),

@@ -2,11 +2,15 @@ package docdb
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
 )
 
 // TestNewestVersion checks NewestVersion against a walk of every key of the
@@ -77,4 +81,50 @@ func walkNewest(t *testing.T, r pebble.Reader, rowKey []byte) hlc.Timestamp {
 		newest = max(newest, v.ht)
 	}
 	return newest
+}
+
+// TestScanMaxBytes: a scan page stops once its rows reach MaxBytes (at
+// least one row a page), and the pages resumed from each other return
+// every row once.
+func TestScanMaxBytes(t *testing.T) {
+	eng := openTestEngine(t)
+	ht := hlc.FromMicros(1e6, 0)
+	filler := Text(strings.Repeat("x", 1000))
+	for i := range 10 {
+		op := WriteOp{Kind: OpPutRow, RowKey: testRowKey(fmt.Sprintf("r%02d", i)), Columns: []ColumnValue{{ID: 2, Value: filler}}}
+		if err := ApplyWriteBatch(eng.DB, ht, &WriteBatch{Ops: []WriteOp{op}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := (&Row{Key: testRowKey("r00"), Columns: []ColumnValue{{ID: 2, Value: filler}}}).Size()
+	for _, tc := range []struct {
+		maxBytes int
+		pages    []int
+	}{
+		{2*one + 1, []int{3, 3, 3, 1}},
+		{2 * one, []int{2, 2, 2, 2, 2}},
+		{one / 2, []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+		{0, []int{10}},
+	} {
+		span := storage.Span{Start: testRowKey("r"), End: testRowKey("s")}
+		var pages []int
+		var keys []string
+		for {
+			rows, resume, err := Scan(eng.DB, ScanOptions{ReadOptions: ReadOptions{ReadTime: ht}, Span: span, MaxBytes: tc.maxBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages = append(pages, len(rows))
+			for _, r := range rows {
+				keys = append(keys, string(r.Key))
+			}
+			if resume == nil {
+				break
+			}
+			span.Start = resume
+		}
+		if fmt.Sprint(pages) != fmt.Sprint(tc.pages) || len(keys) != 10 || !slices.IsSorted(keys) || len(slices.Compact(keys)) != 10 {
+			t.Errorf("MaxBytes %d: pages %v, want %v; %d rows", tc.maxBytes, pages, tc.pages, len(keys))
+		}
+	}
 }

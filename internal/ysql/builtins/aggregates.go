@@ -457,6 +457,9 @@ func (s *stringAggState) Add(_ *EvalContext, a []types.Datum) error {
 		s.firstLen = len(d)
 		s.seen = true
 	}
+	if err := checkLen(int64(len(s.buf) + len(d) + len(v))); err != nil {
+		return err
+	}
 	s.buf = append(append(s.buf, d...), v...)
 	return nil
 }
@@ -467,6 +470,9 @@ func (s *stringAggState) Merge(o AggState) error {
 	}
 	if !s.seen {
 		s.firstLen, s.seen = x.firstLen, true
+	}
+	if err := checkLen(int64(len(s.buf) + len(x.buf))); err != nil {
+		return err
 	}
 	s.buf = append(s.buf, x.buf...)
 	return nil

@@ -174,3 +174,28 @@ func TestExpressionsAgainstPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestValueLengthLimit: functions that could build a value past
+// PostgreSQL's 1 GB fail with 54000 before they allocate it (lpad built 8
+// GB of runes for 2,000,000,000 characters and took the node down).
+func TestValueLengthLimit(t *testing.T) {
+	ctx := &EvalContext{TxnTime: time.Date(2024, 3, 5, 10, 0, 0, 0, time.UTC), Loc: time.UTC}
+	for _, expr := range []string{
+		"lpad('x', 2000000000)",
+		"rpad('x', 2000000000, 'ab')",
+		"lpad('x', 600000000, 'é')", // two bytes a character
+		"repeat('x', 2000000000)",
+		"repeat('abc', 500000000)",
+		"replace(repeat('ab', 1000), 'a', repeat('x', 2000000))",
+	} {
+		tree, err := pg_query.Parse("select " + expr)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		d, _, err := evalExpr(ctx, tree.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val)
+		var pe *pgerror.Error
+		if !errors.As(err, &pe) || pe.Code != pgerror.CodeProgramLimitExceeded || pe.Message != "requested length too large" {
+			t.Errorf("%s: %v (%d bytes), want 54000 requested length too large", expr, err, len(d.S))
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -94,27 +95,51 @@ func trimSet(s, chars string, left, right bool) string {
 	return s
 }
 
-func pad(s string, n int64, fill string, left bool) string {
+// maxValueLen is the most bytes a text or bytea value may hold, as in
+// PostgreSQL (1 GB): past it a function fails with 54000 rather than
+// allocating what may take the node down (lpad('x', 2000000000) built 8 GB
+// of runes).
+const maxValueLen = 1<<30 - 1
+
+var errTooLong = pgerror.New(pgerror.CodeProgramLimitExceeded, "requested length too large")
+
+// checkLen fails with "requested length too large" when n bytes exceed
+// maxValueLen.
+func checkLen(n int64) error {
+	if n > maxValueLen {
+		return errTooLong
+	}
+	return nil
+}
+
+func pad(s string, n int64, fill string, left bool) (string, error) {
 	if n <= 0 {
-		return ""
+		return "", nil
 	}
 	runes := []rune(s)
 	if int64(len(runes)) >= n {
-		return string(runes[:n])
+		return string(runes[:n]), nil
 	}
 	f := []rune(fill)
 	if len(f) == 0 {
-		return s
+		return s, nil
 	}
 	need := int(n) - len(runes)
-	var p []rune
-	for i := 0; len(p) < need; i++ {
-		p = append(p, f[i%len(f)])
+	// Every rune of the fill takes at least a byte.
+	if err := checkLen(int64(len(s)) + int64(need)*int64(utf8.RuneLen(slices.Max(f)))); err != nil {
+		return "", err
+	}
+	var p strings.Builder
+	if !left {
+		p.WriteString(s)
+	}
+	for i := range need {
+		p.WriteRune(f[i%len(f)])
 	}
 	if left {
-		return string(p) + s
+		p.WriteString(s)
 	}
-	return s + string(p)
+	return p.String(), nil
 }
 
 func initcap(s string) string {
@@ -216,6 +241,12 @@ func init() {
 		if a[1].S == "" {
 			return a[0], nil
 		}
+		if len(a[2].S) > len(a[1].S) {
+			grow := int64(strings.Count(a[0].S, a[1].S)) * int64(len(a[2].S)-len(a[1].S))
+			if err := checkLen(int64(len(a[0].S)) + grow); err != nil {
+				return types.NullDatum, err
+			}
+		}
 		return types.DString(strings.ReplaceAll(a[0].S, a[1].S, a[2].S)), nil
 	})
 	addFn("left", args(tText, tI4), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
@@ -235,24 +266,23 @@ func init() {
 		n = min(n, int64(len(r)))
 		return types.DString(string(r[int64(len(r))-n:])), nil
 	})
-	addFn("lpad", args(tText, tI4), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
-		return types.DString(pad(a[0].S, a[1].I, " ", true)), nil
-	})
-	addFn("lpad", args(tText, tI4, tText), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
-		return types.DString(pad(a[0].S, a[1].I, a[2].S, true)), nil
-	})
-	addFn("rpad", args(tText, tI4), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
-		return types.DString(pad(a[0].S, a[1].I, " ", false)), nil
-	})
-	addFn("rpad", args(tText, tI4, tText), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
-		return types.DString(pad(a[0].S, a[1].I, a[2].S, false)), nil
-	})
+	for _, left := range []bool{true, false} {
+		name := map[bool]string{true: "lpad", false: "rpad"}[left]
+		addFn(name, args(tText, tI4), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+			s, err := pad(a[0].S, a[1].I, " ", left)
+			return types.DString(s), err
+		})
+		addFn(name, args(tText, tI4, tText), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+			s, err := pad(a[0].S, a[1].I, a[2].S, left)
+			return types.DString(s), err
+		})
+	}
 	addFn("repeat", args(tText, tI4), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		if a[1].I <= 0 {
 			return types.DString(""), nil
 		}
-		if int64(len(a[0].S))*a[1].I > 1<<30-1 {
-			return types.NullDatum, pgerror.New(pgerror.CodeProgramLimitExceeded, "requested length too large")
+		if a[1].I > maxValueLen || checkLen(int64(len(a[0].S))*a[1].I) != nil {
+			return types.NullDatum, errTooLong
 		}
 		return types.DString(strings.Repeat(a[0].S, int(a[1].I))), nil
 	})
@@ -312,6 +342,9 @@ func init() {
 			for i, v := range a {
 				if !v.Null {
 					sb.WriteString(textOf(v, ts[i], ctx.loc()))
+					if err := checkLen(int64(sb.Len())); err != nil {
+						return types.NullDatum, err
+					}
 				}
 			}
 			return types.DString(sb.String()), nil
@@ -323,10 +356,15 @@ func init() {
 				return types.NullDatum, nil
 			}
 			var parts []string
+			n := 0
 			for i := 1; i < len(a); i++ {
 				if !a[i].Null {
 					parts = append(parts, textOf(a[i], ts[i], ctx.loc()))
+					n += len(parts[len(parts)-1]) + len(a[0].S)
 				}
+			}
+			if err := checkLen(int64(n)); err != nil {
+				return types.NullDatum, err
 			}
 			return types.DString(strings.Join(parts, a[0].S)), nil
 		}}

@@ -225,18 +225,21 @@ func init() {
 	}
 
 	// Text.
-	addOp("||", tText, tText, tText, func(_ *EvalContext, a, b types.Datum) (types.Datum, error) {
+	catText := func(_ *EvalContext, a, b types.Datum) (types.Datum, error) {
+		if err := checkLen(int64(len(a.S)) + int64(len(b.S))); err != nil {
+			return types.NullDatum, err
+		}
 		return types.DString(a.S + b.S), nil
-	})
+	}
+	addOp("||", tText, tText, tText, catText)
 	// text || anynonarray and anynonarray || text: the non-text side is
 	// passed as its text output (see PrepareArgs).
-	addOp("||", tText, AnyNonArray, tText, func(_ *EvalContext, a, b types.Datum) (types.Datum, error) {
-		return types.DString(a.S + b.S), nil
-	})
-	addOp("||", AnyNonArray, tText, tText, func(_ *EvalContext, a, b types.Datum) (types.Datum, error) {
-		return types.DString(a.S + b.S), nil
-	})
+	addOp("||", tText, AnyNonArray, tText, catText)
+	addOp("||", AnyNonArray, tText, tText, catText)
 	addOp("||", tBytea, tBytea, tBytea, func(_ *EvalContext, a, b types.Datum) (types.Datum, error) {
+		if err := checkLen(int64(len(a.B)) + int64(len(b.B))); err != nil {
+			return types.NullDatum, err
+		}
 		return types.DBytes(append(append([]byte{}, a.B...), b.B...)), nil
 	})
 	for _, t := range []types.T{tText, tBP, tName} {

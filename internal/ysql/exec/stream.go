@@ -44,6 +44,18 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		if src, ok, err := r.openScan(x); err != nil || ok {
 			return src, err
 		}
+	case *plan.FuncScan:
+		if x.Iter != nil {
+			args, err := r.evalAll(x.Args, nil)
+			if err != nil {
+				return nil, err
+			}
+			next, err := x.Iter(args)
+			if err != nil {
+				return nil, err
+			}
+			return &funcSource{gen: next, ordinality: x.Ordinality}, nil
+		}
 	case *plan.Filter:
 		in, err := r.open(x.Input)
 		if err != nil {
@@ -626,6 +638,23 @@ func (x *indexSource) next() (plan.Row, error) {
 		}
 	}
 	return pop(&x.out), nil
+}
+
+// funcSource passes a set-returning function's rows as it makes them
+// (generate_series of a billion rows holds one).
+type funcSource struct {
+	gen        func() (plan.Row, error)
+	ordinality bool
+	n          int64
+}
+
+func (x *funcSource) next() (plan.Row, error) {
+	row, err := x.gen()
+	if err != nil || row == nil || !x.ordinality {
+		return row, err
+	}
+	x.n++
+	return append(row, types.DInt(x.n)), nil
 }
 
 type sliceSource struct {

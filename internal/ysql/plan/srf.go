@@ -20,6 +20,9 @@ type FuncScan struct {
 	Name string
 	Args []Expr
 	Fn   func(args []types.Datum) ([]Row, error)
+	// Iter, when set, yields the rows one at a time (a nil row at the
+	// end), for the executor to stream them rather than hold them (Fn).
+	Iter func(args []types.Datum) (func() (Row, error), error)
 	// Ordinality appends the row number (WITH ORDINALITY).
 	Ordinality bool
 	cols       []Column
@@ -33,7 +36,15 @@ func (f *FuncScan) Columns() []Column { return f.cols }
 type SRF struct {
 	Cols func(args []types.T) ([]Column, bool)
 	Rows func(args []types.T, vals []types.Datum) ([]Row, error)
+	// Iter, instead of Rows, yields the rows one at a time (a nil row at
+	// the end): a function of very many rows (generate_series).
+	Iter func(args []types.T, vals []types.Datum) (func() (Row, error), error)
 }
+
+// maxHeldSRFRows bounds the rows of an Iter function held whole (Fn),
+// where a plan cannot stream them: past it the statement fails rather
+// than the node running out of memory.
+const maxHeldSRFRows = 10_000_000
 
 // SessionSRFs resolves the set-returning functions the session provides
 // (yb_servers()).
@@ -91,10 +102,10 @@ var srfs = map[string]SRF{
 			}
 			return []Column{{Name: "generate_series", T: t}}, true
 		},
-		Rows: func(_ []types.T, vals []types.Datum) ([]Row, error) {
+		Iter: func(_ []types.T, vals []types.Datum) (func() (Row, error), error) {
 			for _, v := range vals {
 				if v.Null {
-					return nil, nil
+					return func() (Row, error) { return nil, nil }, nil
 				}
 			}
 			step := int64(1)
@@ -104,15 +115,39 @@ var srfs = map[string]SRF{
 			if step == 0 {
 				return nil, pgerror.New(pgerror.CodeInvalidParameterValue, "step size cannot equal zero")
 			}
-			var out []Row
-			for v := vals[0].I; step > 0 && v <= vals[1].I || step < 0 && v >= vals[1].I; v += step {
-				out = append(out, Row{types.DInt(v)})
-				if len(out) > 10_000_000 {
-					return nil, pgerror.New(pgerror.CodeProgramLimitExceeded, "generate_series: too many rows")
+			v, stop, done := vals[0].I, vals[1].I, false
+			return func() (Row, error) {
+				if done || step > 0 && v > stop || step < 0 && v < stop {
+					return nil, nil
 				}
-			}
-			return out, nil
+				row := Row{types.DInt(v)}
+				next := v + step
+				// Past the end of int64 the series is over.
+				done = step > 0 && next < v || step < 0 && next > v
+				v = next
+				return row, nil
+			}, nil
 		}},
+}
+
+// heldRows is Rows of an Iter function: every row, up to maxHeldSRFRows.
+func heldRows(name string, iter func(args []types.T, vals []types.Datum) (func() (Row, error), error)) func(args []types.T, vals []types.Datum) ([]Row, error) {
+	return func(args []types.T, vals []types.Datum) ([]Row, error) {
+		next, err := iter(args, vals)
+		if err != nil {
+			return nil, err
+		}
+		var out []Row
+		for {
+			row, err := next()
+			if err != nil || row == nil {
+				return out, err
+			}
+			if out = append(out, row); len(out) > maxHeldSRFRows {
+				return nil, pgerror.New(pgerror.CodeProgramLimitExceeded, "%s: too many rows to hold here (more than %d)", name, maxHeldSRFRows)
+			}
+		}
+	}
 }
 
 // arrayElem is an array type's element type (int2vector and oidvector
@@ -194,8 +229,13 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 		cols[i].Table = alias
 	}
 	fn := f.Rows
-	var node Node = &FuncScan{Name: name, Args: args, Ordinality: rf.GetOrdinality(), cols: cols,
-		Fn: func(vals []types.Datum) ([]Row, error) { return fn(argTypes, vals) }}
+	fs := &FuncScan{Name: name, Args: args, Ordinality: rf.GetOrdinality(), cols: cols}
+	if iter := f.Iter; iter != nil {
+		fn = heldRows(name, iter)
+		fs.Iter = func(vals []types.Datum) (func() (Row, error), error) { return iter(argTypes, vals) }
+	}
+	fs.Fn = func(vals []types.Datum) ([]Row, error) { return fn(argTypes, vals) }
+	var node Node = fs
 	if lateral {
 		node = &Lateral{Sub: node}
 	}

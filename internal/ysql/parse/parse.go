@@ -32,6 +32,9 @@ func One(sql string) (*pg.RawStmt, error) {
 	if ok {
 		return st, nil
 	}
+	if err := checkDepth(sql); err != nil {
+		return nil, err
+	}
 	res, err := pg.Parse(sql)
 	if err != nil {
 		return nil, syntaxError(err)
@@ -105,4 +108,64 @@ func Deparse(stmt *pg.Node) (string, error) {
 		return "", pgerror.New(pgerror.CodeInternalError, "deparse: %v", err)
 	}
 	return out, nil
+}
+
+// maxDepth bounds how deep a statement's tree may go, counted from its
+// tokens (depthOf). pg_query hands the tree over by walking it
+// recursively in C, on the thread's stack: a chain of 25,000 additions or
+// UNIONs overflowed it and took the node down with SIGSEGV. Trees past
+// about 4,500 levels fail to decode anyway (protobuf's recursion limit),
+// and nesting (parentheses, CASE, subqueries) stops at the grammar's own
+// stack of 10,000 entries before it could go that deep.
+const maxDepth = 5000
+
+// checkDepth refuses, as PostgreSQL does a statement too deep for its
+// stack (54001), SQL whose operator chains would make its tree deeper
+// than maxDepth. A short text cannot: only long ones are scanned.
+func checkDepth(sql string) error {
+	if len(sql) < 2*maxDepth {
+		return nil
+	}
+	scan, err := pg.Scan(sql)
+	if err != nil {
+		return nil // the parser reports it
+	}
+	if d := depthOf(scan.GetTokens()); d > maxDepth {
+		return pgerror.New(pgerror.CodeStatementTooComplex, "stack depth limit exceeded").
+			WithDetail("The statement nests or chains operators about %d levels deep; at most %d are supported.", d, maxDepth).
+			WithHint("Split long chains of operators or UNIONs, or pass the values as an array or a table.")
+	}
+	return nil
+}
+
+// depthOf bounds the depth of the tree of a statement from its tokens:
+// the brackets open, plus, at each of them, the binary operators and set
+// operations chained since the last comma (each a level of a left-deep
+// tree). AND and OR end a chain: the grammar flattens their lists.
+func depthOf(tokens []*pg.ScanToken) int {
+	chains := []int{0} // per open bracket
+	depth, most := 0, 0
+	for _, t := range tokens {
+		switch t.GetToken() {
+		case pg.Token_ASCII_40, pg.Token_ASCII_91: // ( [
+			chains = append(chains, 0)
+			depth++
+		case pg.Token_ASCII_41, pg.Token_ASCII_93: // ) ]
+			if len(chains) > 1 {
+				depth -= 1 + chains[len(chains)-1]
+				chains = chains[:len(chains)-1]
+			}
+		case pg.Token_ASCII_44, pg.Token_ASCII_59, pg.Token_AND, pg.Token_OR: // , ;
+			depth -= chains[len(chains)-1]
+			chains[len(chains)-1] = 0
+		case pg.Token_ASCII_37, pg.Token_ASCII_42, pg.Token_ASCII_43, pg.Token_ASCII_45, pg.Token_ASCII_47, // % * + - /
+			pg.Token_ASCII_60, pg.Token_ASCII_61, pg.Token_ASCII_62, pg.Token_ASCII_94, // < = > ^
+			pg.Token_Op, pg.Token_TYPECAST, pg.Token_LESS_EQUALS, pg.Token_GREATER_EQUALS, pg.Token_NOT_EQUALS,
+			pg.Token_UNION, pg.Token_INTERSECT, pg.Token_EXCEPT, pg.Token_IS:
+			chains[len(chains)-1]++
+			depth++
+		}
+		most = max(most, depth)
+	}
+	return most
 }

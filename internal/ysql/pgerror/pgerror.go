@@ -68,6 +68,7 @@ const (
 	CodeUntranslatableCharacter      = "22P05"
 	CodeInvalidJSONText              = "22P02"
 	CodeProgramLimitExceeded         = "54000"
+	CodeStatementTooComplex          = "54001"
 	CodeDataException                = "22000"
 	CodeIntegrityConstraintViolation = "23000"
 	CodeNotNullViolation             = "23502"

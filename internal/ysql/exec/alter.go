@@ -74,6 +74,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				return pgerror.Unsupported("adding a PRIMARY KEY column")
 			}
 			next.Columns = append(next.Columns, *col)
+			if err := checkColumnCount(len(next.Columns)); err != nil {
+				return err
+			}
 			if col.Default != "" || col.NotNull {
 				backfill = append(backfill, len(next.Columns)-1)
 			}

@@ -197,6 +197,9 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 	if len(t.Columns) == 0 {
 		return pgerror.Unsupported("tables without columns")
 	}
+	if err := checkColumnCount(len(t.Columns)); err != nil {
+		return err
+	}
 	if pk == nil {
 		// No primary key: a hidden row id, as YugabyteDB's ybrowid.
 		rowID := catalog.Column{Name: "ybrowid", ID: t.NextColID, Type: types.T{OID: types.OIDBytea, Mod: -1}, Hidden: true, NotNull: true}
@@ -756,4 +759,14 @@ func (s *Session) recreate(ctx context.Context, old, next *catalog.Table) error 
 		}
 	}
 	return s.e.cfg.Cache.CreateTable(ctx, cp, part, false)
+}
+
+// maxColumns is PostgreSQL's limit on a table's columns.
+const maxColumns = 1600
+
+func checkColumnCount(n int) error {
+	if n > maxColumns {
+		return pgerror.New(pgerror.CodeTooManyColumns, "tables can have at most %d columns", maxColumns)
+	}
+	return nil
 }

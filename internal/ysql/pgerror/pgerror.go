@@ -69,6 +69,7 @@ const (
 	CodeInvalidJSONText              = "22P02"
 	CodeProgramLimitExceeded         = "54000"
 	CodeStatementTooComplex          = "54001"
+	CodeTooManyColumns               = "54011"
 	CodeDataException                = "22000"
 	CodeIntegrityConstraintViolation = "23000"
 	CodeNotNullViolation             = "23502"

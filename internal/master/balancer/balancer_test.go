@@ -167,6 +167,9 @@ func runCmd(c *cluster, last *[]Move, d *datadriven.TestData) (string, error) {
 		_, global := args["global"]
 		_, leaders := args["leaders"]
 		errs := c.checkBalanced(global, leaders)
+		if _, ok := args["table-leaders"]; ok {
+			errs = append(errs, c.checkTableLeaders()...)
+		}
 		if len(errs) == 0 {
 			return "ok\n", nil
 		}

@@ -19,7 +19,9 @@
 //     tables; then per table where that costs nothing globally. An empty
 //     tserver fills this way.
 //  5. Leader counts per live tserver within one of each other, by leader
-//     transfers, along a chain of tablets when needed.
+//     transfers, along a chain of tablets when needed; then each table's
+//     leaders within one of each other, by moves that keep the totals
+//     within one (in pairs across tables when needed).
 //
 // A replica moves as learner + snapshot + promote + remove. A replica is
 // removed only when that is safe: a live voter only if RF healthy voters

@@ -118,6 +118,124 @@ func (p *planner) bfs(led map[uint64][]*Tablet, src uint64, maxLen int) []hop {
 	return path
 }
 
+// balanceTableLeaders is goal 5's second half: each table's leaders
+// within one of each other per usable tserver, by moves that keep the
+// global counts within one (YugabyteDB balances leaders table by table as
+// well). Balanced in total, a table's six leaders could all sit on one
+// node, which then served every read and write of that table alone. A
+// move from S to T needs S to lead more in total than T; where both lead
+// as many, a second table gives one back, from T to S, if that does not
+// leave it further out of balance. Each move brings the sum over tables of
+// the squared per-tserver counts down, so runs end.
+func (p *planner) balanceTableLeaders() {
+	if len(p.usable) < 2 {
+		return
+	}
+	// led[table][ts]: the tablets of table that ts leads and may move;
+	// count[table][ts]: the leaders it will have once the moves planned
+	// so far are done.
+	led := map[uint64]map[uint64][]*Tablet{}
+	count := map[uint64]map[uint64]int{}
+	byID := map[uint64]*Tablet{}
+	for _, t := range p.tablets {
+		byID[t.ID] = t
+		l := p.leaderOf(t)
+		if l == 0 && p.stable(t) && p.votersLive(t) && !p.busy[t.ID] {
+			return // counts not known yet (see balanceLeaders)
+		}
+		if l == 0 {
+			continue
+		}
+		if count[t.TableID] == nil {
+			count[t.TableID] = map[uint64]int{}
+			led[t.TableID] = map[uint64][]*Tablet{}
+		}
+		count[t.TableID][l]++
+		if p.free(t) && p.stable(t) && p.tsOf(l).usable {
+			led[t.TableID][l] = append(led[t.TableID][l], t)
+		}
+	}
+	for _, m := range p.moves {
+		if t := byID[m.Tablet]; m.Kind == TransferLeader && t != nil && count[t.TableID] != nil {
+			count[t.TableID][m.From]--
+			count[t.TableID][m.TServer]++
+		}
+	}
+	budget := p.opts.MaxLeaderMovesPerRun
+	for _, m := range p.moves {
+		if m.Kind == TransferLeader {
+			budget--
+		}
+	}
+	move := func(t *Tablet, from, to uint64) {
+		p.transferLeader(t, to, ReasonTableLeaderBalance)
+		byTS := led[t.TableID]
+		byTS[from] = slices.DeleteFunc(byTS[from], func(x *Tablet) bool { return x == t })
+		count[t.TableID][from]--
+		count[t.TableID][to]++
+		budget--
+	}
+	for budget > 0 {
+		x, y, src, dst := p.tableLeaderMove(led, count)
+		if x == nil {
+			return
+		}
+		move(x, src, dst)
+		if y != nil {
+			move(y, dst, src)
+		}
+	}
+}
+
+// tableLeaderMove finds the next move of balanceTableLeaders: tablet x to
+// go from src to dst and, when src and dst lead as many in total, tablet y
+// of another table to go back; nil x when there is none.
+func (p *planner) tableLeaderMove(led map[uint64]map[uint64][]*Tablet, counts map[uint64]map[uint64]int) (x, y *Tablet, src, dst uint64) {
+	count := func(table, ts uint64) int { return counts[table][ts] }
+	for _, table := range p.tables {
+		if led[table] == nil {
+			continue
+		}
+		byCount := slices.Clone(p.usable)
+		slices.SortStableFunc(byCount, func(a, b uint64) int { return cmp.Compare(count(table, b), count(table, a)) })
+		for _, s := range byCount {
+			for _, d := range slices.Backward(byCount) {
+				if count(table, s)-count(table, d) < 2 || p.leaders[s] < p.leaders[d] {
+					continue
+				}
+				x := p.ledWithVoter(led[table][s], d)
+				if x == nil {
+					continue
+				}
+				if p.leaders[s] > p.leaders[d] {
+					return x, nil, s, d
+				}
+				// As many in total: another table gives one back.
+				for _, other := range p.tables {
+					if other == table || count(other, d)-count(other, s) < 1 {
+						continue
+					}
+					if y := p.ledWithVoter(led[other][d], s); y != nil {
+						return x, y, s, d
+					}
+				}
+			}
+		}
+	}
+	return nil, nil, 0, 0
+}
+
+// ledWithVoter returns the first of tablets, not yet given a move, with a
+// voter on ts.
+func (p *planner) ledWithVoter(tablets []*Tablet, ts uint64) *Tablet {
+	for _, t := range tablets {
+		if !p.touched[t.ID] && isVoter(t, ts) {
+			return t
+		}
+	}
+	return nil
+}
+
 // votersLive reports whether every voter of t is on a live tserver.
 func (p *planner) votersLive(t *Tablet) bool {
 	for _, r := range t.Replicas {
@@ -126,4 +244,9 @@ func (p *planner) votersLive(t *Tablet) bool {
 		}
 	}
 	return true
+}
+
+// isVoter reports whether t has a voter on ts.
+func isVoter(t *Tablet, ts uint64) bool {
+	return slices.ContainsFunc(t.Replicas, func(r Replica) bool { return r.TServer == ts && r.Role == Voter })
 }

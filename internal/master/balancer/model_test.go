@@ -2,6 +2,7 @@ package balancer
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -95,10 +96,6 @@ func (c *cluster) elect() {
 			t.Leader = slices.Min(live)
 		}
 	}
-}
-
-func isVoter(t *Tablet, ts uint64) bool {
-	return slices.ContainsFunc(t.Replicas, func(r Replica) bool { return r.TServer == ts && r.Role == Voter })
 }
 
 // checkPlan returns the safety rules a plan breaks.
@@ -268,6 +265,31 @@ func (c *cluster) checkBalanced(global, leaders bool) []string {
 	}
 	if d := spread(usable, leads); leaders && d > 1 {
 		errs = append(errs, fmt.Sprintf("leader spread %d", d))
+	}
+	return errs
+}
+
+// checkTableLeaders reports the tables whose leaders are spread over the
+// usable tservers by more than one.
+func (c *cluster) checkTableLeaders() []string {
+	counts := map[uint64]map[uint64]int{}
+	for _, t := range c.s.Tablets {
+		if counts[t.TableID] == nil {
+			counts[t.TableID] = map[uint64]int{}
+		}
+		counts[t.TableID][t.Leader]++
+	}
+	var usable []uint64
+	for _, ts := range c.s.TServers {
+		if c.usable(ts.ID) {
+			usable = append(usable, ts.ID)
+		}
+	}
+	var errs []string
+	for _, table := range slices.Sorted(maps.Keys(counts)) {
+		if d := spread(usable, counts[table]); d > 1 {
+			errs = append(errs, fmt.Sprintf("table %d: leader spread %d", table, d))
+		}
 	}
 	return errs
 }

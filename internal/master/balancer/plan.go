@@ -16,6 +16,7 @@ func Plan(s State, o Options) []Move {
 	p.place()
 	p.balanceReplicas()
 	p.balanceLeaders()
+	p.balanceTableLeaders()
 	return p.moves
 }
 

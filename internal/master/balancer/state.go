@@ -142,4 +142,6 @@ const (
 	ReasonBalance         = "balance"
 	ReasonBeforeRemove    = "before remove"
 	ReasonLeaderBalance   = "leader balance"
+	// ReasonTableLeaderBalance: a table's leaders spread over the tservers.
+	ReasonTableLeaderBalance = "table leader balance"
 )

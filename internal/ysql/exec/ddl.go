@@ -127,7 +127,7 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 		}
 		return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", name)
 	}
-	t := &catalog.Table{Database: s.db, Schema: schema, Name: name, NextColID: 1, PKName: name + "_pkey"}
+	t := &catalog.Table{Database: s.db, Schema: schema, Name: name, NextColID: 1, PKName: objectName(name, "", "pkey")}
 	var pk []keySpec
 	var tableCons []*pg.Constraint
 	for _, el := range cs.GetTableElts() {
@@ -425,7 +425,7 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 		case pg.ConstrType_CONSTR_FOREIGN:
 			return nil, false, pgerror.Unsupported("FOREIGN KEY constraints")
 		case pg.ConstrType_CONSTR_IDENTITY:
-			q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: t.Name + "_" + col.Name + "_seq", OwnedBy: t.Name + "." + col.Name}
+			q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: objectName(t.Name, col.Name, "seq"), OwnedBy: t.Name + "." + col.Name}
 			if err := seqOptions(q, c.GetOptions(), typ); err != nil {
 				return nil, false, err
 			}

@@ -443,17 +443,16 @@ func checkName(table string, expr *pg.Node, taken []catalog.Check) string {
 		}
 		return true
 	})
-	base := table + "_check"
-	if len(cols) == 1 {
-		base = table + "_" + only + "_check"
+	if len(cols) != 1 {
+		only = ""
 	}
 	used := map[string]bool{}
 	for _, c := range taken {
 		used[c.Name] = true
 	}
-	name := base
+	name := objectName(table, only, "check")
 	for i := 1; used[name]; i++ {
-		name = base + strconv.Itoa(i)
+		name = objectName(table, only, "check"+strconv.Itoa(i))
 	}
 	return name
 }

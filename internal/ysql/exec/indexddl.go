@@ -113,19 +113,21 @@ func (s *Session) newIndex(ctx context.Context, snap *catalog.Snapshot, t *catal
 		for _, c := range req.cols {
 			names = append(names, c.name)
 		}
-		ix.Name = s.chooseRelationName(snap, t.Schema, t.Name+"_"+strings.Join(names, "_"), suffix)
+		ix.Name = s.chooseRelationName(snap, t.Schema, t.Name, strings.Join(names, "_"), suffix)
 	}
 	return ix, nil
 }
 
-// chooseRelationName picks "<base>_<suffix>", or with a number appended,
-// that no relation of the schema has (PostgreSQL's ChooseRelationName).
-func (s *Session) chooseRelationName(snap *catalog.Snapshot, schema, base, suffix string) string {
+// chooseRelationName picks "<name1>_<name2>_<suffix>" (objectName), or
+// with a number appended to the suffix, that no relation of the schema has
+// (PostgreSQL's ChooseRelationName).
+func (s *Session) chooseRelationName(snap *catalog.Snapshot, schema, name1, name2, suffix string) string {
 	for n := 0; ; n++ {
-		name := base + "_" + suffix
+		label := suffix
 		if n > 0 {
-			name += fmt.Sprint(n)
+			label += fmt.Sprint(n)
 		}
+		name := objectName(name1, name2, label)
 		if !s.relationExists(snap, schema, name) {
 			return name
 		}

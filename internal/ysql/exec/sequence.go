@@ -351,7 +351,7 @@ func (s *Session) createSequence(ctx context.Context, cs *pg.CreateSeqStmt) erro
 // serialSequence creates the sequence behind a SERIAL column and returns
 // the column's default.
 func (s *Session) serialSequence(ctx context.Context, t *catalog.Table, col string, typ types.T) (string, error) {
-	q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: t.Name + "_" + col + "_seq", OwnedBy: t.Name + "." + col}
+	q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: objectName(t.Name, col, "seq"), OwnedBy: t.Name + "." + col}
 	if err := seqOptions(q, nil, typ); err != nil {
 		return "", err
 	}

@@ -112,8 +112,13 @@ type Txn struct {
 	done    bool
 	// participants: tablets with intents, by id.
 	participants map[uint64]*tabletMeta
-	// writes buffers the transaction's own writes for reading them back.
-	writes []ownWrite
+	// writes buffers the transaction's own writes for reading them back;
+	// own indexes them by row (positions in writes, in order) and
+	// ownTables counts them by table. A read looked through every write
+	// for its row: a scan after 80,000 inserts took 30 s (quadratic).
+	writes    []ownWrite
+	own       map[ownKey][]int
+	ownTables map[uint32]int
 	// blind: tables the transaction writes without keeping its writes
 	// for reading back (Blind).
 	blind map[uint32]bool
@@ -131,6 +136,46 @@ type ownWrite struct {
 	table  uint32
 	rowKey []byte
 	op     Op
+}
+
+// ownKey names a row the transaction wrote.
+type ownKey struct {
+	table uint32
+	row   string
+}
+
+// addOwn keeps w for reading back.
+func (tx *Txn) addOwn(w ownWrite) {
+	if tx.own == nil {
+		tx.own, tx.ownTables = map[ownKey][]int{}, map[uint32]int{}
+	}
+	k := ownKey{w.table, string(w.rowKey)}
+	tx.own[k] = append(tx.own[k], len(tx.writes))
+	tx.ownTables[w.table]++
+	tx.writes = append(tx.writes, w)
+}
+
+// truncateOwn forgets the writes kept after the first n (a savepoint
+// rollback).
+func (tx *Txn) truncateOwn(n int) {
+	for i := len(tx.writes) - 1; i >= n; i-- {
+		w := tx.writes[i]
+		k := ownKey{w.table, string(w.rowKey)}
+		if l := tx.own[k]; len(l) > 1 {
+			tx.own[k] = l[:len(l)-1]
+		} else {
+			delete(tx.own, k)
+		}
+		if tx.ownTables[w.table]--; tx.ownTables[w.table] == 0 {
+			delete(tx.ownTables, w.table)
+		}
+	}
+	tx.writes = tx.writes[:n]
+}
+
+// ownOf returns the positions in writes of the row's own writes, in order.
+func (tx *Txn) ownOf(table uint32, rowKey []byte) []int {
+	return tx.own[ownKey{table, string(rowKey)}]
 }
 
 type savepoint struct {
@@ -436,7 +481,7 @@ func (tx *Txn) apply(ctx context.Context, t *Table, ops []Op, since hlc.Timestam
 			}
 		}
 		if !tx.blind[t.id] {
-			tx.writes = append(tx.writes, ownWrite{table: t.id, rowKey: prepared[i].key, op: ownOp(op)})
+			tx.addOwn(ownWrite{table: t.id, rowKey: prepared[i].key, op: ownOp(op)})
 		}
 	}
 	return missing, nil
@@ -999,21 +1044,11 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 // ---- Own writes ----
 
 func (tx *Txn) hasOwn(table uint32, rowKey []byte) bool {
-	for _, w := range tx.writes {
-		if w.table == table && bytes.Equal(w.rowKey, rowKey) {
-			return true
-		}
-	}
-	return false
+	return len(tx.ownOf(table, rowKey)) > 0
 }
 
 func (tx *Txn) hasOwnTable(table uint32) bool {
-	for _, w := range tx.writes {
-		if w.table == table {
-			return true
-		}
-	}
-	return false
+	return tx.ownTables[table] > 0
 }
 
 // ownRead answers a point read from the transaction's own writes of the
@@ -1030,10 +1065,8 @@ func (tx *Txn) ownRead(t *Table, rowKey []byte, columns []string) (row Row, foun
 		wiped      bool            // a delete made every column absent
 		set        map[string]bool // columns written since (or at all)
 	)
-	for _, w := range tx.writes {
-		if w.table != t.id || !bytes.Equal(w.rowKey, rowKey) {
-			continue
-		}
+	for _, i := range tx.ownOf(t.id, rowKey) {
+		w := tx.writes[i]
 		if !seen {
 			seen, set = true, map[string]bool{}
 		}
@@ -1081,10 +1114,8 @@ func (tx *Txn) ownRead(t *Table, rowKey []byte, columns []string) (row Row, foun
 // overlay applies the transaction's own writes of a row, in order, to what
 // the server returned.
 func (tx *Txn) overlay(t *Table, rowKey []byte, row Row, found bool) (Row, bool) {
-	for _, w := range tx.writes {
-		if w.table != t.id || !bytes.Equal(w.rowKey, rowKey) {
-			continue
-		}
+	for _, i := range tx.ownOf(t.id, rowKey) {
+		w := tx.writes[i]
 		switch w.op.Kind {
 		case OpDelete:
 			row, found = nil, false
@@ -1255,7 +1286,7 @@ func (tx *Txn) RollbackToSavepoint(ctx context.Context, name string) error {
 	if err := tx.resolveAll(ctx, &tspb.TxnResolveRequest{TxnId: tx.id[:], Kind: tspb.TxnResolveRequest_REMOVE_FROM_WRITE_ID, FromWriteId: sp.writeID}); err != nil {
 		return err
 	}
-	tx.writes = tx.writes[:sp.writes]
+	tx.truncateOwn(sp.writes)
 	return nil
 }
 

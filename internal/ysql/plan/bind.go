@@ -35,7 +35,8 @@ type Binder struct {
 	win       *winScope
 	srfRefs   map[*pg.FuncCall]Expr // set-returning calls of a select list
 	inAggArg  bool
-	outerRefs int // outer references bound so far (correlation)
+	outerRefs int        // outer references bound so far (correlation)
+	ctes      []cteFrame // the WITH queries visible, outermost level first
 }
 
 var tUnknown = types.T{OID: types.OIDUnknown, Mod: -1}

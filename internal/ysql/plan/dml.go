@@ -98,8 +98,12 @@ func (b *Binder) returning(list []*pg.Node, sc *scope) ([]Expr, []Column, error)
 
 // Insert plans an INSERT.
 func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
-	if s.GetWithClause() != nil {
-		return nil, pgerror.Unsupported("WITH in INSERT")
+	if w := s.GetWithClause(); w != nil {
+		restore, err := b.withClause(w, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
 	}
 	t, err := b.LookupTable(s.GetRelation())
 	if err != nil {
@@ -354,8 +358,12 @@ func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[i
 
 // Update plans an UPDATE.
 func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
-	if s.GetWithClause() != nil {
-		return nil, pgerror.Unsupported("UPDATE ... WITH")
+	if w := s.GetWithClause(); w != nil {
+		restore, err := b.withClause(w, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
 	}
 	t, err := b.LookupTable(s.GetRelation())
 	if err != nil {
@@ -380,8 +388,12 @@ func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
 
 // Delete plans a DELETE.
 func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
-	if s.GetWithClause() != nil {
-		return nil, pgerror.Unsupported("DELETE ... WITH")
+	if w := s.GetWithClause(); w != nil {
+		restore, err := b.withClause(w, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
 	}
 	t, err := b.LookupTable(s.GetRelation())
 	if err != nil {

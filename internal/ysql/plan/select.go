@@ -21,8 +21,12 @@ func (b *Binder) Select(s *pg.SelectStmt) (Node, error) {
 }
 
 func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
-	if s.GetWithClause() != nil {
-		return nil, pgerror.Unsupported("WITH queries")
+	if w := s.GetWithClause(); w != nil {
+		restore, err := b.withClause(w, parent)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
 	}
 	if s.GetOp() != pg.SetOperation_SETOP_NONE {
 		return b.setOp(s, parent)
@@ -613,6 +617,11 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 	switch {
 	case n.GetRangeVar() != nil:
 		rv := n.GetRangeVar()
+		if rv.GetSchemaname() == "" && rv.GetCatalogname() == "" {
+			if d := b.cte(rv.GetRelname()); d != nil {
+				return b.cteRef(d, rv)
+			}
+		}
 		alias := rv.GetRelname()
 		if a := rv.GetAlias(); a != nil {
 			alias = a.GetAliasname()

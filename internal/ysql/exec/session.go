@@ -152,7 +152,8 @@ func init() {
 			case pgerror.CodeProgramLimitExceeded:
 				var ce *client.Error
 				if errors.As(err, &ce) && ce.Message != "" {
-					msg = ce.Message // PostgreSQL's "row is too big: ..."
+					// PostgreSQL's "row is too big: ...", which says it all.
+					return &pgerror.Error{Code: code, Message: ce.Message}
 				}
 			case pgerror.CodeSnapshotTooOld:
 				msg = "snapshot too old"

@@ -175,6 +175,9 @@ func (tx *Txn) truncateOwn(n int) {
 
 // ownOf returns the positions in writes of the row's own writes, in order.
 func (tx *Txn) ownOf(table uint32, rowKey []byte) []int {
+	if len(tx.own) == 0 {
+		return nil // most reads: nothing written, no key to build
+	}
 	return tx.own[ownKey{table, string(rowKey)}]
 }
 

@@ -24,16 +24,12 @@ type hop struct {
 // first reports made the others look short of leaders, and the moves that
 // followed stalled the table's first writes.
 func (p *planner) balanceLeaders() {
+	if p.leadersUnknown() {
+		return
+	}
 	led := map[uint64][]*Tablet{}
 	for _, t := range p.tablets {
-		if !p.free(t) || !p.stable(t) {
-			continue
-		}
-		l := p.leaderOf(t)
-		if l == 0 && p.votersLive(t) {
-			return
-		}
-		if l != 0 {
+		if l := p.leaderOf(t); l != 0 && p.free(t) && p.stable(t) {
 			led[l] = append(led[l], t)
 		}
 	}
@@ -54,6 +50,17 @@ func (p *planner) balanceLeaders() {
 		}
 		budget -= len(path)
 	}
+}
+
+// leadersUnknown reports whether a tablet that may move, whose voters are
+// all up, has no known leader: the leader counts are not known yet.
+func (p *planner) leadersUnknown() bool {
+	for _, t := range p.tablets {
+		if p.leaderOf(t) == 0 && p.free(t) && p.stable(t) && p.votersLive(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // leaderPath returns a chain of at most maxLen transfers that moves one
@@ -128,7 +135,7 @@ func (p *planner) bfs(led map[uint64][]*Tablet, src uint64, maxLen int) []hop {
 // leave it further out of balance. Each move brings the sum over tables of
 // the squared per-tserver counts down, so runs end.
 func (p *planner) balanceTableLeaders() {
-	if len(p.usable) < 2 {
+	if len(p.usable) < 2 || p.leadersUnknown() {
 		return
 	}
 	// led[table][ts]: the tablets of table that ts leads and may move;
@@ -140,9 +147,6 @@ func (p *planner) balanceTableLeaders() {
 	for _, t := range p.tablets {
 		byID[t.ID] = t
 		l := p.leaderOf(t)
-		if l == 0 && p.stable(t) && p.votersLive(t) && !p.busy[t.ID] {
-			return // counts not known yet (see balanceLeaders)
-		}
 		if l == 0 {
 			continue
 		}

@@ -90,14 +90,7 @@ func (h *hashAgg) newGroup(vals []types.Datum) *aggGroup {
 // into files once they are full.
 func (h *hashAgg) pass(in rowSource, level int) error {
 	h.groups, h.order, h.held, h.out, h.level = map[string]*aggGroup{}, nil, 0, 0, level
-	for {
-		row, err := in.next()
-		if err != nil {
-			return err
-		}
-		if row == nil {
-			break
-		}
+	err := each(in, func(row plan.Row) error {
 		vals, err := h.r.evalAll(h.a.Groups, row)
 		if err != nil {
 			return err
@@ -106,18 +99,16 @@ func (h *hashAgg) pass(in rowSource, level int) error {
 		g := h.groups[k]
 		if g == nil {
 			if h.held > h.budget && len(h.order) > 0 && level < maxAggLevels {
-				if err := h.spill.write(k, level, row); err != nil {
-					return err
-				}
-				continue
+				return h.spill.write(k, level, row)
 			}
 			g = h.newGroup(vals)
 			h.groups[k] = g
 			h.held += int64(len(k))
 		}
-		if err := h.add(g, row); err != nil {
-			return err
-		}
+		return h.add(g, row)
+	})
+	if err != nil {
+		return err
 	}
 	h.groups = nil // only order is read from now on
 	return h.spill.endPass(level)

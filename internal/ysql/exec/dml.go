@@ -118,7 +118,7 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	r.blindInsert(ins, tw)
+	r.blindWrites(tw, ins.OnConflict != nil)
 	ib := &insertBatch{tbl: tbl}
 	st := &insertState{ins: ins, tbl: tbl, tw: tw}
 	if ins.OnConflict != nil {
@@ -166,23 +166,17 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 	return st.n, st.returned, r.flushTable(tw)
 }
 
-// blindInsert keeps an INSERT's writes out of its transaction's own-write
-// overlay (client.Txn.Blind) when nothing will read them back: the
-// statement runs in a transaction of its own, which commits after it, and
-// nothing in it reads the latest rows (no ON CONFLICT, no unique index
-// checked by a read). Its other reads, the source and subqueries, see the
-// statement's snapshot, without its own writes, as PostgreSQL's do. An
-// INSERT ... SELECT of millions of rows then holds a batch of them, not
+// blindWrites keeps a statement's writes through tw out of its
+// transaction's own-write overlay (client.Txn.Blind) when nothing will read
+// them back: the statement runs in a transaction of its own, which commits
+// after it, and nothing in it reads the latest rows (reads: ON CONFLICT, an
+// UPDATE that moves rows to new keys; a unique index, checked by a read).
+// Its other reads, the source and subqueries, see the statement's
+// snapshot, without its own writes, as PostgreSQL's do; an UPDATE or DELETE
+// reads each target row once, before its write (at the snapshot or,
+// locked, at its newest version, which its own earlier writes never are).
+// An INSERT ... SELECT of millions of rows then holds a batch of them, not
 // every one.
-func (r *runner) blindInsert(ins *plan.Insert, tw *tableWriter) {
-	r.blindWrites(tw, ins.OnConflict != nil)
-}
-
-// blindWrites is blindInsert for any statement writing through tw;
-// reads says the statement reads rows it wrote (ON CONFLICT, an UPDATE
-// that moves rows to new keys). An UPDATE or DELETE reads each target row
-// once, before its write, at the statement's snapshot or, locked, at its
-// newest version, which its own earlier writes never are.
 func (r *runner) blindWrites(tw *tableWriter, reads bool) {
 	if !r.s.ownStatement || r.txn == nil || reads {
 		return

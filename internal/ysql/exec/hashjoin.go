@@ -92,14 +92,7 @@ func (r *runner) newGraceJoin(j *plan.Join, left rowSource, right *hashSpill) *g
 // nothing (a NULL key) to out.
 func (g *graceJoin) partition() error {
 	nr := len(g.j.Right.Columns())
-	for {
-		l, err := g.left.next()
-		if err != nil {
-			return err
-		}
-		if l == nil {
-			break
-		}
+	err := each(g.left, func(l plan.Row) error {
 		vals, err := g.r.evalAll(g.j.EqLeft, l)
 		if err != nil {
 			return err
@@ -108,14 +101,14 @@ func (g *graceJoin) partition() error {
 			if g.j.Kind == plan.LeftJoin || g.j.Kind == plan.FullJoin {
 				g.out = append(g.out, append(append(make(plan.Row, 0, len(l)+nr), l...), nulls(nr)...))
 			}
-			continue
+			return nil
 		}
-		if err := g.lefts.write(rowKey(vals, g.lts), 0, l); err != nil {
-			return err
-		}
+		return g.lefts.write(rowKey(vals, g.lts), 0, l)
+	})
+	if err != nil {
+		return err
 	}
 	// Right files no left row reaches matter only for their unmatched rows.
-	var err error
 	g.pairs, err = pairFiles(g.right, g.lefts, g.j.Kind == plan.RightJoin || g.j.Kind == plan.FullJoin)
 	return err
 }

@@ -358,20 +358,11 @@ func countRecord(k string, n int) plan.Row {
 func (x *setOpSource) partition() error {
 	x.lefts = newHashSpill(x.r, "set operation")
 	x.lefts.seed = x.rights.seed
-	for {
-		row, err := x.left.next()
-		if err != nil {
-			return err
-		}
-		if row == nil {
-			break
-		}
-		if err := x.lefts.write(rowKey(row, x.ts), 0, row); err != nil {
-			return err
-		}
+	err := each(x.left, func(row plan.Row) error { return x.lefts.write(rowKey(row, x.ts), 0, row) })
+	if err != nil {
+		return err
 	}
 	// A right file no left row reaches gives nothing out.
-	var err error
 	x.pairs, err = pairFiles(x.rights, x.lefts, false)
 	x.left = &sliceSource{}
 	return err
@@ -478,13 +469,8 @@ func each(src rowSource, fn func(plan.Row) error) error {
 // drain reads the rest of src.
 func drain(src rowSource) ([]plan.Row, error) {
 	var out []plan.Row
-	for {
-		row, err := src.next()
-		if err != nil || row == nil {
-			return out, err
-		}
-		out = append(out, row)
-	}
+	err := each(src, func(row plan.Row) error { out = append(out, row); return nil })
+	return out, err
 }
 
 // sortsFirst reports whether n is a sort (under the truncation of its

@@ -79,27 +79,14 @@ func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar) (Node, []scopeCol, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cols := append([]Column(nil), sub.Columns()...)
-	if len(d.colnames) > len(cols) {
-		return nil, nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "WITH query %q has %d columns available but %d columns specified", d.name, len(cols), len(d.colnames)), rv.GetLocation())
+	if n := len(sub.Columns()); len(d.colnames) > n {
+		return nil, nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "WITH query %q has %d columns available but %d columns specified", d.name, n, len(d.colnames)), rv.GetLocation())
 	}
 	alias := d.name
 	var aliasCols []*pg.Node
 	if a := rv.GetAlias(); a != nil {
 		alias, aliasCols = a.GetAliasname(), a.GetColnames()
 	}
-	for i := range cols {
-		cols[i].Table = alias
-		if i < len(d.colnames) {
-			cols[i].Name = d.colnames[i]
-		}
-		if i < len(aliasCols) {
-			cols[i].Name = aliasCols[i].GetString_().GetSval()
-		}
-	}
-	exprs := make([]Expr, len(cols))
-	for i, c := range cols {
-		exprs[i] = &ColRef{Idx: i, T: c.T, Name: c.Name}
-	}
-	return &Project{Input: sub, Exprs: exprs, cols: cols}, scopeCols(cols), nil
+	node, cols := subqueryItem(sub, alias, d.colnames, aliasCols)
+	return node, cols, nil
 }

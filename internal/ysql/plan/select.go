@@ -605,6 +605,26 @@ func (b *Binder) fromList(items []*pg.Node, parent *scope) (Node, *scope, error)
 	return node, sc, nil
 }
 
+// subqueryItem is sub as a FROM item named alias: its columns renamed by
+// names, then by the alias's column list.
+func subqueryItem(sub Node, alias string, names []string, aliasCols []*pg.Node) (Node, []scopeCol) {
+	cols := append([]Column(nil), sub.Columns()...)
+	for i := range cols {
+		cols[i].Table = alias
+		if i < len(names) {
+			cols[i].Name = names[i]
+		}
+		if i < len(aliasCols) {
+			cols[i].Name = aliasCols[i].GetString_().GetSval()
+		}
+	}
+	exprs := make([]Expr, len(cols))
+	for i, c := range cols {
+		exprs[i] = &ColRef{Idx: i, T: c.T, Name: c.Name}
+	}
+	return &Project{Input: sub, Exprs: exprs, cols: cols}, scopeCols(cols)
+}
+
 func scopeCols(cols []Column) []scopeCol {
 	out := make([]scopeCol, len(cols))
 	for i, c := range cols {
@@ -660,23 +680,11 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		if err != nil {
 			return nil, nil, err
 		}
-		alias := rs.GetAlias().GetAliasname()
-		cols := append([]Column(nil), sub.Columns()...)
-		for i := range cols {
-			cols[i].Table = alias
-			if a := rs.GetAlias(); a != nil && i < len(a.GetColnames()) {
-				cols[i].Name = a.GetColnames()[i].GetString_().GetSval()
-			}
-		}
-		exprs := make([]Expr, len(cols))
-		for i, c := range cols {
-			exprs[i] = &ColRef{Idx: i, T: c.T, Name: c.Name}
-		}
-		var node Node = &Project{Input: sub, Exprs: exprs, cols: cols}
+		node, cols := subqueryItem(sub, rs.GetAlias().GetAliasname(), nil, rs.GetAlias().GetColnames())
 		if rs.GetLateral() {
 			node = &Lateral{Sub: node}
 		}
-		return node, scopeCols(cols), nil
+		return node, cols, nil
 	case n.GetRangeFunction() != nil:
 		return b.rangeFunction(n.GetRangeFunction(), sc, parent)
 	}

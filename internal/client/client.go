@@ -133,14 +133,6 @@ func (c *Client) observe(t uint64) {
 
 func (c *Client) now() uint64 { return uint64(c.clock.Now()) }
 
-func (c *Client) tserver(addr string) (tspb.TabletServerClient, error) {
-	cc, err := c.pool.Conn(addr)
-	if err != nil {
-		return nil, err
-	}
-	return tspb.NewTabletServerClient(cc), nil
-}
-
 // getTable is the meta cache's master lookup.
 func (c *Client) getTable(ctx context.Context, req *masterpb.GetTableRequest) (*masterpb.GetTableResponse, error) {
 	var resp *masterpb.GetTableResponse

@@ -2,29 +2,26 @@ package client
 
 import (
 	"context"
-	"errors"
-	"io"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/shaledb/shaledb/internal/rpc"
 	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
 // The data path (Read, Write and Scan, and the transaction calls TxnWrite,
-// TxnResolve and TxnStatus) travels over one long-lived Data stream
-// per tserver, multiplexed by request id, rather than one unary call per
+// TxnResolve and TxnStatus) travels over one long-lived data stream per
+// tserver, multiplexed by request id, rather than one unary call per
 // operation: a unary call costs an HTTP/2 stream, request headers, response
 // headers and trailers on both sides, which was most of the client's and a
-// good part of the node's CPU per operation. Each request is the unary
+// good part of the node's CPU per operation. The stream is a framed
+// connection (rpc.FramedConn), not a gRPC stream, whose messages passed
+// through four goroutines each (rpc/framed.go). Each request is the unary
 // request itself and carries the call's remaining time; the answer is the
-// unary answer. A node that does not serve Data (Unimplemented) is called
-// with unary RPCs from then on.
-
-// errNoDataStream: the node does not serve the Data stream; use unary.
-var errNoDataStream = errors.New("client: node has no data stream")
+// unary answer.
 
 // dataConns holds the client's data streams by address.
 type dataConns struct {
@@ -36,16 +33,15 @@ type dataConns struct {
 // dataConn is the data stream to one address: the current stream, opened
 // on first use and again after it breaks.
 type dataConn struct {
-	mu          sync.Mutex
-	cur         *dataStream
-	unsupported bool
+	mu  sync.Mutex
+	cur *dataStream
 }
 
 // dataStream is one Data stream and its calls in flight.
 type dataStream struct {
 	ready  chan struct{} // closed once the stream is open (or failed to)
 	cancel context.CancelFunc
-	stream tspb.TabletServer_DataClient
+	stream *rpc.FramedConn
 	sendMu sync.Mutex
 
 	mu      sync.Mutex
@@ -91,42 +87,41 @@ func (c *Client) closeData() {
 
 // stream returns the open stream to addr, opening one if there is none
 // or the last one broke.
-func (dc *dataConn) stream(ts tspb.TabletServerClient) (*dataStream, error) {
+func (dc *dataConn) stream(addr string) *dataStream {
 	dc.mu.Lock()
 	defer dc.mu.Unlock()
-	if dc.unsupported {
-		return nil, errNoDataStream
-	}
 	if ds := dc.cur; ds != nil {
 		ds.mu.Lock()
 		broken := ds.err != nil
 		ds.mu.Unlock()
 		if !broken {
-			return ds, nil
+			return ds
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ds := &dataStream{ready: make(chan struct{}), cancel: cancel, pending: make(map[uint64]chan *tspb.DataResponse)}
 	dc.cur = ds
-	go ds.run(ctx, ts, dc)
-	return ds, nil
+	go ds.run(ctx, addr)
+	return ds
 }
 
 // run opens the stream and delivers its answers until it breaks.
-func (ds *dataStream) run(ctx context.Context, ts tspb.TabletServerClient, dc *dataConn) {
+func (ds *dataStream) run(ctx context.Context, addr string) {
 	defer ds.cancel()
-	stream, err := ts.Data(ctx)
+	stream, err := rpc.DialFramed(ctx, addr)
 	if err != nil {
-		ds.fail(err, dc)
+		ds.fail(err)
 		close(ds.ready)
 		return
 	}
+	defer context.AfterFunc(ctx, func() { _ = stream.Close() })()
 	ds.stream = stream
 	close(ds.ready)
 	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			ds.fail(err, dc)
+		resp := new(tspb.DataResponse)
+		if err := stream.Recv(resp); err != nil {
+			ds.fail(err)
+			_ = stream.Close()
 			return
 		}
 		ds.mu.Lock()
@@ -141,15 +136,11 @@ func (ds *dataStream) run(ctx context.Context, ts tspb.TabletServerClient, dc *d
 
 // fail marks the stream broken and fails its calls in flight with err, as
 // the same failure would have failed their unary calls.
-func (ds *dataStream) fail(err error, dc *dataConn) {
-	if errors.Is(err, io.EOF) {
-		err = status.Error(codes.Unavailable, "client: data stream closed by the node")
-	}
-	if status.Code(err) == codes.Unimplemented {
-		dc.mu.Lock()
-		dc.unsupported = true
-		dc.mu.Unlock()
-		err = errNoDataStream
+func (ds *dataStream) fail(err error) {
+	if _, ok := status.FromError(err); !ok {
+		// The connection broke (EOF, reset, closed): as a gRPC call on a
+		// broken connection, Unavailable, which callers retry.
+		err = status.Errorf(codes.Unavailable, "client: data connection closed: %v", err)
 	}
 	ds.mu.Lock()
 	if ds.err == nil {
@@ -200,8 +191,12 @@ func (ds *dataStream) call(ctx context.Context, req *tspb.DataRequest) (*tspb.Da
 	ds.sendMu.Lock()
 	err := ds.stream.Send(req)
 	ds.sendMu.Unlock()
+	if status.Code(err) == codes.ResourceExhausted {
+		ds.forget(id) // too large to send: nothing went out
+		return nil, err
+	}
 	if err != nil {
-		// Send reports a broken stream as io.EOF; the reader sees why.
+		// The connection broke; the reader sees it and fails the calls.
 		select {
 		case resp := <-ch:
 			if resp != nil {
@@ -244,9 +239,9 @@ func (ds *dataStream) forget(id uint64) {
 	ds.mu.Unlock()
 }
 
-// dataCall runs one data request at addr over its stream; errNoDataStream
-// means the caller must use the unary call.
-func (c *Client) dataCall(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.DataRequest) (*tspb.DataResponse, error) {
+// dataCall runs one data request at addr: in process when addr is this
+// node, else over the framed data connection to addr.
+func (c *Client) dataCall(ctx context.Context, addr string, req *tspb.DataRequest) (*tspb.DataResponse, error) {
 	if c.cfg.Local != nil && addr == c.cfg.LocalAddr {
 		return c.localCall(ctx, addr, req)
 	}
@@ -254,10 +249,7 @@ func (c *Client) dataCall(ctx context.Context, ts tspb.TabletServerClient, addr 
 	if err != nil {
 		return nil, err
 	}
-	ds, err := dc.stream(ts)
-	if err != nil {
-		return nil, err
-	}
+	ds := dc.stream(addr)
 	if rs := c.takeResolves(addr); len(rs) > 0 {
 		req.Resolves = append(req.Resolves, rs...) // piggybacked applies (resolveq.go)
 	}
@@ -276,95 +268,46 @@ func (c *Client) localCall(ctx context.Context, addr string, req *tspb.DataReque
 	return c.cfg.Local.ServeData(ctx, req)
 }
 
-// readAt is the Read of one replica, over the data stream when it can.
-func (c *Client) readAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.ReadRequest) (*tspb.ReadResponse, error) {
-	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Read{Read: req}})
-	if errors.Is(err, errNoDataStream) {
-		return ts.Read(ctx, req)
-	}
+// answer runs req at addr and takes the answer of kind R out of the
+// response (get returns nil for another kind).
+func answer[R any](ctx context.Context, c *Client, addr string, req *tspb.DataRequest, get func(*tspb.DataResponse) *R) (*R, error) {
+	resp, err := c.dataCall(ctx, addr, req)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := resp.GetResp().(*tspb.DataResponse_Read)
-	if !ok {
-		return nil, status.Error(codes.Internal, "client: data stream answered a read with another kind")
+	r := get(resp)
+	if r == nil {
+		return nil, status.Errorf(codes.Internal, "client: data stream answered a %T with a %T", req.GetReq(), resp.GetResp())
 	}
-	return r.Read, nil
+	return r, nil
 }
 
-// writeAt is the Write of one replica, over the data stream when it can.
-func (c *Client) writeAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.WriteRequest) (*tspb.WriteResponse, error) {
-	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Write{Write: req}})
-	if errors.Is(err, errNoDataStream) {
-		return ts.Write(ctx, req)
-	}
-	if err != nil {
-		return nil, err
-	}
-	w, ok := resp.GetResp().(*tspb.DataResponse_Write)
-	if !ok {
-		return nil, status.Error(codes.Internal, "client: data stream answered a write with another kind")
-	}
-	return w.Write, nil
+// readAt is the Read of one replica.
+func (c *Client) readAt(ctx context.Context, addr string, req *tspb.ReadRequest) (*tspb.ReadResponse, error) {
+	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Read{Read: req}}, (*tspb.DataResponse).GetRead)
 }
 
-// scanAt is the Scan of one replica, over the data stream when it can.
-func (c *Client) scanAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.ScanRequest) (*tspb.ScanResponse, error) {
-	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Scan{Scan: req}})
-	if errors.Is(err, errNoDataStream) {
-		return ts.Scan(ctx, req)
-	}
-	if err != nil {
-		return nil, err
-	}
-	r, ok := resp.GetResp().(*tspb.DataResponse_Scan)
-	if !ok {
-		// A node that predates scans on the stream answers with an
-		// error of another kind: use the unary call.
-		return ts.Scan(ctx, req)
-	}
-	return r.Scan, nil
+// writeAt is the Write of one replica.
+func (c *Client) writeAt(ctx context.Context, addr string, req *tspb.WriteRequest) (*tspb.WriteResponse, error) {
+	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Write{Write: req}}, (*tspb.DataResponse).GetWrite)
 }
 
-// A node that does not know a request kind of the stream answers it with
-// a Read error without running it; the txn calls below then fall back to
-// the unary call (a node older than the transaction calls on the stream).
-
-// txnWriteAt is the TxnWrite of one replica, over the data stream when it
-// can.
-func (c *Client) txnWriteAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.TxnWriteRequest) (*tspb.TxnWriteResponse, error) {
-	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnWrite{TxnWrite: req}})
-	if err != nil && !errors.Is(err, errNoDataStream) {
-		return nil, err
-	}
-	if w, ok := resp.GetResp().(*tspb.DataResponse_TxnWrite); ok {
-		return w.TxnWrite, nil
-	}
-	return ts.TxnWrite(ctx, req)
+// scanAt is the Scan of one replica.
+func (c *Client) scanAt(ctx context.Context, addr string, req *tspb.ScanRequest) (*tspb.ScanResponse, error) {
+	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Scan{Scan: req}}, (*tspb.DataResponse).GetScan)
 }
 
-// txnResolveAt is the TxnResolve of one replica, over the data stream
-// when it can.
-func (c *Client) txnResolveAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.TxnResolveRequest) (*tspb.TxnResolveResponse, error) {
-	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnResolve{TxnResolve: req}})
-	if err != nil && !errors.Is(err, errNoDataStream) {
-		return nil, err
-	}
-	if r, ok := resp.GetResp().(*tspb.DataResponse_TxnResolve); ok {
-		return r.TxnResolve, nil
-	}
-	return ts.TxnResolve(ctx, req)
+// txnWriteAt is the TxnWrite of one replica.
+func (c *Client) txnWriteAt(ctx context.Context, addr string, req *tspb.TxnWriteRequest) (*tspb.TxnWriteResponse, error) {
+	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnWrite{TxnWrite: req}}, (*tspb.DataResponse).GetTxnWrite)
 }
 
-// txnStatusAt is the TxnStatus of one replica, over the data stream when
-// it can.
-func (c *Client) txnStatusAt(ctx context.Context, ts tspb.TabletServerClient, addr string, req *tspb.TxnStatusRequest) (*tspb.TxnStatusResponse, error) {
-	resp, err := c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnStatus{TxnStatus: req}})
-	if err != nil && !errors.Is(err, errNoDataStream) {
-		return nil, err
-	}
-	if r, ok := resp.GetResp().(*tspb.DataResponse_TxnStatus); ok {
-		return r.TxnStatus, nil
-	}
-	return ts.TxnStatus(ctx, req)
+// txnResolveAt is the TxnResolve of one replica.
+func (c *Client) txnResolveAt(ctx context.Context, addr string, req *tspb.TxnResolveRequest) (*tspb.TxnResolveResponse, error) {
+	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnResolve{TxnResolve: req}}, (*tspb.DataResponse).GetTxnResolve)
+}
+
+// txnStatusAt is the TxnStatus of one replica.
+func (c *Client) txnStatusAt(ctx context.Context, addr string, req *tspb.TxnStatusRequest) (*tspb.TxnStatusResponse, error) {
+	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnStatus{TxnStatus: req}}, (*tspb.DataResponse).GetTxnStatus)
 }

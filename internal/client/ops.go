@@ -222,8 +222,8 @@ func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps) error 
 			}
 		}
 		batch := wb.Marshal()
-		return s.plainDuplicate(owner, s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
-			resp, err := t.c.writeAt(ctx, ts, r.addr, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now()})
+		return s.plainDuplicate(owner, s.toTablet(ctx, tab, func(ctx context.Context, r *replica) (*tspb.TabletError, error) {
+			resp, err := t.c.writeAt(ctx, r.addr, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now()})
 			if err != nil {
 				return nil, err
 			}
@@ -358,8 +358,8 @@ func (t *Table) Read(ctx context.Context, key Row, opts ReadOptions) (Row, bool,
 	defer cancel()
 	var resp *tspb.ReadResponse
 	read := func(tab *tabletMeta, consistency tspb.ReadConsistency) call {
-		return func(ctx context.Context, ts tspb.TabletServerClient, rep *replica) (*tspb.TabletError, error) {
-			r, err := t.c.readAt(ctx, ts, rep.addr, &tspb.ReadRequest{TabletId: tab.id, RowKey: rowKey, Projection: proj,
+		return func(ctx context.Context, rep *replica) (*tspb.TabletError, error) {
+			r, err := t.c.readAt(ctx, rep.addr, &tspb.ReadRequest{TabletId: tab.id, RowKey: rowKey, Projection: proj,
 				Consistency: consistency, MaxStalenessMs: opts.staleness(), ClientTime: t.c.now()})
 			if err != nil {
 				return nil, err

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,8 +74,8 @@ func (tx *Txn) queueApplies(id docdb.TxnID, commit hlc.Timestamp) {
 			defer cancel()
 			for _, tab := range direct {
 				s := &sender{c: c, write: true}
-				_ = s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
-					resp, err := c.txnResolveAt(ctx, ts, r.addr, &tspb.TxnResolveRequest{TabletId: tab.id, TxnId: id[:],
+				_ = s.toTablet(ctx, tab, func(ctx context.Context, r *replica) (*tspb.TabletError, error) {
+					resp, err := c.txnResolveAt(ctx, r.addr, &tspb.TxnResolveRequest{TabletId: tab.id, TxnId: id[:],
 						Kind: tspb.TxnResolveRequest_APPLY, CommitTime: uint64(commit), ClientTime: c.now()})
 					if err != nil {
 						return nil, err
@@ -111,20 +110,11 @@ func (c *Client) flushResolves(ctx context.Context, addr string) {
 	if len(reqs) == 0 {
 		return
 	}
-	ts, err := c.tserver(addr)
-	if err != nil {
-		return
-	}
 	now := c.now()
 	for _, r := range reqs {
 		r.ClientTime = now
 	}
-	_, err = c.dataCall(ctx, ts, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnResolve{TxnResolve: reqs[0]}, Resolves: reqs[1:]})
-	if errors.Is(err, errNoDataStream) {
-		for _, r := range reqs {
-			_, _ = ts.TxnResolve(ctx, r)
-		}
-	}
+	_, _ = c.dataCall(ctx, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnResolve{TxnResolve: reqs[0]}, Resolves: reqs[1:]})
 }
 
 // flushAllResolves sends every queued notification (Close), for a second

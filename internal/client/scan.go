@@ -384,7 +384,7 @@ func (sc *Scanner) fetch() (*tspb.ScanResponse, error) {
 		}
 		var resp *tspb.ScanResponse
 		scan := func(consistency tspb.ReadConsistency) call {
-			return func(ctx context.Context, ts tspb.TabletServerClient, rep *replica) (*tspb.TabletError, error) {
+			return func(ctx context.Context, rep *replica) (*tspb.TabletError, error) {
 				req := &tspb.ScanRequest{TabletId: tab.id, Span: &tspb.Span{Start: sc.lo, End: sc.hi},
 					Projection: sc.proj, Limit: uint32(limit), Reverse: sc.opts.Reverse, ReadTime: readTime,
 					Consistency: consistency, MaxStalenessMs: sc.opts.staleness(), ClientTime: t.c.now(), Txn: sc.txnOptions()}
@@ -394,7 +394,7 @@ func (sc *Scanner) fetch() (*tspb.ScanResponse, error) {
 					req.MaxScanRows = uint32(max(sc.opts.MaxScanRows, 0))
 					req.MaxGroups = uint32(max(sc.opts.MaxGroups, 0))
 				}
-				r, err := t.c.scanAt(ctx, ts, rep.addr, req)
+				r, err := t.c.scanAt(ctx, rep.addr, req)
 				if err != nil {
 					return nil, err
 				}

@@ -94,7 +94,7 @@ func (s *sender) note(err error, ambiguous bool) {
 
 // call is one RPC to one replica of a tablet; it returns the answer's
 // TabletError (nil: success) or a transport error.
-type call func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error)
+type call func(ctx context.Context, r *replica) (*tspb.TabletError, error)
 
 // pick returns the replica to try next: the leader if known and not yet
 // tried in this round, else the first untried replica.
@@ -195,13 +195,9 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 
 // attempt runs f once against r within the attempt timeout.
 func (s *sender) attempt(ctx context.Context, r *replica, f call) (*tspb.TabletError, error) {
-	ts, err := s.c.tserver(r.addr)
-	if err != nil {
-		return nil, err
-	}
 	actx, cancel := context.WithTimeout(ctx, s.c.cfg.AttemptTimeout)
 	defer cancel()
-	te, err := f(actx, ts, r)
+	te, err := f(actx, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s (node %d): %w", r.addr, r.node, err)
 	}

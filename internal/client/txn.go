@@ -606,9 +606,9 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 				req.LockRows, req.LockMode = locks, mode
 			}
 			var answer *tspb.TxnWriteResponse // of the attempt that answered
-			err := s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
+			err := s.toTablet(ctx, tab, func(ctx context.Context, r *replica) (*tspb.TabletError, error) {
 				req.ClientTime = tx.c.now()
-				resp, err := tx.c.txnWriteAt(ctx, ts, r.addr, req)
+				resp, err := tx.c.txnWriteAt(ctx, r.addr, req)
 				if err != nil {
 					return nil, err
 				}
@@ -806,8 +806,8 @@ func (tx *Txn) readKey(ctx context.Context, t *Table, rowKey []byte, columns []s
 	o, rt := tx.readOptions()
 	var resp *tspb.ReadResponse
 	err = t.routeKey(ctx, s, rowKey, func(tab *tabletMeta) call {
-		return func(ctx context.Context, ts tspb.TabletServerClient, rep *replica) (*tspb.TabletError, error) {
-			r, err := tx.c.readAt(ctx, ts, rep.addr, &tspb.ReadRequest{TabletId: tab.id, RowKey: rowKey, Projection: proj,
+		return func(ctx context.Context, rep *replica) (*tspb.TabletError, error) {
+			r, err := tx.c.readAt(ctx, rep.addr, &tspb.ReadRequest{TabletId: tab.id, RowKey: rowKey, Projection: proj,
 				ReadTime: rt, ClientTime: tx.c.now(), Txn: o})
 			if err != nil {
 				return nil, err
@@ -1363,10 +1363,10 @@ func (tx *Txn) resolveAll(ctx context.Context, req *tspb.TxnResolveRequest) erro
 	for _, tab := range tx.participants {
 		go func() {
 			s := &sender{c: tx.c, write: true}
-			errs <- s.toTablet(ctx, tab, func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
+			errs <- s.toTablet(ctx, tab, func(ctx context.Context, r *replica) (*tspb.TabletError, error) {
 				rq := &tspb.TxnResolveRequest{TabletId: tab.id, TxnId: req.GetTxnId(), Kind: req.GetKind(),
 					CommitTime: req.GetCommitTime(), FromWriteId: req.GetFromWriteId(), ClientTime: tx.c.now()}
-				resp, err := tx.c.txnResolveAt(ctx, ts, r.addr, rq)
+				resp, err := tx.c.txnResolveAt(ctx, r.addr, rq)
 				if err != nil {
 					return nil, err
 				}

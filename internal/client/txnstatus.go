@@ -75,8 +75,8 @@ func (c *Client) TxnStatus(ctx context.Context, op tspb.TxnStatusRequest_Op, id 
 	s := &sender{c: c, write: op != tspb.TxnStatusRequest_GET}
 	var resp *tspb.TxnStatusResponse
 	err = st.routeKey(ctx, s, rowKey, func(tab *tabletMeta) call {
-		return func(ctx context.Context, ts tspb.TabletServerClient, r *replica) (*tspb.TabletError, error) {
-			out, err := c.txnStatusAt(ctx, ts, r.addr, &tspb.TxnStatusRequest{TabletId: tab.id, RowKey: rowKey, TxnId: id[:], Op: op,
+		return func(ctx context.Context, r *replica) (*tspb.TabletError, error) {
+			out, err := c.txnStatusAt(ctx, r.addr, &tspb.TxnStatusRequest{TabletId: tab.id, RowKey: rowKey, TxnId: id[:], Op: op,
 				Time: uint64(t), WaitingFor: waits, ClientTime: c.now()})
 			if err != nil {
 				return nil, err

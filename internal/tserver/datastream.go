@@ -2,12 +2,14 @@ package tserver
 
 import (
 	"context"
+	"net"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/shaledb/shaledb/internal/rpc"
 	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
@@ -18,14 +20,21 @@ import (
 // of the call it names, as the cancellation of a unary call would. A pool of workers that lives as long as
 // the stream runs the calls (no fresh goroutine stack per request).
 func (s *service) Data(stream pb.TabletServer_DataServer) error {
-	sctx := stream.Context()
+	s.serveStream(stream.Context(), stream.Recv, stream.Send)
+	return nil
+}
+
+// serveStream serves the data stream whose messages recv reads and send
+// writes (a gRPC stream's or a framed connection's), until recv fails or
+// sctx ends; it returns once every call it started has been answered.
+func (s *service) serveStream(sctx context.Context, recv func() (*pb.DataRequest, error), sendMsg func(*pb.DataResponse) error) {
 	var sendMu sync.Mutex
 	var sendErr error
 	send := func(resp *pb.DataResponse) {
 		sendMu.Lock()
 		defer sendMu.Unlock()
 		if sendErr == nil {
-			sendErr = stream.Send(resp)
+			sendErr = sendMsg(resp)
 		}
 	}
 	type job struct {
@@ -59,9 +68,9 @@ func (s *service) Data(stream pb.TabletServer_DataServer) error {
 		workers.Wait()
 	}()
 	for {
-		req, err := stream.Recv()
+		req, err := recv()
 		if err != nil {
-			return nil // the client closed the stream or went away
+			return // the client closed the stream or went away
 		}
 		if req.GetCancel() {
 			mu.Lock()
@@ -191,4 +200,40 @@ func (l *localCalls) stop() {
 	for l.n > 0 {
 		l.idle.Wait()
 	}
+}
+
+// serveFramed accepts the framed data connections of lis until it closes.
+func (n *Node) serveFramed(lis net.Listener) {
+	defer close(n.framedDone)
+	for {
+		c, err := lis.Accept()
+		if err != nil {
+			return
+		}
+		go n.serveFramedConn(rpc.NewFramedConn(c))
+	}
+}
+
+// serveFramedConn serves the data stream of one framed connection. It
+// counts as one in-process call (localCalls): Stop cancels it, which
+// closes the connection, and waits until its calls have ended.
+func (n *Node) serveFramedConn(fc *rpc.FramedConn) {
+	defer func() { _ = fc.Close() }()
+	if !n.local.enter() {
+		return
+	}
+	defer n.local.exit()
+	ctx, cancel := context.WithCancel(n.local.ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { _ = fc.Close() })
+	defer stop()
+	recv := func() (*pb.DataRequest, error) {
+		req := new(pb.DataRequest)
+		if err := fc.Recv(req); err != nil {
+			return nil, err
+		}
+		return req, nil
+	}
+	send := func(resp *pb.DataResponse) error { return fc.Send(resp) }
+	(&service{n: n}).serveStream(ctx, recv, send)
 }

@@ -36,33 +36,93 @@ func oneReplicaNode(t *testing.T) *tserver.Node {
 	return n
 }
 
-// TestDataStream: many reads and writes multiplexed on one Data stream are
+// dataStream is a carrier of the data stream: a gRPC Data stream or a
+// framed connection.
+type dataStream interface {
+	Send(*pb.DataRequest) error
+	Recv() (*pb.DataResponse, error)
+}
+
+// framedStream is a framed connection as a dataStream.
+type framedStream struct{ *rpc.FramedConn }
+
+func (f framedStream) Send(r *pb.DataRequest) error { return f.FramedConn.Send(r) }
+
+func (f framedStream) Recv() (*pb.DataResponse, error) {
+	r := new(pb.DataResponse)
+	if err := f.FramedConn.Recv(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// TestDataStream: many reads and writes multiplexed on one data stream are
 // each answered once, under their own id, with what the unary calls would
 // answer; a cancelled call gets no answer, and the stream goes on; the
-// transaction calls are served on it too.
+// transaction calls are served on it too. Over a gRPC stream and over a
+// framed connection on the same port; Stop ends a framed connection.
 func TestDataStream(t *testing.T) {
 	n := oneReplicaNode(t)
-	pool := rpc.NewPool()
-	defer pool.Close()
-	cc, err := pool.Conn(n.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := pb.NewTabletServerClient(cc).Data(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Run("grpc", func(t *testing.T) {
+		pool := rpc.NewPool()
+		defer pool.Close()
+		cc, err := pool.Conn(n.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := pb.NewTabletServerClient(cc).Data(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testDataStream(t, n, st, 0)
+		if err := st.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		consensustest.WaitFor(t, 5*time.Second, "the stream to end", func() bool {
+			_, err := st.Recv()
+			return err != nil
+		})
+	})
+	t.Run("framed", func(t *testing.T) {
+		fc, err := rpc.DialFramed(ctx, n.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fc.Close()
+		st := framedStream{fc}
+		testDataStream(t, n, st, 100)
+		// A message over the limit is refused before anything goes out;
+		// the connection goes on.
+		huge := &pb.DataRequest{Id: 1, Req: &pb.DataRequest_Write{Write: &pb.WriteRequest{TabletId: desc.ID,
+			Batch: make([]byte, rpc.MaxMessageSize+1)}}}
+		if err := st.Send(huge); status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("a message over the limit: %v, want ResourceExhausted", err)
+		}
+		testDataStream(t, n, st, 200)
+		// Stop closes the connection.
+		if err := n.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := st.Recv(); err == nil {
+			t.Fatalf("an answer after Stop: %v", r)
+		}
+	})
+}
+
+// testDataStream runs calls on st against n's tablet, with rows from
+// base on.
+func testDataStream(t *testing.T, n *tserver.Node, st dataStream, base int) {
 	const writes = 50
 	for i := 0; i < writes; i++ {
 		if err := st.Send(&pb.DataRequest{Id: uint64(i + 1), TimeoutUs: 10_000_000,
-			Req: &pb.DataRequest_Write{Write: &pb.WriteRequest{TabletId: desc.ID, Batch: put(i, i+1).Marshal()}}}); err != nil {
+			Req: &pb.DataRequest_Write{Write: &pb.WriteRequest{TabletId: desc.ID, Batch: put(base+i, base+i+1).Marshal()}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A call cancelled at once: nothing answers it.
-	if err := st.Send(&pb.DataRequest{Id: 1000, Req: &pb.DataRequest_Read{Read: &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(0)}}}); err != nil {
+	if err := st.Send(&pb.DataRequest{Id: 1000, Req: &pb.DataRequest_Read{Read: &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(base)}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Send(&pb.DataRequest{Id: 1000, Cancel: true}); err != nil {
@@ -87,7 +147,7 @@ func TestDataStream(t *testing.T) {
 	}
 	// Reads on the same stream see the writes.
 	for i := 0; i < writes; i++ {
-		if err := st.Send(&pb.DataRequest{Id: uint64(2000 + i), Req: &pb.DataRequest_Read{Read: &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(i)}}}); err != nil {
+		if err := st.Send(&pb.DataRequest{Id: uint64(2000 + i), Req: &pb.DataRequest_Read{Read: &pb.ReadRequest{TabletId: desc.ID, RowKey: rowKey(base + i)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,14 +166,14 @@ func TestDataStream(t *testing.T) {
 			t.Fatalf("read %d: %v", i, r)
 		}
 		v, err := docdb.DecodeValue(rd.GetRow().GetColumns()[0].GetValue())
-		if err != nil || string(v.Bytes) != fmt.Sprintf("v%d", i) {
+		if err != nil || string(v.Bytes) != fmt.Sprintf("v%d", base+i) {
 			t.Fatalf("read %d: %v %v", i, v, err)
 		}
 	}
 	// Transaction calls travel the same way: intents written, then
 	// removed.
 	txnID := make([]byte, 16)
-	txnID[0] = 1
+	txnID[0] = byte(1 + base/100)
 	call := func(id uint64, req *pb.DataRequest) *pb.DataResponse {
 		req.Id = id
 		if err := st.Send(req); err != nil {
@@ -130,7 +190,7 @@ func TestDataStream(t *testing.T) {
 		t.Fatal("no tablet")
 	}
 	r := call(3000, &pb.DataRequest{Req: &pb.DataRequest_TxnWrite{TxnWrite: &pb.TxnWriteRequest{
-		TabletId: desc.ID, TxnId: txnID, Batch: put(0, 1).Marshal()}}})
+		TabletId: desc.ID, TxnId: txnID, Batch: put(base, base+1).Marshal()}}})
 	if w := r.GetTxnWrite(); w == nil || w.GetError() != nil || w.GetWriteTime() == 0 {
 		t.Fatalf("transactional write: %v", r)
 	}
@@ -145,13 +205,6 @@ func TestDataStream(t *testing.T) {
 	if c, err := tb.IntentCount(); err != nil || c != 0 {
 		t.Fatalf("%d intents after removing them (%v)", c, err)
 	}
-	if err := st.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	consensustest.WaitFor(t, 5*time.Second, "the stream to end", func() bool {
-		_, err := st.Recv()
-		return err != nil
-	})
 }
 
 // TestServeDataInProcess: the node's own calls (ServeData) answer as the

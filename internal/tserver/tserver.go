@@ -94,6 +94,10 @@ type Node struct {
 	gcDeleted      atomic.Uint64
 	txn            txnState
 	local          localCalls
+	// mux splits the RPC port between gRPC and the framed data
+	// connections, which serveFramed accepts until Stop.
+	mux        *rpc.Mux
+	framedDone chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -141,9 +145,12 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tserver: node %d: listen: %w", cfg.NodeID, err)
 	}
+	n.mux = rpc.NewMux(lis)
+	n.framedDone = make(chan struct{})
+	go n.serveFramed(n.mux.Data())
 	h, err := host.Start(host.Config{
 		NodeID:        cfg.NodeID,
-		Listener:      lis,
+		Listener:      n.mux.GRPC(),
 		Dir:           cfg.DataDir,
 		Engine:        docdb.EngineOptions(cfg.Engine),
 		Runtime:       cfg.Raft,
@@ -158,6 +165,8 @@ func Start(cfg Config) (*Node, error) {
 		},
 	})
 	if err != nil {
+		n.mux.Close()
+		<-n.framedDone
 		return nil, fmt.Errorf("tserver: %w", err)
 	}
 	n.host = h
@@ -170,6 +179,8 @@ func Start(cfg Config) (*Node, error) {
 		}
 	}
 	if err != nil {
+		n.mux.Close()
+		<-n.framedDone
 		_ = h.Stop()
 		return nil, fmt.Errorf("tserver: node %d: reopen tablets: %w", cfg.NodeID, err)
 	}
@@ -390,7 +401,9 @@ func (n *Node) Stop() error {
 	n.mu.Unlock()
 	close(n.gcStop)
 	<-n.gcDone
-	n.local.stop()
+	n.mux.Close()
+	<-n.framedDone
+	n.local.stop() // also ends the framed connections
 	err := n.host.Stop()
 	n.pool.Close()
 	return err

@@ -40,7 +40,8 @@ func newAdminCmd() *cobra.Command {
 table, or with --json one JSON document on stdout for scripts.
 
 A TABLE is namespace.name, or a bare name when only one namespace holds a table of
-that name. A TABLET is a tablet id (see list-tablets). A NODE is a node id (see
+that name; a YSQL table also by its SQL name (orders, or sales.orders outside the
+public schema). A TABLET is a tablet id (see list-tablets). A NODE is a node id (see
 list-tservers) or a node's RPC address.`,
 	}
 	pf := cmd.PersistentFlags()
@@ -462,32 +463,45 @@ func (a *adminConn) listTables(ctx context.Context) ([]tableRow, error) {
 	return rows, nil
 }
 
-// resolveTable turns namespace.name, or a name unique across namespaces,
-// into a namespace and a name.
+// resolveTable turns a table argument into a namespace and a name (see
+// matchTable).
 func (a *adminConn) resolveTable(ctx context.Context, arg string) (ns, name string, err error) {
-	if ns, name, ok := strings.Cut(arg, "."); ok {
-		if ns == "" || name == "" {
-			return "", "", fmt.Errorf("table %q: want namespace.name or name", arg)
-		}
-		return ns, name, nil
-	}
 	tables, err := a.listTables(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	var found []string
+	return matchTable(tables, arg)
+}
+
+// matchTable finds arg among tables: namespace.name exactly, else a name
+// unique across namespaces. A YSQL table is stored as "schema:name" in
+// namespace "ysql:database", so for those schema.name and the bare SQL
+// name match too (`list-tablets bench_select`, as a psql user names it).
+func matchTable(tables []tableRow, arg string) (ns, name string, err error) {
+	if arg == "" {
+		return "", "", errors.New("no table named: want namespace.name or name")
+	}
+	var found []tableRow
 	for _, t := range tables {
-		if t.Name == arg {
-			ns, found = t.Namespace, append(found, t.Namespace+"."+t.Name)
+		if t.Namespace+"."+t.Name == arg {
+			return t.Namespace, t.Name, nil
+		}
+		sqlName, _ := strings.CutPrefix(t.Name, "public:")
+		if t.Name == arg || sqlName == arg || strings.Replace(t.Name, ":", ".", 1) == arg {
+			found = append(found, t)
 		}
 	}
 	switch len(found) {
 	case 0:
 		return "", "", fmt.Errorf("table %q not found (see list-tables)", arg)
 	case 1:
-		return ns, arg, nil
+		return found[0].Namespace, found[0].Name, nil
 	}
-	return "", "", fmt.Errorf("table %q is ambiguous: %s; name it as namespace.name", arg, strings.Join(found, ", "))
+	names := make([]string, len(found))
+	for i, t := range found {
+		names[i] = t.Namespace + "." + t.Name
+	}
+	return "", "", fmt.Errorf("table %q is ambiguous: %s; name it as namespace.name", arg, strings.Join(names, ", "))
 }
 
 func (a *adminConn) listTablets(ctx context.Context, arg string) (tableRow, []tabletRow, error) {

@@ -151,6 +151,12 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		}
 		s.describe(ctx, x.Left, depth+1, lines)
 		s.describe(ctx, x.Right, depth+1, lines)
+	case *plan.RecursiveUnion:
+		add("Recursive Union%s", map[bool]string{true: " All"}[x.All])
+		s.describe(ctx, x.NonRec, depth+1, lines)
+		s.describe(ctx, x.Recursive, depth+1, lines)
+	case *plan.WorkTable:
+		add("WorkTable Scan on %s", x.Name)
 	case *plan.SetOp:
 		add("%s%s", strings.ToUpper(x.Op[:1])+x.Op[1:], map[bool]string{true: " All"}[x.All])
 		s.spillDetail(x, detail)

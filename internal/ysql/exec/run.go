@@ -94,6 +94,8 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		return rows, nil
 	case *plan.Scan:
 		return r.scan(x)
+	case *plan.WorkTable:
+		return r.s.work[x], nil
 	case *plan.VirtualScan:
 		all, err := x.Table.Rows()
 		if err != nil {
@@ -101,7 +103,7 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		}
 		return r.filter(all, x.Filter)
 	case *plan.Filter, *plan.Project, *plan.Truncate, *plan.DistinctNode, *plan.SetOp,
-		*plan.Sort, *plan.Window, *plan.Agg, *plan.Join:
+		*plan.Sort, *plan.Window, *plan.Agg, *plan.Join, *plan.RecursiveUnion:
 		src, err := r.open(x) // the same code whether the rows stream or not
 		if err != nil {
 			return nil, err

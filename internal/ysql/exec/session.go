@@ -273,6 +273,10 @@ type Session struct {
 	implicitTxn *client.Txn
 	implicitRan int
 	singleStmt  bool
+
+	// work holds the rows a recursive WITH query's recursive term reads
+	// (plan.WorkTable) while the statement runs (recursiveSource).
+	work map[*plan.WorkTable][]plan.Row
 	// busyBlock: DDL runs inside a block that has run statements (see
 	// outsideBlock).
 	busyBlock bool

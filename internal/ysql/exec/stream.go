@@ -86,6 +86,8 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		return d, nil
 	case *plan.SetOp:
 		return r.openSetOp(x)
+	case *plan.RecursiveUnion:
+		return r.openRecursive(x)
 	case *plan.Sort:
 		return r.openSort(x)
 	case *plan.Agg:
@@ -283,6 +285,86 @@ func (r *runner) openSetOp(s *plan.SetOp) (rowSource, error) {
 		x.ts[i] = c.T
 	}
 	return x, x.countRight(right)
+}
+
+// maxRecursiveBytes bounds what a recursive WITH query holds at once: one
+// run's rows (the next run's work table) and, without ALL, every row it
+// gave. PostgreSQL spills them to disk and has no bound; a node's memory
+// is shared by all its sessions.
+const maxRecursiveBytes = 1 << 30
+
+// openRecursive runs a recursive WITH query (plan.RecursiveUnion): the
+// non-recursive term's rows, then the recursive term's, run again over the
+// rows the previous run gave until a run gives none. The rows stream: a
+// LIMIT above ends an endless recursion, as in PostgreSQL.
+func (r *runner) openRecursive(ru *plan.RecursiveUnion) (rowSource, error) {
+	cur, err := r.open(ru.NonRec)
+	if err != nil {
+		return nil, err
+	}
+	if r.s.work == nil {
+		r.s.work = map[*plan.WorkTable][]plan.Row{}
+	}
+	r.onClose(func() { delete(r.s.work, ru.Work) })
+	x := &recursiveSource{r: r, ru: ru, cur: cur}
+	if !ru.All {
+		x.seen = map[string]bool{}
+		for _, c := range ru.Columns() {
+			x.ts = append(x.ts, c.T)
+		}
+	}
+	return x, nil
+}
+
+type recursiveSource struct {
+	r    *runner
+	ru   *plan.RecursiveUnion
+	cur  rowSource
+	gave []plan.Row      // this run's rows: the next run's work table
+	seen map[string]bool // without ALL: every row given
+	ts   []types.T
+	// held is the size of seen, gaveBytes of gave.
+	held, gaveBytes int64
+}
+
+func (x *recursiveSource) next() (plan.Row, error) {
+	for {
+		row, err := x.cur.next()
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			if len(x.gave) == 0 {
+				delete(x.r.s.work, x.ru.Work)
+				return nil, nil
+			}
+			// An endless recursion runs until cancelled.
+			if err := x.r.ctx.Err(); err != nil {
+				return nil, err
+			}
+			x.r.s.work[x.ru.Work] = x.gave
+			x.gave, x.gaveBytes = nil, 0
+			if x.cur, err = x.r.open(x.ru.Recursive); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if x.seen != nil {
+			k := rowKey(row, x.ts)
+			if x.seen[k] {
+				continue
+			}
+			x.seen[k] = true
+			x.held += int64(len(k)) + 48
+		}
+		x.gaveBytes += rowSize(row)
+		if x.held+x.gaveBytes > maxRecursiveBytes {
+			return nil, pgerror.New(pgerror.CodeProgramLimitExceeded,
+				"recursive query %q holds more than %d MB of rows", x.ru.Name, maxRecursiveBytes>>20)
+		}
+		x.gave = append(x.gave, row)
+		return row, nil
+	}
 }
 
 type concatSource struct {

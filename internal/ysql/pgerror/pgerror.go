@@ -49,6 +49,7 @@ const (
 	CodeInvalidColumnReference       = "42P10"
 	CodeInvalidTableDefinition       = "42P16"
 	CodeIndeterminateDatatype        = "42P18"
+	CodeInvalidRecursion             = "42P19"
 	CodeUndefinedPreparedStatement   = "26000"
 	CodeInvalidCursorName            = "34000"
 	CodeInvalidCursorState           = "24000"

@@ -37,6 +37,7 @@ type Binder struct {
 	inAggArg  bool
 	outerRefs int        // outer references bound so far (correlation)
 	ctes      []cteFrame // the WITH queries visible, outermost level first
+	recursing []*cteDef  // the recursive WITH queries whose recursive term is being bound
 }
 
 var tUnknown = types.T{OID: types.OIDUnknown, Mod: -1}

@@ -4,6 +4,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
 // WITH queries (common table expressions), non-recursive and read-only,
@@ -12,13 +13,30 @@ import (
 // several times gives the same rows each time unless it calls volatile
 // functions (PostgreSQL reads it once then; here each reference runs it).
 
+// A recursive WITH query (WITH RECURSIVE, a UNION [ALL] whose right side
+// reads the query itself) is planned as a RecursiveUnion at each
+// reference: the left side (the non-recursive term) fixes the columns and
+// their types, and the reference inside the right side (the recursive
+// term) reads the WorkTable, the rows of the previous run. As PostgreSQL,
+// the query may read itself once, directly (not in a subquery of WHERE or
+// the select list) and only in its recursive term; WITH queries reading
+// each other in a cycle are not supported.
+
 // cteDef is one WITH query: what a reference binds.
 type cteDef struct {
-	name     string
-	query    *pg.SelectStmt
-	colnames []string
-	parent   *scope     // the scope around the WITH (outer references)
-	visible  []cteFrame // the WITH queries it may reference
+	name      string
+	query     *pg.SelectStmt
+	colnames  []string
+	parent    *scope     // the scope around the WITH (outer references)
+	visible   []cteFrame // the WITH queries it may reference
+	recursive bool       // in a WITH RECURSIVE
+
+	// While its own definition is being bound: work is the self
+	// reference's table (nil while the non-recursive term is bound) and
+	// selfRefs counts the references to it.
+	binding  bool
+	work     *WorkTable
+	selfRefs int
 }
 
 // cteFrame is the WITH list of one query level.
@@ -27,9 +45,6 @@ type cteFrame []*cteDef
 // withClause makes the WITH queries of w visible to the rest of the
 // statement (restore undoes that).
 func (b *Binder) withClause(w *pg.WithClause, parent *scope) (restore func(), err error) {
-	if w.GetRecursive() {
-		return nil, pgerror.Unsupported("WITH RECURSIVE")
-	}
 	outer := b.ctes
 	var frame cteFrame
 	seen := map[string]bool{}
@@ -51,7 +66,14 @@ func (b *Binder) withClause(w *pg.WithClause, parent *scope) (restore func(), er
 		// A WITH query sees the ones before it in its list, and the
 		// enclosing levels'.
 		visible := append(append([]cteFrame(nil), outer...), append(cteFrame(nil), frame...))
-		frame = append(frame, &cteDef{name: name, query: q, colnames: cols, parent: parent, visible: visible})
+		frame = append(frame, &cteDef{name: name, query: q, colnames: cols, parent: parent, visible: visible, recursive: w.GetRecursive()})
+	}
+	if w.GetRecursive() {
+		// In WITH RECURSIVE every query of the list sees all of them,
+		// itself included.
+		for _, d := range frame {
+			d.visible = append(append([]cteFrame(nil), outer...), frame)
+		}
 	}
 	b.ctes = append(append([]cteFrame(nil), outer...), frame)
 	return func() { b.ctes = outer }, nil
@@ -70,12 +92,19 @@ func (b *Binder) cte(name string) *cteDef {
 }
 
 // cteRef plans a reference to a WITH query as a subquery in FROM under
-// alias (its column names those of the WITH list, then of the alias).
-func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar) (Node, []scopeCol, error) {
-	saved := b.ctes
-	b.ctes = d.visible
-	sub, err := b.selectStmt(d.query, d.parent)
-	b.ctes = saved
+// alias (its column names those of the WITH list, then of the alias);
+// parent is the scope around the FROM list the reference is in.
+func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, []scopeCol, error) {
+	var sub Node
+	var err error
+	switch {
+	case d.binding:
+		sub, err = b.selfRef(d, rv, parent)
+	case d.recursive && d.query.GetOp() == pg.SetOperation_SETOP_UNION:
+		sub, err = b.recursiveUnion(d)
+	default:
+		sub, err = b.cteQuery(d)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,4 +118,99 @@ func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar) (Node, []scopeCol, error) {
 	}
 	node, cols := subqueryItem(sub, alias, d.colnames, aliasCols)
 	return node, cols, nil
+}
+
+// cteQuery binds d's query where d was declared.
+func (b *Binder) cteQuery(d *cteDef) (Node, error) {
+	saved := b.ctes
+	b.ctes = d.visible
+	defer func() { b.ctes = saved }()
+	return b.selectStmt(d.query, d.parent)
+}
+
+// selfRef is a reference to d inside d's own query.
+func (b *Binder) selfRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, error) {
+	recursive := func(format string) error {
+		return posErr(pgerror.New(pgerror.CodeInvalidRecursion, format, d.name), rv.GetLocation())
+	}
+	switch {
+	case d.work == nil:
+		return nil, recursive("recursive reference to query %q must not appear within its non-recursive term")
+	case b.recursing[len(b.recursing)-1] != d:
+		return nil, posErr(pgerror.Unsupported("mutual recursion between WITH items"), rv.GetLocation())
+	case parent != d.parent:
+		return nil, recursive("recursive reference to query %q must not appear within a subquery")
+	case d.selfRefs > 0:
+		return nil, recursive("recursive reference to query %q must not appear more than once")
+	}
+	d.selfRefs++
+	return d.work, nil
+}
+
+// recursiveUnion binds d, a UNION [ALL] in a WITH RECURSIVE: as a
+// RecursiveUnion if its right side reads d, else as the plain UNION.
+func (b *Binder) recursiveUnion(d *cteDef) (Node, error) {
+	q := d.query
+	saved := b.ctes
+	b.ctes = d.visible
+	d.binding = true
+	defer func() {
+		b.ctes = saved
+		d.binding, d.work, d.selfRefs = false, nil, 0
+	}()
+	l, err := b.selectStmt(q.GetLarg(), d.parent)
+	if err != nil {
+		return nil, err
+	}
+	cols := append([]Column(nil), l.Columns()...)
+	var casts []Expr
+	for i := range cols {
+		cols[i].Table, cols[i].TableOID, cols[i].AttNum = d.name, 0, 0
+		if i < len(d.colnames) {
+			cols[i].Name = d.colnames[i]
+		}
+		var e Expr = &ColRef{Idx: i, T: cols[i].T, Name: cols[i].Name}
+		if cols[i].T.OID == types.OIDUnknown {
+			// A literal's type is settled here, as PostgreSQL settles it.
+			if e, err = b.cast(e, tText, types.CastImplicit, -1); err != nil {
+				return nil, err
+			}
+			cols[i].T = tText
+		}
+		casts = append(casts, e)
+	}
+	l = &Project{Input: l, Exprs: casts, cols: cols}
+	d.work = &WorkTable{Name: d.name, Cols: cols}
+	b.recursing = append(b.recursing, d)
+	r, err := b.selectStmt(q.GetRarg(), d.parent)
+	b.recursing = b.recursing[:len(b.recursing)-1]
+	if err != nil {
+		return nil, err
+	}
+	if d.selfRefs == 0 {
+		// Not recursive after all: the plain UNION.
+		d.binding, d.work = false, nil
+		return b.selectStmt(q, d.parent)
+	}
+	switch {
+	case len(q.GetSortClause()) > 0:
+		return nil, pgerror.Unsupported("ORDER BY in a recursive query")
+	case q.GetLimitCount() != nil || q.GetLimitOffset() != nil:
+		return nil, pgerror.Unsupported("OFFSET/LIMIT in a recursive query")
+	case len(q.GetLockingClause()) > 0:
+		return nil, pgerror.Unsupported("FOR UPDATE/SHARE in a recursive query")
+	}
+	rc := r.Columns()
+	if len(rc) != len(cols) {
+		return nil, pgerror.New(pgerror.CodeSyntaxError, "each UNION query must have the same number of columns")
+	}
+	for i := range cols {
+		if rc[i].T != cols[i].T {
+			return nil, pgerror.New(pgerror.CodeDatatypeMismatch,
+				"recursive query %q column %d has type %s in non-recursive term but type %s overall",
+				d.name, i+1, cols[i].T.String(), rc[i].T.String()).
+				WithHint("Cast the output of the non-recursive term to the correct type.")
+		}
+	}
+	return &RecursiveUnion{Name: d.name, NonRec: l, Recursive: r, All: q.GetAll(), Work: d.work}, nil
 }

@@ -260,6 +260,30 @@ type SetOp struct {
 // Columns are the left side's.
 func (s *SetOp) Columns() []Column { return s.Left.Columns() }
 
+// RecursiveUnion is a recursive WITH query, PostgreSQL's: NonRec's rows,
+// then Recursive's, run again over the rows its previous run gave (read
+// through Work) until a run gives none; without All, a row given before
+// is dropped (and does not feed the next run).
+type RecursiveUnion struct {
+	Name              string
+	NonRec, Recursive Node
+	All               bool
+	Work              *WorkTable
+}
+
+// Columns are the non-recursive term's.
+func (r *RecursiveUnion) Columns() []Column { return r.Work.Cols }
+
+// WorkTable is a recursive WITH query's reference to itself in its
+// recursive term: the rows of the previous run.
+type WorkTable struct {
+	Name string
+	Cols []Column
+}
+
+// Columns are the WITH query's.
+func (w *WorkTable) Columns() []Column { return w.Cols }
+
 // Truncate hides columns past N (sort keys appended to a projection).
 type Truncate struct {
 	Input Node

@@ -639,7 +639,7 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		rv := n.GetRangeVar()
 		if rv.GetSchemaname() == "" && rv.GetCatalogname() == "" {
 			if d := b.cte(rv.GetRelname()); d != nil {
-				return b.cteRef(d, rv)
+				return b.cteRef(d, rv, parent)
 			}
 		}
 		alias := rv.GetRelname()

@@ -55,6 +55,12 @@ func (b *Binder) withClause(w *pg.WithClause, parent *scope) (restore func(), er
 			return nil, posErr(pgerror.New(pgerror.CodeDuplicateAlias, "WITH query name %q specified more than once", name), c.GetLocation())
 		}
 		seen[name] = true
+		switch {
+		case c.GetSearchClause() != nil:
+			return nil, posErr(pgerror.Unsupported("SEARCH in a WITH query"), c.GetLocation())
+		case c.GetCycleClause() != nil:
+			return nil, posErr(pgerror.Unsupported("CYCLE in a WITH query"), c.GetLocation())
+		}
 		q := c.GetCtequery().GetSelectStmt()
 		if q == nil {
 			return nil, posErr(pgerror.Unsupported("data-modifying statements in WITH"), c.GetLocation())

@@ -198,6 +198,11 @@ func (b *Binder) recursiveUnion(d *cteDef) (Node, error) {
 		d.binding, d.work = false, nil
 		return b.selectStmt(q, d.parent)
 	}
+	for _, t := range q.GetRarg().GetTargetList() {
+		if hasAgg(t.GetResTarget().GetVal()) || hasAgg(q.GetRarg().GetHavingClause()) {
+			return nil, pgerror.New(pgerror.CodeInvalidRecursion, "aggregate functions are not allowed in a recursive query's recursive term")
+		}
+	}
 	switch {
 	case len(q.GetSortClause()) > 0:
 		return nil, pgerror.Unsupported("ORDER BY in a recursive query")

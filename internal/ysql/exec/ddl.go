@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/docdb"
@@ -23,6 +24,18 @@ func (s *Session) ddl(ctx context.Context, n *pg.Node, yb *ybOptions) (string, e
 	switch {
 	case n.GetCreateStmt() != nil:
 		return "CREATE TABLE", s.createTable(ctx, n.GetCreateStmt(), yb)
+	case n.GetCreateTableAsStmt() != nil:
+		ctas := n.GetCreateTableAsStmt()
+		if ctas.GetObjtype() != pg.ObjectType_OBJECT_TABLE {
+			return "", pgerror.Unsupported("CREATE MATERIALIZED VIEW")
+		}
+		return s.createTableAs(ctx, ctas.GetQuery(), ctas.GetInto(), ctas.GetIfNotExists(), yb)
+	case n.GetSelectStmt().GetIntoClause() != nil:
+		// SELECT ... INTO t: CREATE TABLE t AS SELECT ... without INTO.
+		sel := proto.Clone(n.GetSelectStmt()).(*pg.SelectStmt)
+		into := sel.GetIntoClause()
+		sel.IntoClause = nil
+		return s.createTableAs(ctx, &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: sel}}, into, false, yb)
 	case n.GetDropStmt() != nil:
 		return s.drop(ctx, n.GetDropStmt())
 	case n.GetCreatedbStmt() != nil:

@@ -128,10 +128,7 @@ func (st *Statement) planOnce(ctx context.Context) error {
 	st.version = b.Cat.Version
 	n := st.raw.GetStmt()
 	switch {
-	case n.GetSelectStmt() != nil:
-		if n.GetSelectStmt().GetIntoClause() != nil {
-			return pgerror.Unsupported("SELECT INTO")
-		}
+	case n.GetSelectStmt() != nil && n.GetSelectStmt().GetIntoClause() == nil:
 		st.node, err = b.Select(n.GetSelectStmt())
 	case n.GetInsertStmt() != nil:
 		st.node, err = b.Insert(n.GetInsertStmt())

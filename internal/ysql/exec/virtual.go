@@ -332,6 +332,20 @@ var virtualDefs = []vdef{
 					if p, sc, ok := c.Type.NumericPrecScale(); ok {
 						prec, scale = dInt(int64(p)), dInt(int64(sc))
 					}
+					// PostgreSQL's binary precisions of the integer and
+					// float types (numeric_precision_radix 2).
+					switch c.Type.OID {
+					case types.OIDInt2:
+						prec, scale = dInt(16), dInt(0)
+					case types.OIDInt4:
+						prec, scale = dInt(32), dInt(0)
+					case types.OIDInt8:
+						prec, scale = dInt(64), dInt(0)
+					case types.OIDFloat4:
+						prec = dInt(24)
+					case types.OIDFloat8:
+						prec = dInt(53)
+					}
 					dataType := types.FormatType(c.Type.OID, -1)
 					udt := ""
 					if info := types.Info(c.Type.OID); info != nil {

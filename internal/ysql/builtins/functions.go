@@ -350,6 +350,15 @@ func init() {
 			return types.DString(sb.String()), nil
 		}}
 	functions["concat"] = append(functions["concat"], concat)
+	// pg_typeof(any): the argument's type, as regtype (shown by name).
+	typeOf := &Func{Name: "pg_typeof", Result: types.T{OID: types.OIDRegtype, Mod: -1}, VariadicAny: true, Strict: false,
+		EvalVariadic: func(_ *EvalContext, a []types.Datum, ts []types.T) (types.Datum, error) {
+			if len(ts) != 1 {
+				return types.NullDatum, pgerror.New(pgerror.CodeUndefinedFunction, "function pg_typeof takes one argument, not %d", len(ts))
+			}
+			return types.DInt(int64(ts[0].OID)), nil
+		}}
+	functions["pg_typeof"] = append(functions["pg_typeof"], typeOf)
 	concatWS := &Func{Name: "concat_ws", Args: args(tText), Result: tText, VariadicAny: true, Strict: false,
 		EvalVariadic: func(ctx *EvalContext, a []types.Datum, ts []types.T) (types.Datum, error) {
 			if a[0].Null {

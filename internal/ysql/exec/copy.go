@@ -42,10 +42,11 @@ type copyOptions struct {
 	escape byte
 }
 
-// copyPortalFor builds the portal of a COPY FROM STDIN statement.
-func (s *Session) copyPortalFor(ctx context.Context, cs *pg.CopyStmt) (*copyPortal, error) {
+// copyPortalFor builds the portal of a COPY FROM STDIN or COPY TO STDOUT
+// statement.
+func (s *Session) copyPortalFor(ctx context.Context, cs *pg.CopyStmt) (pgwire.Portal, error) {
 	if !cs.GetIsFrom() {
-		return nil, pgerror.Unsupported("COPY TO")
+		return s.copyOutPortalFor(ctx, cs)
 	}
 	if cs.GetFilename() != "" || cs.GetIsProgram() {
 		return nil, pgerror.New(pgerror.CodeInsufficientPrivilege, "COPY from a file or program is not allowed").
@@ -65,52 +66,11 @@ func (s *Session) copyPortalFor(ctx context.Context, cs *pg.CopyStmt) (*copyPort
 	if err != nil {
 		return nil, err
 	}
-	p := &copyPortal{s: s, cs: cs, table: t, opts: copyOptions{delim: '\t', null: `\N`, quote: '"', escape: '"'}}
-	for _, o := range cs.GetOptions() {
-		de := o.GetDefElem()
-		v, _ := setValue([]*pg.Node{de.GetArg()})
-		switch de.GetDefname() {
-		case "format":
-			switch strings.ToLower(v) {
-			case "csv":
-				p.opts.csv, p.opts.delim, p.opts.null = true, ',', ""
-			case "text":
-			case "binary":
-				p.opts.binary = true
-			default:
-				return nil, pgerror.New(pgerror.CodeInvalidParameterValue, "COPY format %q not recognized", v)
-			}
-		}
+	opts, err := copyOptionsOf(cs)
+	if err != nil {
+		return nil, err
 	}
-	for _, o := range cs.GetOptions() {
-		de := o.GetDefElem()
-		v, _ := setValue([]*pg.Node{de.GetArg()})
-		switch de.GetDefname() {
-		case "format":
-		case "delimiter":
-			if len(v) != 1 {
-				return nil, pgerror.New(pgerror.CodeFeatureNotSupported, "COPY delimiter must be a single one-byte character")
-			}
-			p.opts.delim = v[0]
-		case "null":
-			p.opts.null = v
-		case "header":
-			p.opts.header = de.GetArg() == nil || isOn(v) || v == "true"
-		case "quote":
-			if len(v) != 1 {
-				return nil, pgerror.New(pgerror.CodeFeatureNotSupported, "COPY quote must be a single one-byte character")
-			}
-			p.opts.quote = v[0]
-		case "escape":
-			if len(v) != 1 {
-				return nil, pgerror.New(pgerror.CodeFeatureNotSupported, "COPY escape must be a single one-byte character")
-			}
-			p.opts.escape = v[0]
-		case "freeze", "encoding":
-		default:
-			return nil, pgerror.New(pgerror.CodeSyntaxError, "option %q not recognized", de.GetDefname())
-		}
-	}
+	p := &copyPortal{s: s, cs: cs, table: t, opts: opts}
 	if len(cs.GetAttlist()) == 0 {
 		for i, c := range t.Columns {
 			if !c.Hidden {
@@ -128,6 +88,56 @@ func (s *Session) copyPortalFor(ctx context.Context, cs *pg.CopyStmt) (*copyPort
 		}
 	}
 	return p, nil
+}
+
+// copyOptionsOf reads a COPY statement's options.
+func copyOptionsOf(cs *pg.CopyStmt) (copyOptions, error) {
+	opts := copyOptions{delim: '\t', null: `\N`, quote: '"', escape: '"'}
+	for _, o := range cs.GetOptions() {
+		de := o.GetDefElem()
+		v, _ := setValue([]*pg.Node{de.GetArg()})
+		if de.GetDefname() == "format" {
+			switch strings.ToLower(v) {
+			case "csv":
+				opts.csv, opts.delim, opts.null = true, ',', ""
+			case "text":
+			case "binary":
+				opts.binary = true
+			default:
+				return opts, pgerror.New(pgerror.CodeInvalidParameterValue, "COPY format %q not recognized", v)
+			}
+		}
+	}
+	for _, o := range cs.GetOptions() {
+		de := o.GetDefElem()
+		v, _ := setValue([]*pg.Node{de.GetArg()})
+		switch de.GetDefname() {
+		case "format":
+		case "delimiter":
+			if len(v) != 1 {
+				return opts, pgerror.New(pgerror.CodeFeatureNotSupported, "COPY delimiter must be a single one-byte character")
+			}
+			opts.delim = v[0]
+		case "null":
+			opts.null = v
+		case "header":
+			opts.header = de.GetArg() == nil || isOn(v) || v == "true"
+		case "quote":
+			if len(v) != 1 {
+				return opts, pgerror.New(pgerror.CodeFeatureNotSupported, "COPY quote must be a single one-byte character")
+			}
+			opts.quote = v[0]
+		case "escape":
+			if len(v) != 1 {
+				return opts, pgerror.New(pgerror.CodeFeatureNotSupported, "COPY escape must be a single one-byte character")
+			}
+			opts.escape = v[0]
+		case "freeze", "encoding":
+		default:
+			return opts, pgerror.New(pgerror.CodeSyntaxError, "option %q not recognized", de.GetDefname())
+		}
+	}
+	return opts, nil
 }
 
 func (p *copyPortal) Execute(context.Context, int, pgwire.RowWriter) (string, bool, error) {

@@ -13,11 +13,7 @@ import (
 // client's CopyData messages as a stream, one message at a time.
 func (c *conn) copyIn(ctx context.Context, p CopyInPortal) (string, error) {
 	format, ncols := p.CopyInFormat()
-	codes := make([]uint16, ncols)
-	for i := range codes {
-		codes[i] = uint16(format)
-	}
-	c.send(&pgproto3.CopyInResponse{OverallFormat: byte(format), ColumnFormatCodes: codes})
+	c.send(&pgproto3.CopyInResponse{OverallFormat: byte(format), ColumnFormatCodes: formatCodes(format, ncols)})
 	if err := c.flushOut(); err != nil {
 		return "", err
 	}
@@ -89,4 +85,45 @@ func (r *copyReader) next() {
 		r.done, r.err = true, pgerror.New(pgerror.CodeProtocolViolation,
 			"unexpected %s message during COPY from stdin", msgName(msg))
 	}
+}
+
+// copyOut runs COPY TO STDOUT: CopyOutResponse, the portal's CopyData
+// messages (flushed as result rows are), CopyDone. After an error the
+// ErrorResponse ends the copy, as in PostgreSQL.
+func (c *conn) copyOut(ctx context.Context, p CopyOutPortal) (string, error) {
+	format, ncols := p.CopyOutFormat()
+	c.send(&pgproto3.CopyOutResponse{OverallFormat: byte(format), ColumnFormatCodes: formatCodes(format, ncols)})
+	tag, err := p.CopyOut(ctx, copyWriter{c})
+	if err != nil {
+		return "", err
+	}
+	c.send(&pgproto3.CopyDone{})
+	return tag, nil
+}
+
+// copyWriter sends each Write as one CopyData message.
+type copyWriter struct{ c *conn }
+
+func (w copyWriter) Write(b []byte) (int, error) {
+	c := w.c
+	if c.writeErr != nil {
+		return 0, c.writeErr
+	}
+	c.send(&pgproto3.CopyData{Data: b}) // encoded at once: b may be reused
+	c.unflushed += 5 + len(b)
+	if c.unflushed >= flushThreshold {
+		if err := c.flushOut(); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// formatCodes is format for each of n columns.
+func formatCodes(format int16, n int) []uint16 {
+	codes := make([]uint16, n)
+	for i := range codes {
+		codes[i] = uint16(format)
+	}
+	return codes
 }

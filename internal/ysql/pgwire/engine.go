@@ -127,6 +127,18 @@ type RowWriter interface {
 	WriteRow(values [][]byte) error
 }
 
+// CopyOutPortal is implemented by portals of COPY ... TO STDOUT. Instead of
+// Execute, pgwire sends CopyOutResponse, calls CopyOut with a writer whose
+// every Write is one CopyData message, then sends CopyDone. CopyOut returns
+// the command tag ("COPY 10").
+type CopyOutPortal interface {
+	Portal
+	// CopyOutFormat is the overall format (0 text/csv) and the number of
+	// columns for CopyOutResponse.
+	CopyOutFormat() (format int16, columns int)
+	CopyOut(ctx context.Context, data io.Writer) (tag string, err error)
+}
+
 // CopyInPortal is implemented by portals of COPY ... FROM STDIN. Instead of
 // Execute, pgwire sends CopyInResponse and calls CopyIn with a reader over
 // the CopyData messages; the reader returns io.EOF at CopyDone and an error

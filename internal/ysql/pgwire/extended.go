@@ -176,6 +176,9 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	)
 	if cp, ok := p.p.(CopyInPortal); ok {
 		tag, err = c.copyIn(ctx, cp)
+	} else if co, ok := p.p.(CopyOutPortal); ok {
+		c.watchStart()
+		tag, err = c.copyOut(ctx, co)
 	} else {
 		c.watchStart()
 		tag, suspended, err = p.p.Execute(ctx, maxRows, &c.sink)

@@ -64,6 +64,8 @@ func (c *conn) simpleStatement(text string) bool {
 	if cp, ok := p.(CopyInPortal); ok {
 		c.watchStop() // copyIn reads the socket itself
 		tag, err = c.copyIn(ctx, cp)
+	} else if co, ok := p.(CopyOutPortal); ok {
+		tag, err = c.copyOut(ctx, co)
 	} else {
 		tag, _, err = p.Execute(ctx, 0, &c.sink)
 	}

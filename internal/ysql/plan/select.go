@@ -991,6 +991,9 @@ func itoa(i int) string {
 }
 
 func (b *Binder) setOp(s *pg.SelectStmt, parent *scope) (Node, error) {
+	if s.GetLarg() == nil || s.GetRarg() == nil {
+		return nil, pgerror.New(pgerror.CodeInternalError, "set operation %v without both sides", s.GetOp())
+	}
 	l, err := b.selectStmt(s.GetLarg(), parent)
 	if err != nil {
 		return nil, err

@@ -59,6 +59,11 @@ line "Read: x ops/sec (y ms/op), n total ops | Write: … | Uptime: t ms"; with
 The exit status is non-zero if any read did not check out or, with --verify, an acknowledged
 write is missing.
 
+SqlInserts: the same keys, values and checks through YSQL, as a PostgreSQL application: --nodes
+are the nodes' YSQL addresses (default port 5433), the threads' statements spread over them; a
+table (k text PRIMARY KEY, v bytea), each key's first write an INSERT, the next ones INSERT ...
+ON CONFLICT DO UPDATE, reads by key.
+
 Bank: --num-accounts accounts (created once, 1000 each; an existing bank is kept) in a hash
 table; --num-threads-write transfer threads move random amounts between two random accounts in
 distributed transactions at --isolation (snapshot, serializable, read_committed, or mixed:
@@ -69,7 +74,14 @@ checks the final total (with no threads it only does that); --history FILE appen
 transfer attempt and snapshot for the history checker (package txncheck).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			addrs, err := normalizeJoin("--nodes", nodes, server.DefaultRPCPort)
+			port := server.DefaultRPCPort
+			if cfg.Workload == "SqlInserts" {
+				port = server.DefaultYSQLPort
+				if !cmd.Flags().Changed("nodes") {
+					nodes = []string{fmt.Sprintf("127.0.0.1:%d", port)}
+				}
+			}
+			addrs, err := normalizeJoin("--nodes", nodes, port)
 			if err != nil {
 				return err
 			}
@@ -133,8 +145,8 @@ transfer attempt and snapshot for the history checker (package txncheck).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Workload, "workload", "KeyValue", "workload to run (KeyValue or Bank)")
-	f.StringSliceVar(&nodes, "nodes", []string{fmt.Sprintf("127.0.0.1:%d", server.DefaultRPCPort)}, "nodes (IP or IP:port) to reach the masters through")
+	f.StringVar(&cfg.Workload, "workload", "KeyValue", "workload to run (KeyValue, SqlInserts or Bank)")
+	f.StringSliceVar(&nodes, "nodes", []string{fmt.Sprintf("127.0.0.1:%d", server.DefaultRPCPort)}, "nodes (IP or IP:port) to reach the masters through; SqlInserts: their YSQL addresses (default port 5433)")
 	f.IntVar(&cfg.WriteThreads, "num-threads-write", 2, "writer threads (Bank: transfer threads)")
 	f.IntVar(&cfg.ReadThreads, "num-threads-read", 8, "reader threads (Bank: snapshot checker threads)")
 	f.IntVar(&cfg.UniqueKeys, "num-unique-keys", 1_000_000, "number of distinct keys")

@@ -12,6 +12,11 @@
 // --verify, every key is read back at the end the same way: an
 // acknowledged write that is missing is an error.
 //
+// SqlInserts: the same keys, values and checks through YSQL (pgx; Nodes
+// are the nodes' YSQL addresses, the calls spread over them): a table
+// (k text PRIMARY KEY, v bytea), the first round of each key an INSERT, the
+// next ones INSERT ... ON CONFLICT (k) DO UPDATE, reads by primary key.
+//
 // Bank: N accounts in a hash-sharded table, each holding a balance and the
 // id of the transaction that last wrote it. Transfer threads move random
 // amounts between random accounts in distributed transactions (read two
@@ -42,16 +47,19 @@ import (
 
 // Config configures a run.
 type Config struct {
-	Workload      string // "KeyValue" or "Bank"
-	Nodes         []string
-	WriteThreads  int
-	ReadThreads   int
-	UniqueKeys    int
-	ValueSize     int
-	Duration      time.Duration
-	Namespace     string
-	Table         string
-	NumTablets    int // 0: the master's default
+	Workload     string // "KeyValue", "SqlInserts" or "Bank"
+	Nodes        []string
+	WriteThreads int
+	ReadThreads  int
+	UniqueKeys   int
+	ValueSize    int
+	Duration     time.Duration
+	Namespace    string
+	Table        string
+	NumTablets   int // 0: the master's default
+	// YSQLPort is the PostgreSQL port of every node, for SqlInserts (0:
+	// DefaultYSQLPort).
+	YSQLPort      int
 	RF            int // 0: the cluster's
 	FollowerReads bool
 	// Verify reads every written key back at the end (Bank: checks the
@@ -125,9 +133,38 @@ type keyState struct {
 	attempted atomic.Uint64
 }
 
+// store is where KeyValue and SqlInserts keep key:i: a table through the
+// client, or a YSQL table (sql.go).
+type store interface {
+	put(ctx context.Context, i int, v []byte, first bool) error
+	// get reads key i; follower asks for a follower read.
+	get(ctx context.Context, i int, follower bool) (v []byte, found bool, err error)
+}
+
+// clientStore is a table through the Go client.
+type clientStore struct{ table *client.Table }
+
+func (c clientStore) put(ctx context.Context, i int, v []byte, _ bool) error {
+	return c.table.Put(ctx, client.Row{"k": docdb.Text(keyName(i)), "v": docdb.Bytes(v)})
+}
+
+func (c clientStore) get(ctx context.Context, i int, follower bool) ([]byte, bool, error) {
+	row, found, err := c.table.Read(ctx, client.Row{"k": docdb.Text(keyName(i))}, client.ReadOptions{FollowerReads: follower})
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return row["v"].Bytes, true, nil
+}
+
+// A value's version is the run's id over the round of the write
+// (roundBits bits): a run over a table an earlier run filled tells their
+// values apart.
+const roundBits = 24
+
 type run struct {
 	cfg        Config
-	table      *client.Table
+	id         uint64 // this run's id, random
+	store      store
 	keys       []keyState
 	read       opStats
 	write      opStats
@@ -168,8 +205,11 @@ func (c *Config) fill() error {
 	if c.Workload == "" {
 		c.Workload = "KeyValue"
 	}
-	if c.Workload != "KeyValue" && c.Workload != "Bank" {
-		return fmt.Errorf("workload: unknown workload %q (have: KeyValue, Bank)", c.Workload)
+	if c.Workload != "KeyValue" && c.Workload != "Bank" && c.Workload != "SqlInserts" {
+		return fmt.Errorf("workload: unknown workload %q (have: KeyValue, SqlInserts, Bank)", c.Workload)
+	}
+	if c.Workload == "SqlInserts" && c.FollowerReads {
+		return errors.New("workload: SqlInserts reads through YSQL: no --follower-reads")
 	}
 	if len(c.Nodes) == 0 {
 		return errors.New("workload: --nodes is required")
@@ -216,6 +256,14 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Workload == "Bank" {
 		return runBank(ctx, cfg)
 	}
+	if cfg.Workload == "SqlInserts" {
+		st, err := openSQLStore(ctx, cfg)
+		if err != nil {
+			return Summary{}, err
+		}
+		defer st.close()
+		return runKV(ctx, cfg, st)
+	}
 	cl, err := client.Open(ctx, client.Config{Masters: cfg.Nodes})
 	if err != nil {
 		return Summary{}, err
@@ -233,7 +281,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	r := &run{cfg: cfg, table: table, keys: make([]keyState, cfg.UniqueKeys)}
+	return runKV(ctx, cfg, clientStore{table})
+}
+
+// runKV runs the writers and readers of KeyValue and SqlInserts over st.
+func runKV(ctx context.Context, cfg Config, st store) (Summary, error) {
+	r := &run{cfg: cfg, id: rand.Uint64() >> roundBits, store: st, keys: make([]keyState, cfg.UniqueKeys)}
 	start := time.Now()
 	r.gaps.start(start)
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
@@ -322,7 +375,7 @@ func (r *run) writer(ctx context.Context, w int) {
 			ks := &r.keys[i]
 			ks.attempted.Store(round)
 			t0 := time.Now()
-			err := r.table.Put(ctx, client.Row{"k": docdb.Text(keyName(i)), "v": docdb.Bytes(value(i, round, r.cfg.ValueSize))})
+			err := r.store.put(ctx, i, value(i, r.id<<roundBits|round, r.cfg.ValueSize), round == 1)
 			if err != nil {
 				if ctx.Err() == nil {
 					r.write.errors.Add(1)
@@ -348,7 +401,6 @@ func (r *run) writer(ctx context.Context, w int) {
 }
 
 func (r *run) reader(ctx context.Context, rnd *rand.Rand) {
-	opts := client.ReadOptions{FollowerReads: r.cfg.FollowerReads}
 	for ctx.Err() == nil {
 		n := int(r.written.Load())
 		if r.cfg.WriteThreads == 0 {
@@ -361,7 +413,7 @@ func (r *run) reader(ctx context.Context, rnd *rand.Rand) {
 		i := rnd.IntN(n)
 		floor := r.keys[i].acked.Load()
 		t0 := time.Now()
-		row, found, err := r.table.Read(ctx, client.Row{"k": docdb.Text(keyName(i))}, opts)
+		v, found, err := r.store.get(ctx, i, r.cfg.FollowerReads)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.read.errors.Add(1)
@@ -376,7 +428,7 @@ func (r *run) reader(ctx context.Context, rnd *rand.Rand) {
 		if r.cfg.WriteThreads == 0 {
 			continue // reading someone else's data: only read it
 		}
-		if err := r.check(i, row, found, floor, opts.FollowerReads); err != nil {
+		if err := r.check(i, v, found, floor, r.cfg.FollowerReads); err != nil {
 			r.mismatches.Add(1)
 			r.read.errors.Add(1)
 			fmt.Fprintf(r.cfg.Out, "mismatch: %s: %v\n", keyName(i), err)
@@ -386,17 +438,26 @@ func (r *run) reader(ctx context.Context, rnd *rand.Rand) {
 
 // check validates a read of key i against what was acknowledged before it.
 // Follower reads may be stale, so they only need an intact value.
-func (r *run) check(i int, row client.Row, found bool, floor uint64, stale bool) error {
+func (r *run) check(i int, val []byte, found bool, floor uint64, stale bool) error {
 	if !found {
 		if floor > 0 && !stale {
 			return fmt.Errorf("missing, but version %d was acknowledged", floor)
 		}
 		return nil
 	}
-	v, err := decode(i, row["v"].Bytes)
+	version, err := decode(i, val)
 	if err != nil {
 		return err
 	}
+	if version>>roundBits != r.id {
+		// An earlier run's value: fine until this run's first write of
+		// the key is acknowledged.
+		if floor > 0 && !stale {
+			return fmt.Errorf("a value of another run (version %x), but version %d was acknowledged", version, floor)
+		}
+		return nil
+	}
+	v := version & (1<<roundBits - 1)
 	if !stale && v < floor {
 		return fmt.Errorf("version %d, but %d was acknowledged before the read", v, floor)
 	}
@@ -414,11 +475,11 @@ func (r *run) verify(ctx context.Context) (checked, lost uint64) {
 		if floor == 0 {
 			continue
 		}
-		var row client.Row
+		var val []byte
 		var found bool
 		var err error
 		for attempt := 0; attempt < 5; attempt++ {
-			if row, found, err = r.table.Get(ctx, client.Row{"k": docdb.Text(keyName(i))}); err == nil {
+			if val, found, err = r.store.get(ctx, i, false); err == nil {
 				break
 			}
 		}
@@ -428,7 +489,7 @@ func (r *run) verify(ctx context.Context) (checked, lost uint64) {
 			fmt.Fprintf(r.cfg.Out, "verify: %s: %v\n", keyName(i), err)
 			continue
 		}
-		if err := r.check(i, row, found, floor, false); err != nil {
+		if err := r.check(i, val, found, floor, false); err != nil {
 			lost++
 			fmt.Fprintf(r.cfg.Out, "verify: %s: %v\n", keyName(i), err)
 		}

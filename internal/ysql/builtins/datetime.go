@@ -56,6 +56,12 @@ func validTS(us int64) bool {
 	return us >= minTS && us < endTS
 }
 
+// TimestampPlusInterval is timestamp + interval (timestamptz + interval
+// when loc is set): generate_series over timestamps steps with it.
+func TimestampPlusInterval(us int64, iv types.Interval, loc *time.Location) (int64, error) {
+	return tsPlusInterval(us, iv, loc)
+}
+
 // tsPlusInterval adds an interval to a timestamp (local when loc is nil,
 // else a timestamptz whose months and days are added in loc's calendar).
 func tsPlusInterval(us int64, iv types.Interval, loc *time.Location) (int64, error) {

@@ -84,7 +84,7 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows, err := x.Fn(args)
+		rows, err := x.Fn(r.ec.Location, args)
 		if err != nil || !x.Ordinality {
 			return rows, err
 		}

@@ -50,7 +50,7 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 			if err != nil {
 				return nil, err
 			}
-			next, err := x.Iter(args)
+			next, err := x.Iter(r.ec.Location, args)
 			if err != nil {
 				return nil, err
 			}

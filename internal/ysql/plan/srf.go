@@ -2,9 +2,11 @@ package plan
 
 import (
 	"sync"
+	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/shaledb/shaledb/internal/ysql/builtins"
 	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/types"
@@ -19,10 +21,11 @@ import (
 type FuncScan struct {
 	Name string
 	Args []Expr
-	Fn   func(args []types.Datum) ([]Row, error)
+	// Fn and Iter take the session's time zone (timestamptz series).
+	Fn func(loc *time.Location, args []types.Datum) ([]Row, error)
 	// Iter, when set, yields the rows one at a time (a nil row at the
 	// end), for the executor to stream them rather than hold them (Fn).
-	Iter func(args []types.Datum) (func() (Row, error), error)
+	Iter func(loc *time.Location, args []types.Datum) (func() (Row, error), error)
 	// Ordinality appends the row number (WITH ORDINALITY).
 	Ordinality bool
 	cols       []Column
@@ -38,7 +41,7 @@ type SRF struct {
 	Rows func(args []types.T, vals []types.Datum) ([]Row, error)
 	// Iter, instead of Rows, yields the rows one at a time (a nil row at
 	// the end): a function of very many rows (generate_series).
-	Iter func(args []types.T, vals []types.Datum) (func() (Row, error), error)
+	Iter func(loc *time.Location, args []types.T, vals []types.Datum) (func() (Row, error), error)
 }
 
 // maxHeldSRFRows bounds the rows of an Iter function held whole (Fn),
@@ -90,6 +93,12 @@ var srfs = map[string]SRF{
 			if len(args) < 2 || len(args) > 3 {
 				return nil, false
 			}
+			if isTimestamp(args[0]) {
+				if len(args) != 3 || args[1] != args[0] || args[2].OID != types.OIDInterval {
+					return nil, false
+				}
+				return []Column{{Name: "generate_series", T: args[0]}}, true
+			}
 			t := tInt4
 			for _, a := range args {
 				switch a.OID {
@@ -102,7 +111,10 @@ var srfs = map[string]SRF{
 			}
 			return []Column{{Name: "generate_series", T: t}}, true
 		},
-		Iter: func(_ []types.T, vals []types.Datum) (func() (Row, error), error) {
+		Iter: func(loc *time.Location, args []types.T, vals []types.Datum) (func() (Row, error), error) {
+			if isTimestamp(args[0]) {
+				return timestampSeries(loc, args[0], vals)
+			}
 			for _, v := range vals {
 				if v.Null {
 					return func() (Row, error) { return nil, nil }, nil
@@ -131,9 +143,9 @@ var srfs = map[string]SRF{
 }
 
 // heldRows is Rows of an Iter function: every row, up to maxHeldSRFRows.
-func heldRows(name string, iter func(args []types.T, vals []types.Datum) (func() (Row, error), error)) func(args []types.T, vals []types.Datum) ([]Row, error) {
-	return func(args []types.T, vals []types.Datum) ([]Row, error) {
-		next, err := iter(args, vals)
+func heldRows(name string, iter func(loc *time.Location, args []types.T, vals []types.Datum) (func() (Row, error), error)) func(loc *time.Location, args []types.T, vals []types.Datum) ([]Row, error) {
+	return func(loc *time.Location, args []types.T, vals []types.Datum) ([]Row, error) {
+		next, err := iter(loc, args, vals)
 		if err != nil {
 			return nil, err
 		}
@@ -189,19 +201,37 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 		if err != nil {
 			return nil, nil, err
 		}
-		if e.Type().OID == types.OIDUnknown && name == "generate_series" {
-			if e, err = b.cast(e, tInt4, types.CastImplicit, loc); err != nil {
-				return nil, nil, err
+		args[i], argTypes[i] = e, e.Type()
+	}
+	if name == "generate_series" {
+		// Untyped literals take the series' type: the timestamp type of
+		// an argument (the step then an interval), else integer.
+		series := tInt4
+		for _, t := range argTypes {
+			if isTimestamp(t) {
+				series = t
 			}
 		}
-		args[i], argTypes[i] = e, e.Type()
+		for i := range args {
+			want := series
+			if i == 2 && isTimestamp(series) {
+				want = types.T{OID: types.OIDInterval, Mod: -1}
+			}
+			if argTypes[i].OID == types.OIDUnknown || isTimestamp(series) && argTypes[i] != want {
+				var err error
+				if args[i], err = b.cast(args[i], want, types.CastImplicit, loc); err != nil {
+					return nil, nil, err
+				}
+				argTypes[i] = want
+			}
+		}
 	}
 	cols, ok := f.Cols(argTypes)
 	if !ok {
 		return nil, nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s(%s) does not exist", name, typeList(argTypes)).
 			WithHint("No function matches the given name and argument types. You might need to add explicit type casts."), loc)
 	}
-	if name == "generate_series" {
+	if name == "generate_series" && !isTimestamp(cols[0].T) {
 		for i := range args {
 			var err error
 			if args[i], err = b.cast(args[i], cols[0].T, types.CastImplicit, loc); err != nil {
@@ -228,13 +258,15 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 	for i := range cols {
 		cols[i].Table = alias
 	}
-	fn := f.Rows
+	fn := func(_ *time.Location, args []types.T, vals []types.Datum) ([]Row, error) { return f.Rows(args, vals) }
 	fs := &FuncScan{Name: name, Args: args, Ordinality: rf.GetOrdinality(), cols: cols}
 	if iter := f.Iter; iter != nil {
 		fn = heldRows(name, iter)
-		fs.Iter = func(vals []types.Datum) (func() (Row, error), error) { return iter(argTypes, vals) }
+		fs.Iter = func(loc *time.Location, vals []types.Datum) (func() (Row, error), error) {
+			return iter(loc, argTypes, vals)
+		}
 	}
-	fs.Fn = func(vals []types.Datum) ([]Row, error) { return fn(argTypes, vals) }
+	fs.Fn = func(loc *time.Location, vals []types.Datum) ([]Row, error) { return fn(loc, argTypes, vals) }
 	var node Node = fs
 	if lateral {
 		node = &Lateral{Sub: node}
@@ -487,4 +519,43 @@ func (b *Binder) arrayExpr(ae *pg.A_ArrayExpr, sc *scope, hint types.T) (Expr, e
 		Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) {
 			return types.DArray(append([]types.Datum(nil), v...)), nil
 		}}, nil
+}
+
+func isTimestamp(t types.T) bool {
+	return t.OID == types.OIDTimestamp || t.OID == types.OIDTimestampTZ
+}
+
+// timestampSeries is generate_series(start, stop, step interval) of
+// timestamps or timestamptz (whose months and days step in loc's
+// calendar): start, then each value plus step, while not past stop.
+func timestampSeries(loc *time.Location, t types.T, vals []types.Datum) (func() (Row, error), error) {
+	for _, v := range vals {
+		if v.Null {
+			return func() (Row, error) { return nil, nil }, nil
+		}
+	}
+	step := vals[2].Iv
+	sign := types.CompareInterval(step, types.Interval{})
+	if sign == 0 {
+		return nil, pgerror.New(pgerror.CodeInvalidParameterValue, "step size cannot equal zero")
+	}
+	if t.OID == types.OIDTimestamp {
+		loc = nil
+	} else if loc == nil {
+		loc = time.UTC
+	}
+	v, stop, done := vals[0].I, vals[1].I, false
+	return func() (Row, error) {
+		if done || sign > 0 && v > stop || sign < 0 && v < stop {
+			return nil, nil
+		}
+		row := Row{types.Datum{I: v}}
+		next, err := builtins.TimestampPlusInterval(v, step, loc)
+		if err != nil {
+			// Past the end of timestamps the series is over.
+			done = true
+		}
+		v = next
+		return row, nil
+	}, nil
 }

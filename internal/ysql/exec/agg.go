@@ -150,6 +150,13 @@ func (h *hashAgg) add(g *aggGroup, row plan.Row) error {
 				h.held += int64(len(k)) + 48
 			}
 		}
+		for _, o := range c.Order {
+			d, err := o.Expr.Eval(r.ec, row)
+			if err != nil {
+				return err
+			}
+			args = append(args, d)
+		}
 		if err := g.aggs[i].Add(args); err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ func pushdownAggs(a *plan.Agg) (aggs []client.Aggregate, groupBy []string, ok bo
 	}
 	aggs = make([]client.Aggregate, len(a.Aggs))
 	for i, c := range a.Aggs {
-		if c.Distinct || c.Filter != nil || c.Arg2 != nil {
+		if c.Distinct || c.Filter != nil || c.Arg2 != nil || len(c.Order) > 0 {
 			return nil, nil, false
 		}
 		if c.Arg == nil {

@@ -287,14 +287,48 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 		}
 		call.Filter = e
 	}
-	if len(fc.GetAggOrder()) > 0 {
-		return nil, posErr(pgerror.Unsupported("ORDER BY inside an aggregate"), loc)
+	for _, o := range fc.GetAggOrder() {
+		sb := o.GetSortBy()
+		if sb.GetUseOp() != nil {
+			return nil, posErr(pgerror.Unsupported("ORDER BY ... USING inside an aggregate"), loc)
+		}
+		if call.Distinct {
+			inArgs := false
+			for _, a := range fc.GetArgs() {
+				inArgs = inArgs || proto.Equal(withoutLocations(a), withoutLocations(sb.GetNode()))
+			}
+			if !inArgs {
+				return nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list"), loc)
+			}
+		}
+		e, err := b.expr(sb.GetNode(), b.aggs.input, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		if e.Type().OID == types.OIDUnknown {
+			if e, err = b.cast(e, tText, types.CastImplicit, loc); err != nil {
+				return nil, err
+			}
+		}
+		desc := sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC
+		nullsFirst := desc
+		switch sb.GetSortbyNulls() {
+		case pg.SortByNulls_SORTBY_NULLS_FIRST:
+			nullsFirst = true
+		case pg.SortByNulls_SORTBY_NULLS_LAST:
+			nullsFirst = false
+		}
+		call.Order = append(call.Order, AggOrder{Expr: e, Desc: desc, NullsFirst: nullsFirst})
 	}
 	agg, err := lookupAggregate(name, argTypes, fc.GetAggStar())
 	if err != nil {
 		return nil, posErr(pgerror.From(err), loc)
 	}
 	call.T, call.New = agg.Result, agg.New
+	if order := call.Order; len(order) > 0 {
+		nargs := len(argTypes)
+		call.New = func() Aggregator { return &orderedAggregator{inner: agg.New(), order: order, nargs: nargs} }
+	}
 	if call.Arg != nil && len(agg.Args) > 0 {
 		if call.Arg, err = b.cast(call.Arg, agg.Args[0], types.CastImplicit, loc); err != nil {
 			return nil, err

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"sort"
+
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
@@ -193,8 +195,60 @@ type AggCall struct {
 	Arg2     Expr // string_agg's delimiter
 	Distinct bool
 	Filter   Expr
-	T        types.T
-	New      func() Aggregator
+	// Order is ORDER BY inside the call (string_agg(v, ',' ORDER BY k)):
+	// the executor appends these keys' values to the arguments it adds,
+	// and New's aggregator sorts the rows by them before aggregating.
+	Order []AggOrder
+	T     types.T
+	New   func() Aggregator
+}
+
+// AggOrder is one key of an aggregate's ORDER BY.
+type AggOrder struct {
+	Expr             Expr
+	Desc, NullsFirst bool
+}
+
+// orderedAggregator holds a group's rows (arguments, then order keys) and
+// aggregates them sorted at Result.
+type orderedAggregator struct {
+	inner Aggregator
+	order []AggOrder
+	nargs int
+	rows  [][]types.Datum
+}
+
+func (o *orderedAggregator) Add(args []types.Datum) error {
+	o.rows = append(o.rows, append([]types.Datum(nil), args...))
+	return nil
+}
+
+func (o *orderedAggregator) Result() (types.Datum, error) {
+	sort.SliceStable(o.rows, func(i, j int) bool {
+		a, b := o.rows[i][o.nargs:], o.rows[j][o.nargs:]
+		for k, key := range o.order {
+			x, y := a[k], b[k]
+			if x.Null || y.Null {
+				if x.Null == y.Null {
+					continue
+				}
+				return x.Null == key.NullsFirst
+			}
+			c := types.Compare(x, y, key.Expr.Type())
+			if c == 0 {
+				continue
+			}
+			return (c < 0) != key.Desc
+		}
+		return false
+	})
+	for _, r := range o.rows {
+		if err := o.inner.Add(r[:o.nargs]); err != nil {
+			return types.NullDatum, err
+		}
+	}
+	o.rows = nil
+	return o.inner.Result()
 }
 
 // Aggregator accumulates one group's values.

@@ -103,6 +103,9 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 	case *plan.Limit:
 		add("Limit")
 		s.describe(ctx, x.Input, depth+1, lines)
+	case *plan.DistinctOn:
+		add("Unique (DISTINCT ON)")
+		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.DistinctNode:
 		add("HashAggregate (distinct)")
 		s.spillDetail(x, detail)

@@ -103,7 +103,7 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		}
 		return r.filter(all, x.Filter)
 	case *plan.Filter, *plan.Project, *plan.Truncate, *plan.DistinctNode, *plan.SetOp,
-		*plan.Sort, *plan.Window, *plan.Agg, *plan.Join, *plan.RecursiveUnion:
+		*plan.Sort, *plan.Window, *plan.Agg, *plan.Join, *plan.RecursiveUnion, *plan.DistinctOn:
 		src, err := r.open(x) // the same code whether the rows stream or not
 		if err != nil {
 			return nil, err

@@ -84,6 +84,12 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		d := r.newDistinct(in, x.N, x.Input.Columns())
 		r.s.noteSpill(x, d.spill.explain)
 		return d, nil
+	case *plan.DistinctOn:
+		in, err := r.open(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		return &distinctOnSource{in: in, keys: x.Keys, cols: x.Columns()}, nil
 	case *plan.SetOp:
 		return r.openSetOp(x)
 	case *plan.RecursiveUnion:
@@ -787,6 +793,38 @@ func (x *projectSource) next() (plan.Row, error) {
 		return nil, err
 	}
 	return x.r.evalAll(x.exprs, row)
+}
+
+// distinctOnSource passes the first row of each run of rows with equal
+// keys (NULLs equal).
+type distinctOnSource struct {
+	in   rowSource
+	keys []int
+	cols []plan.Column
+	prev plan.Row
+}
+
+func (x *distinctOnSource) next() (plan.Row, error) {
+	for {
+		row, err := x.in.next()
+		if err != nil || row == nil {
+			return nil, err
+		}
+		if x.prev != nil && x.sameKeys(x.prev, row) {
+			continue
+		}
+		x.prev = row
+		return row, nil
+	}
+}
+
+func (x *distinctOnSource) sameKeys(a, b plan.Row) bool {
+	for _, k := range x.keys {
+		if a[k].Null != b[k].Null || !a[k].Null && types.Compare(a[k], b[k], x.cols[k].T) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 type truncateSource struct {

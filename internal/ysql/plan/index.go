@@ -263,6 +263,8 @@ func markIndexOnly(n Node) {
 			n = x.Input
 		case *DistinctNode:
 			n = x.Input
+		case *DistinctOn:
+			n = x.Input
 		case *Agg:
 			n = x.Input
 		case *Scan:

@@ -304,6 +304,17 @@ type DistinctNode struct {
 // Columns are the input's.
 func (d *DistinctNode) Columns() []Column { return d.Input.Columns() }
 
+// DistinctOn is SELECT DISTINCT ON (keys): of each run of input rows
+// with equal Keys (column indexes; NULLs equal), the first. The input
+// comes sorted with the keys leading.
+type DistinctOn struct {
+	Input Node
+	Keys  []int
+}
+
+// Columns are the input's.
+func (d *DistinctOn) Columns() []Column { return d.Input.Columns() }
+
 // SetOp is UNION / INTERSECT / EXCEPT [ALL].
 type SetOp struct {
 	Op          string // "union", "intersect", "except"

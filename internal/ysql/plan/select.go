@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
@@ -181,24 +182,49 @@ func aggColumns(a *Agg) []Column {
 // projection and cut off after sorting.
 func (b *Binder) orderLimitProject(s *pg.SelectStmt, proj *Project, inputScope *scope, parent *scope) (Node, error) {
 	n := len(proj.Exprs)
-	var keys []SortKey
-	for _, o := range s.GetSortClause() {
-		sb := o.GetSortBy()
-		idx, err := b.outputRef(sb.GetNode(), proj)
-		if err != nil {
-			return nil, err
+	dc := s.GetDistinctClause()
+	distinctOn := len(dc) > 0 && dc[0].GetNode() != nil
+	// column finds node among the output columns, or computes it as a
+	// hidden one.
+	hidden := map[string]int{} // the hidden columns added, by expression
+	column := func(node *pg.Node) (int, error) {
+		idx, err := b.outputRef(node, proj)
+		if err != nil || idx >= 0 {
+			return idx, err
 		}
-		if idx < 0 {
-			if len(s.GetDistinctClause()) > 0 {
-				return nil, pgerror.New(pgerror.CodeInvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
-			}
-			e, err := b.expr(sb.GetNode(), inputScope, tUnknown)
+		if len(dc) > 0 && !distinctOn {
+			return -1, pgerror.New(pgerror.CodeInvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+		}
+		raw, _ := proto.MarshalOptions{Deterministic: true}.Marshal(withoutLocations(node))
+		key := string(raw)
+		if idx, ok := hidden[key]; ok {
+			return idx, nil
+		}
+		e, err := b.expr(node, inputScope, tUnknown)
+		if err != nil {
+			return -1, err
+		}
+		proj.Exprs = append(proj.Exprs, e)
+		proj.cols = append(proj.cols, Column{Name: "?sort?", T: e.Type(), Hidden: true})
+		hidden[key] = len(proj.Exprs) - 1
+		return len(proj.Exprs) - 1, nil
+	}
+	var onKeys []int
+	if distinctOn {
+		for _, d := range dc {
+			idx, err := column(d)
 			if err != nil {
 				return nil, err
 			}
-			proj.Exprs = append(proj.Exprs, e)
-			proj.cols = append(proj.cols, Column{Name: "?sort?", T: e.Type(), Hidden: true})
-			idx = len(proj.Exprs) - 1
+			onKeys = append(onKeys, idx)
+		}
+	}
+	var keys []SortKey
+	for _, o := range s.GetSortClause() {
+		sb := o.GetSortBy()
+		idx, err := column(sb.GetNode())
+		if err != nil {
+			return nil, err
 		}
 		k := SortKey{E: &ColRef{Idx: idx, T: proj.cols[idx].T}, Desc: sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC}
 		switch sb.GetSortbyNulls() {
@@ -214,10 +240,26 @@ func (b *Binder) orderLimitProject(s *pg.SelectStmt, proj *Project, inputScope *
 		keys = append(keys, k)
 	}
 	var node Node = proj
-	if len(s.GetDistinctClause()) > 0 {
-		if len(s.GetDistinctClause()) > 1 || s.GetDistinctClause()[0].GetNode() != nil {
-			return nil, pgerror.Unsupported("SELECT DISTINCT ON")
+	if distinctOn {
+		// The ORDER BY must start with the DISTINCT ON keys (in any order);
+		// without one, the rows are sorted by them.
+		if len(keys) == 0 {
+			for _, k := range onKeys {
+				keys = append(keys, SortKey{E: &ColRef{Idx: k, T: proj.cols[k].T}})
+			}
 		}
+		lead := map[int]bool{}
+		for i := 0; i < len(onKeys) && i < len(keys); i++ {
+			if cr, ok := keys[i].E.(*ColRef); ok {
+				lead[cr.Idx] = true
+			}
+		}
+		for _, k := range onKeys {
+			if !lead[k] || len(keys) < len(onKeys) {
+				return nil, pgerror.New(pgerror.CodeInvalidColumnReference, "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
+			}
+		}
+	} else if len(dc) > 0 {
 		node = &DistinctNode{Input: node, N: n}
 	}
 	if len(keys) > 0 {
@@ -227,6 +269,9 @@ func (b *Binder) orderLimitProject(s *pg.SelectStmt, proj *Project, inputScope *
 		} else {
 			node = &Sort{Input: node, Keys: keys}
 		}
+	}
+	if distinctOn {
+		node = &DistinctOn{Input: node, Keys: onKeys}
 	}
 	if len(proj.Exprs) > n {
 		node = &Truncate{Input: node, N: n}

@@ -776,11 +776,15 @@ func (r *runner) windowRows(src rowSource, calls []plan.WindowCall) (rowSource, 
 		if err != nil {
 			return nil, err
 		}
-		rs := &rankSource{r: r, in: sorted, call: call}
+		var order []plan.Expr
 		for _, k := range call.Order {
-			rs.order = append(rs.order, k.E)
+			order = append(order, k.E)
 		}
-		src = rs
+		if call.Agg != nil {
+			src = &aggWindowSource{r: r, in: sorted, call: call, order: order}
+			continue
+		}
+		src = &rankSource{r: r, in: sorted, call: call, order: order}
 	}
 	return src, nil
 }
@@ -827,6 +831,114 @@ func (x *rankSource) next() (plan.Row, error) {
 		v = x.dense
 	}
 	return append(row[:len(row):len(row)], types.DInt(v)), nil
+}
+
+// aggWindowSource appends an aggregate's value over the default window
+// frame to rows sorted by the window's partition and order keys: each row
+// gets the aggregate of its partition's rows up to its last peer (rows
+// with its order keys), so a peer group is read whole before its rows go
+// out (a partition, without order keys).
+type aggWindowSource struct {
+	r     *runner
+	in    rowSource
+	call  plan.WindowCall
+	order []plan.Expr
+
+	agg        plan.Aggregator
+	part       []types.Datum // the current partition's keys
+	peers      []plan.Row    // the current peer group, going out
+	val        types.Datum   // their value
+	next1      plan.Row      // the first row of the next peer group
+	next1Part  []types.Datum
+	next1Ord   []types.Datum
+	started    bool
+	inputEnded bool
+}
+
+func (x *aggWindowSource) next() (plan.Row, error) {
+	if len(x.peers) == 0 {
+		if err := x.readPeers(); err != nil || len(x.peers) == 0 {
+			return nil, err
+		}
+	}
+	row := x.peers[0]
+	x.peers = x.peers[1:]
+	return append(row[:len(row):len(row)], x.val), nil
+}
+
+// read returns the next input row with its partition and order keys.
+func (x *aggWindowSource) read() (plan.Row, []types.Datum, []types.Datum, error) {
+	if x.next1 != nil {
+		row, part, ord := x.next1, x.next1Part, x.next1Ord
+		x.next1 = nil
+		return row, part, ord, nil
+	}
+	if x.inputEnded {
+		return nil, nil, nil, nil
+	}
+	row, err := x.in.next()
+	if err != nil || row == nil {
+		x.inputEnded = row == nil
+		return nil, nil, nil, err
+	}
+	part, err := x.r.evalAll(x.call.Partition, row)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ord, err := x.r.evalAll(x.order, row)
+	return row, part, ord, err
+}
+
+// readPeers reads the next peer group, adds it to the aggregate (a new
+// one for a new partition) and takes the aggregate's value.
+func (x *aggWindowSource) readPeers() error {
+	row, part, ord, err := x.read()
+	if err != nil || row == nil {
+		return err
+	}
+	if !x.started || !sameValues(part, x.part, x.call.Partition) {
+		x.started, x.part, x.agg = true, part, x.call.Agg.New()
+	}
+	for {
+		if err := x.add(row); err != nil {
+			return err
+		}
+		x.peers = append(x.peers, row)
+		next, nextPart, nextOrd, err := x.read()
+		if err != nil {
+			return err
+		}
+		if next == nil {
+			break
+		}
+		if !sameValues(nextPart, part, x.call.Partition) || !sameValues(nextOrd, ord, x.order) {
+			x.next1, x.next1Part, x.next1Ord = next, nextPart, nextOrd
+			break
+		}
+		row = next
+	}
+	x.val, err = x.agg.Result()
+	return err
+}
+
+func (x *aggWindowSource) add(row plan.Row) error {
+	c := x.call.Agg
+	var args []types.Datum
+	if c.Arg != nil {
+		d, err := c.Arg.Eval(x.r.ec, row)
+		if err != nil {
+			return err
+		}
+		args = append(args, d)
+		if c.Arg2 != nil {
+			d2, err := c.Arg2.Eval(x.r.ec, row)
+			if err != nil {
+				return err
+			}
+			args = append(args, d2)
+		}
+	}
+	return x.agg.Add(args)
 }
 
 // sameValues compares two rows of key values (NULLs equal each other).

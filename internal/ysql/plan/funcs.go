@@ -260,25 +260,9 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 	b.inAggArg = true
 	defer func() { b.inAggArg = false }()
 	call := AggCall{Name: name, Distinct: fc.GetAggDistinct()}
-	var argTypes []types.T
-	if !fc.GetAggStar() {
-		for i, a := range fc.GetArgs() {
-			e, err := b.expr(a, b.aggs.input, tUnknown)
-			if err != nil {
-				return nil, err
-			}
-			if e.Type().OID == types.OIDUnknown {
-				if e, err = b.cast(e, tText, types.CastImplicit, loc); err != nil {
-					return nil, err
-				}
-			}
-			if i == 0 {
-				call.Arg = e
-			} else {
-				call.Arg2 = e
-			}
-			argTypes = append(argTypes, e.Type())
-		}
+	argTypes, err := b.aggArgs(fc, &call, b.aggs.input)
+	if err != nil {
+		return nil, err
 	}
 	if f := fc.GetAggFilter(); f != nil {
 		e, err := b.expr(f, b.aggs.input, tBool)
@@ -320,28 +304,65 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 		}
 		call.Order = append(call.Order, AggOrder{Expr: e, Desc: desc, NullsFirst: nullsFirst})
 	}
-	agg, err := lookupAggregate(name, argTypes, fc.GetAggStar())
-	if err != nil {
-		return nil, posErr(pgerror.From(err), loc)
+	if err := b.resolveAgg(fc, &call, argTypes); err != nil {
+		return nil, err
 	}
-	call.T, call.New = agg.Result, agg.New
 	if order := call.Order; len(order) > 0 {
-		nargs := len(argTypes)
-		call.New = func() Aggregator { return &orderedAggregator{inner: agg.New(), order: order, nargs: nargs} }
-	}
-	if call.Arg != nil && len(agg.Args) > 0 {
-		if call.Arg, err = b.cast(call.Arg, agg.Args[0], types.CastImplicit, loc); err != nil {
-			return nil, err
-		}
-	}
-	if call.Arg2 != nil && len(agg.Args) > 1 {
-		if call.Arg2, err = b.cast(call.Arg2, agg.Args[1], types.CastImplicit, loc); err != nil {
-			return nil, err
-		}
+		inner, nargs := call.New, len(argTypes)
+		call.New = func() Aggregator { return &orderedAggregator{inner: inner(), order: order, nargs: nargs} }
 	}
 	a := b.aggs.agg
 	a.Aggs = append(a.Aggs, call)
 	return &ColRef{Idx: len(a.Groups) + len(a.Aggs) - 1, T: call.T, Name: name}, nil
+}
+
+// aggArgs binds an aggregate call's arguments over sc into call (Arg,
+// Arg2) and returns their types.
+func (b *Binder) aggArgs(fc *pg.FuncCall, call *AggCall, sc *scope) ([]types.T, error) {
+	var argTypes []types.T
+	if fc.GetAggStar() {
+		return nil, nil
+	}
+	for i, a := range fc.GetArgs() {
+		e, err := b.expr(a, sc, tUnknown)
+		if err != nil {
+			return nil, err
+		}
+		if e.Type().OID == types.OIDUnknown {
+			if e, err = b.cast(e, tText, types.CastImplicit, fc.GetLocation()); err != nil {
+				return nil, err
+			}
+		}
+		if i == 0 {
+			call.Arg = e
+		} else {
+			call.Arg2 = e
+		}
+		argTypes = append(argTypes, e.Type())
+	}
+	return argTypes, nil
+}
+
+// resolveAgg finds the aggregate call names for argTypes, sets its result
+// type and state, and casts its arguments to the aggregate's.
+func (b *Binder) resolveAgg(fc *pg.FuncCall, call *AggCall, argTypes []types.T) error {
+	loc := fc.GetLocation()
+	agg, err := lookupAggregate(call.Name, argTypes, fc.GetAggStar())
+	if err != nil {
+		return posErr(pgerror.From(err), loc)
+	}
+	call.T, call.New = agg.Result, agg.New
+	if call.Arg != nil && len(agg.Args) > 0 {
+		if call.Arg, err = b.cast(call.Arg, agg.Args[0], types.CastImplicit, loc); err != nil {
+			return err
+		}
+	}
+	if call.Arg2 != nil && len(agg.Args) > 1 {
+		if call.Arg2, err = b.cast(call.Arg2, agg.Args[1], types.CastImplicit, loc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {

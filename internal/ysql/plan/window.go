@@ -7,11 +7,12 @@ import (
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
-// Window functions, the ranking ones: row_number(), rank() and
-// dense_rank() OVER (PARTITION BY ... ORDER BY ...), in the select list
-// of a query without GROUP BY or aggregates (what drivers' metadata
-// queries use). Frames do not change them; named windows and aggregates
-// over windows are not supported.
+// Window functions: the ranking ones, row_number(), rank() and
+// dense_rank(), and aggregates (count, sum, avg, min, max, string_agg ...)
+// OVER (PARTITION BY ... ORDER BY ...), in the select list of a query
+// without GROUP BY or aggregates. Frames do not change the ranking ones;
+// aggregates take the default frame only. Named windows are not
+// supported.
 
 // Window appends the values of its calls to each input row.
 type Window struct {
@@ -20,11 +21,15 @@ type Window struct {
 	cols  []Column
 }
 
-// WindowCall is one ranking function over a window.
+// WindowCall is one ranking function or aggregate over a window.
 type WindowCall struct {
-	Name      string // row_number, rank, dense_rank
+	Name      string // row_number, rank, dense_rank, or an aggregate's
 	Partition []Expr
 	Order     []SortKey
+	// Agg is set for an aggregate (sum(x) OVER ...): with the default
+	// frame, each row gets the aggregate of its partition's rows up to its
+	// last peer in the window's order (the whole partition without one).
+	Agg *AggCall
 }
 
 // Columns are the input's, then one per call.
@@ -53,19 +58,28 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	if b.win == nil {
 		return nil, posErr(pgerror.Unsupported("window functions here (only in a select list without aggregates)"), loc)
 	}
-	switch name {
-	case "row_number", "rank", "dense_rank":
+	var agg *AggCall
+	switch {
+	case name == "row_number" || name == "rank" || name == "dense_rank":
+		if len(fc.GetArgs()) > 0 {
+			return nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s does not take arguments", name), loc)
+		}
+	case IsAggregate(name):
+		var err error
+		if agg, err = b.windowAgg(fc, name); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, posErr(pgerror.Unsupported("window function "+name), loc)
-	}
-	if len(fc.GetArgs()) > 0 {
-		return nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s does not take arguments", name), loc)
 	}
 	over := fc.GetOver()
 	if over.GetRefname() != "" || over.GetName() != "" {
 		return nil, posErr(pgerror.Unsupported("named windows"), loc)
 	}
-	call := WindowCall{Name: name}
+	if agg != nil && over.GetFrameOptions()&frameNonDefault != 0 {
+		return nil, posErr(pgerror.Unsupported("window frames other than the default"), loc)
+	}
+	call := WindowCall{Name: name, Agg: agg}
 	for _, p := range over.GetPartitionClause() {
 		e, err := b.expr(p, b.win.input, tUnknown)
 		if err != nil {
@@ -98,6 +112,35 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	w := b.win.node
 	w.Calls = append(w.Calls, call)
 	t := types.T{OID: types.OIDInt8, Mod: -1}
+	if agg != nil {
+		t = agg.T
+	}
 	w.cols = append(w.cols, Column{Name: name, T: t, Hidden: true})
 	return &ColRef{Idx: len(w.cols) - 1, T: t, Name: name}, nil
+}
+
+// frameNonDefault is PostgreSQL's FRAMEOPTION_NONDEFAULT: the window
+// names a frame.
+const frameNonDefault = 1
+
+// windowAgg binds the call of an aggregate used as a window function.
+func (b *Binder) windowAgg(fc *pg.FuncCall, name string) (*AggCall, error) {
+	loc := fc.GetLocation()
+	switch {
+	case fc.GetAggDistinct():
+		return nil, posErr(pgerror.Unsupported("DISTINCT in window functions"), loc)
+	case len(fc.GetAggOrder()) > 0:
+		return nil, posErr(pgerror.Unsupported("aggregate ORDER BY in window functions"), loc)
+	case fc.GetAggFilter() != nil:
+		return nil, posErr(pgerror.Unsupported("FILTER in window functions"), loc)
+	}
+	call := &AggCall{Name: name}
+	argTypes, err := b.aggArgs(fc, call, b.win.input)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.resolveAgg(fc, call, argTypes); err != nil {
+		return nil, err
+	}
+	return call, nil
 }

@@ -784,6 +784,10 @@ func (r *runner) windowRows(src rowSource, calls []plan.WindowCall) (rowSource, 
 			src = &aggWindowSource{r: r, in: sorted, call: call, order: order}
 			continue
 		}
+		if call.Args != nil {
+			src = &offsetSource{r: r, in: sorted, call: call}
+			continue
+		}
 		src = &rankSource{r: r, in: sorted, call: call, order: order}
 	}
 	return src, nil
@@ -939,6 +943,82 @@ func (x *aggWindowSource) add(row plan.Row) error {
 		}
 	}
 	return x.agg.Add(args)
+}
+
+// offsetSource appends lag's or lead's value to rows sorted by the
+// window's partition and order keys: a partition is read whole, then each
+// row gets the value of the row offset before (lag) or after (lead) it in
+// the partition, or the default.
+type offsetSource struct {
+	r    *runner
+	in   rowSource
+	call plan.WindowCall
+
+	part     []plan.Row // the current partition
+	pos      int
+	next1    plan.Row // the first row of the next partition
+	nextPart []types.Datum
+	ended    bool
+}
+
+func (x *offsetSource) next() (plan.Row, error) {
+	if x.pos == len(x.part) {
+		if err := x.readPartition(); err != nil || len(x.part) == 0 {
+			return nil, err
+		}
+	}
+	i, row := x.pos, x.part[x.pos]
+	x.pos++
+	off, err := x.call.Args[1].Eval(x.r.ec, row)
+	if err != nil {
+		return nil, err
+	}
+	v := types.NullDatum
+	if !off.Null {
+		j := int64(i) - off.I
+		if x.call.Name == "lead" {
+			j = int64(i) + off.I
+		}
+		if j >= 0 && j < int64(len(x.part)) {
+			v, err = x.call.Args[0].Eval(x.r.ec, x.part[j])
+		} else {
+			v, err = x.call.Args[2].Eval(x.r.ec, row)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return append(row[:len(row):len(row)], v), nil
+}
+
+// readPartition reads the next partition's rows.
+func (x *offsetSource) readPartition() error {
+	x.part, x.pos = x.part[:0], 0
+	var key []types.Datum
+	if x.next1 != nil {
+		x.part, key = append(x.part, x.next1), x.nextPart
+		x.next1 = nil
+	}
+	for !x.ended {
+		row, err := x.in.next()
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			x.ended = true
+			break
+		}
+		part, err := x.r.evalAll(x.call.Partition, row)
+		if err != nil {
+			return err
+		}
+		if len(x.part) > 0 && !sameValues(part, key, x.call.Partition) {
+			x.next1, x.nextPart = row, part
+			break
+		}
+		x.part, key = append(x.part, row), part
+	}
+	return nil
 }
 
 // sameValues compares two rows of key values (NULLs equal each other).

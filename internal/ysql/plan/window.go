@@ -8,8 +8,8 @@ import (
 )
 
 // Window functions: the ranking ones, row_number(), rank() and
-// dense_rank(), and aggregates (count, sum, avg, min, max, string_agg ...)
-// OVER (PARTITION BY ... ORDER BY ...), in the select list of a query
+// dense_rank(), aggregates (count, sum, avg, min, max, string_agg ...),
+// lag and lead OVER (PARTITION BY ... ORDER BY ...), in the select list of a query
 // without GROUP BY or aggregates. Frames do not change the ranking ones;
 // aggregates take the default frame only. Named windows are not
 // supported.
@@ -30,6 +30,8 @@ type WindowCall struct {
 	// frame, each row gets the aggregate of its partition's rows up to its
 	// last peer in the window's order (the whole partition without one).
 	Agg *AggCall
+	// Args are lag's and lead's: the value, the offset (int), the default.
+	Args []Expr
 }
 
 // Columns are the input's, then one per call.
@@ -59,10 +61,16 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 		return nil, posErr(pgerror.Unsupported("window functions here (only in a select list without aggregates)"), loc)
 	}
 	var agg *AggCall
+	var args []Expr
 	switch {
 	case name == "row_number" || name == "rank" || name == "dense_rank":
 		if len(fc.GetArgs()) > 0 {
 			return nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s does not take arguments", name), loc)
+		}
+	case name == "lag" || name == "lead":
+		var err error
+		if args, err = b.offsetArgs(fc, name); err != nil {
+			return nil, err
 		}
 	case IsAggregate(name):
 		var err error
@@ -79,7 +87,7 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	if agg != nil && over.GetFrameOptions()&frameNonDefault != 0 {
 		return nil, posErr(pgerror.Unsupported("window frames other than the default"), loc)
 	}
-	call := WindowCall{Name: name, Agg: agg}
+	call := WindowCall{Name: name, Agg: agg, Args: args}
 	for _, p := range over.GetPartitionClause() {
 		e, err := b.expr(p, b.win.input, tUnknown)
 		if err != nil {
@@ -115,6 +123,9 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	if agg != nil {
 		t = agg.T
 	}
+	if args != nil {
+		t = args[0].Type()
+	}
 	w.cols = append(w.cols, Column{Name: name, T: t, Hidden: true})
 	return &ColRef{Idx: len(w.cols) - 1, T: t, Name: name}, nil
 }
@@ -143,4 +154,42 @@ func (b *Binder) windowAgg(fc *pg.FuncCall, name string) (*AggCall, error) {
 		return nil, err
 	}
 	return call, nil
+}
+
+// offsetArgs binds lag's or lead's arguments: the value, the offset
+// (default 1), the default (default NULL) in the value's type.
+func (b *Binder) offsetArgs(fc *pg.FuncCall, name string) ([]Expr, error) {
+	loc := fc.GetLocation()
+	in := fc.GetArgs()
+	if len(in) < 1 || len(in) > 3 || fc.GetAggStar() || fc.GetAggDistinct() || len(fc.GetAggOrder()) > 0 || fc.GetAggFilter() != nil {
+		return nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s takes a value, an optional offset and an optional default", name), loc)
+	}
+	v, err := b.expr(in[0], b.win.input, tUnknown)
+	if err != nil {
+		return nil, err
+	}
+	if v.Type().OID == types.OIDUnknown {
+		if v, err = b.cast(v, tText, types.CastImplicit, loc); err != nil {
+			return nil, err
+		}
+	}
+	var off Expr = &Const{T: tInt4, D: types.DInt(1)}
+	if len(in) > 1 {
+		if off, err = b.expr(in[1], b.win.input, tInt4); err != nil {
+			return nil, err
+		}
+		if off, err = b.cast(off, tInt4, types.CastImplicit, loc); err != nil {
+			return nil, err
+		}
+	}
+	var def Expr = &Const{T: v.Type(), D: types.NullDatum}
+	if len(in) > 2 {
+		if def, err = b.expr(in[2], b.win.input, v.Type()); err != nil {
+			return nil, err
+		}
+		if def, err = b.cast(def, v.Type(), types.CastImplicit, loc); err != nil {
+			return nil, err
+		}
+	}
+	return []Expr{v, off, def}, nil
 }

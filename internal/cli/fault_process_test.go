@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/shaledb/shaledb/internal/workload"
 )
 
 // TestWorkloadSurvivesSIGKILL: a 4-node RF 3 cluster of real processes
@@ -97,19 +95,7 @@ func TestWorkloadSurvivesSIGKILL(t *testing.T) {
 		time.Sleep(250 * time.Millisecond) // polling the cluster's state
 	}
 
-	werr := wl.wait()
-	out := wl.output()
-	t.Logf("workload output:\n%s", strings.Join(out, "\n"))
-	if werr != nil {
-		t.Fatalf("workload: %v", werr)
-	}
-	var sum workload.Summary
-	if err := json.Unmarshal([]byte(out[len(out)-1]), &sum); err != nil {
-		t.Fatalf("summary %q: %v", out[len(out)-1], err)
-	}
-	if sum.Mismatches != 0 || sum.Lost != 0 || sum.Verified == 0 || sum.Write.Ops == 0 {
-		t.Fatalf("summary: %+v", sum)
-	}
+	sum := wl.checkedSummary()
 	t.Logf("unavailability window (longest gap between successful writes): %d ms; write errors %d, read errors %d",
 		sum.MaxUnavailableMs, sum.Write.Errors, sum.Read.Errors)
 	checkProfile(t, filepath.Join(base, "workload.prof"))

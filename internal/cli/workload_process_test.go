@@ -3,12 +3,15 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/shaledb/shaledb/internal/workload"
 )
 
 // killNodesOnCleanup SIGKILLs, when the test ends, the node processes the
@@ -104,4 +107,25 @@ func (w *workloadProc) waitFor(ctx context.Context, what string, ok func(lines [
 func (w *workloadProc) wait() error {
 	<-w.done
 	return w.cmd.Wait()
+}
+
+// checkedSummary waits for a KeyValue workload run with --verify and
+// --json-summary, logs its output and fails the test unless it exited
+// cleanly, wrote, verified, and found no mismatch and no lost write.
+func (w *workloadProc) checkedSummary() workload.Summary {
+	w.t.Helper()
+	werr := w.wait()
+	out := w.output()
+	w.t.Logf("%s output:\n%s", w.name, strings.Join(out, "\n"))
+	if werr != nil {
+		w.t.Fatalf("%s: %v", w.name, werr)
+	}
+	var sum workload.Summary
+	if len(out) == 0 || json.Unmarshal([]byte(out[len(out)-1]), &sum) != nil {
+		w.t.Fatalf("%s: no JSON summary as the last line", w.name)
+	}
+	if sum.Mismatches != 0 || sum.Lost != 0 || sum.Verified == 0 || sum.Write.Ops == 0 {
+		w.t.Fatalf("%s summary: %+v", w.name, sum)
+	}
+	return sum
 }

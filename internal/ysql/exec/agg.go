@@ -127,28 +127,17 @@ func (h *hashAgg) add(g *aggGroup, row plan.Row) error {
 				continue
 			}
 		}
-		var args []types.Datum
-		if c.Arg != nil {
-			d, err := c.Arg.Eval(r.ec, row)
-			if err != nil {
-				return err
+		args, err := aggArgs(r.ec, &c, row)
+		if err != nil {
+			return err
+		}
+		if c.Distinct && c.Arg != nil {
+			k := rowKey(args[:1], []types.T{c.Arg.Type()})
+			if g.seen[i][k] {
+				continue
 			}
-			args = append(args, d)
-			if c.Arg2 != nil {
-				d2, err := c.Arg2.Eval(r.ec, row)
-				if err != nil {
-					return err
-				}
-				args = append(args, d2)
-			}
-			if c.Distinct {
-				k := rowKey(args[:1], []types.T{c.Arg.Type()})
-				if g.seen[i][k] {
-					continue
-				}
-				g.seen[i][k] = true
-				h.held += int64(len(k)) + 48
-			}
+			g.seen[i][k] = true
+			h.held += int64(len(k)) + 48
 		}
 		for _, o := range c.Order {
 			d, err := o.Expr.Eval(r.ec, row)
@@ -368,4 +357,20 @@ func (s *hashSpill) close() {
 		s.reading.close()
 	}
 	s.pending, s.parts, s.reading = nil, nil, nil
+}
+
+// aggArgs evaluates an aggregate call's arguments over row.
+func aggArgs(ec *plan.EvalContext, c *plan.AggCall, row plan.Row) ([]types.Datum, error) {
+	var args []types.Datum
+	for _, e := range []plan.Expr{c.Arg, c.Arg2} {
+		if e == nil {
+			break
+		}
+		d, err := e.Eval(ec, row)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, d)
+	}
+	return args, nil
 }

@@ -926,21 +926,9 @@ func (x *aggWindowSource) readPeers() error {
 }
 
 func (x *aggWindowSource) add(row plan.Row) error {
-	c := x.call.Agg
-	var args []types.Datum
-	if c.Arg != nil {
-		d, err := c.Arg.Eval(x.r.ec, row)
-		if err != nil {
-			return err
-		}
-		args = append(args, d)
-		if c.Arg2 != nil {
-			d2, err := c.Arg2.Eval(x.r.ec, row)
-			if err != nil {
-				return err
-			}
-			args = append(args, d2)
-		}
+	args, err := aggArgs(x.r.ec, x.call.Agg, row)
+	if err != nil {
+		return err
 	}
 	return x.agg.Add(args)
 }

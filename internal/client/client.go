@@ -111,10 +111,12 @@ func (c *Client) Masters() *Masters { return c.masters }
 
 // opContext applies the default deadline unless ctx has an earlier one.
 func (c *Client) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= c.cfg.Timeout {
+	d := time.Now().Add(c.cfg.Timeout)
+	if dl, ok := ctx.Deadline(); ok && !dl.After(d) {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, c.cfg.Timeout)
+	oc := newOpCtx(ctx, d)
+	return oc, oc.release
 }
 
 func (c *Client) masterCall(ctx context.Context, f func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.MasterError, error)) error {

@@ -195,7 +195,7 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 
 // attempt runs f once against r within the attempt timeout.
 func (s *sender) attempt(ctx context.Context, r *replica, f call) (*tspb.TabletError, error) {
-	actx, cancel := context.WithTimeout(ctx, s.c.cfg.AttemptTimeout)
+	actx, cancel := attemptContext(ctx, s.c.cfg.AttemptTimeout)
 	defer cancel()
 	te, err := f(actx, r)
 	if err != nil {

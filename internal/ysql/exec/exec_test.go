@@ -159,12 +159,20 @@ func TestParameterStatusFollowsSettings(t *testing.T) {
 	if again := s.ParameterStatus(); fmt.Sprint(again) != fmt.Sprint(first) {
 		t.Fatalf("unchanged settings reported differently: %v vs %v", again, first)
 	}
-	s.settings["application_name"] = "bench"
+	v := s.SettingsVersion()
+	if err := s.set("application_name", "bench"); err != nil {
+		t.Fatal(err)
+	}
+	if s.SettingsVersion() == v {
+		t.Fatal("SET left the settings version")
+	}
 	if got := s.ParameterStatus()["application_name"]; got != "bench" {
 		t.Fatalf("after SET application_name: %q", got)
 	}
-	s.settings["timezone"] = "UTC+3"
-	if got := s.ParameterStatus()["TimeZone"]; got != "UTC+3" {
+	if err := s.set("timezone", "Europe/Paris"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ParameterStatus()["TimeZone"]; got != "Europe/Paris" {
 		t.Fatalf("after SET timezone: %q", got)
 	}
 }

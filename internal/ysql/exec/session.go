@@ -198,9 +198,9 @@ func (e *Engine) NewSession(ctx context.Context, params map[string]string, info 
 	}
 	s := &Session{e: e, db: db, user: user, pid: info.BackendPID, tables: map[uint32]*client.Table{},
 		prepared: map[string]*Statement{}}
-	s.settings = defaultSettings(user)
+	s.resetSettings(user)
 	if an := params["application_name"]; an != "" {
-		s.settings["application_name"] = an
+		s.setSetting("application_name", an)
 	}
 	for k, v := range params {
 		if _, known := s.settings[strings.ToLower(k)]; known && k != "user" && k != "database" {
@@ -249,10 +249,20 @@ type Session struct {
 	db, user string
 	pid      uint32
 	settings map[string]string
+	// settingsGen counts the changes of settings (setSetting,
+	// resetSettings): what is derived from them is kept with the
+	// generation it was derived at, so a statement that changes none pays
+	// no map lookups for them.
+	settingsGen uint64
 	// reported is the last ParameterStatus answer (read-only for the
-	// caller), of the settings values reportedVals.
-	reported     map[string]string
-	reportedVals []string
+	// caller), as of settings generation reportedGen.
+	reported    map[string]string
+	reportedGen uint64
+	// loc is the session time zone as of settings generation locGen;
+	// timeout statement_timeout as of timeoutGen.
+	loc                *time.Location
+	locGen, timeoutGen uint64
+	timeout            time.Duration
 
 	// Transaction state: inBlock between BEGIN and COMMIT/ROLLBACK; txn is
 	// started lazily by the block's first statement; failed after an
@@ -312,26 +322,32 @@ type Session struct {
 
 // ParameterStatus reports the parameters PostgreSQL sends to clients.
 func (s *Session) ParameterStatus() map[string]string {
-	if s.reported != nil && len(s.reportedVals) == len(reportedSettings) {
-		same := true
-		for i, k := range reportedSettings {
-			if s.settings[k] != s.reportedVals[i] {
-				same = false
-				break
-			}
-		}
-		if same {
-			return s.reported // pgwire asks after every statement
-		}
+	if s.reported != nil && s.reportedGen == s.settingsGen {
+		return s.reported
 	}
 	out := make(map[string]string, len(reportedSettings))
-	vals := make([]string, len(reportedSettings))
-	for i, k := range reportedSettings {
-		vals[i] = s.settings[k]
-		out[settingDisplayName(k)] = vals[i]
+	for _, k := range reportedSettings {
+		out[settingDisplayName(k)] = s.settings[k]
 	}
-	s.reported, s.reportedVals = out, vals
+	s.reported, s.reportedGen = out, s.settingsGen
 	return out
+}
+
+// SettingsVersion changes whenever a setting does (pgwire compares it
+// after every statement before it asks ParameterStatus).
+func (s *Session) SettingsVersion() uint64 { return s.settingsGen }
+
+// setSetting stores a setting's value.
+func (s *Session) setSetting(name, value string) {
+	s.settings[name] = value
+	s.settingsGen++
+}
+
+// resetSettings sets every setting to its default, session_authorization
+// to user.
+func (s *Session) resetSettings(user string) {
+	s.settings = defaultSettings(user)
+	s.settingsGen++
 }
 
 // Split splits a simple query into statements (pgwire calls it once per
@@ -381,6 +397,9 @@ func rollback(ctx context.Context, tx *client.Txn) {
 // dropped, as PostgreSQL does (INFO always goes to the client).
 func (s *Session) Notices() []*pgwire.Notice {
 	n := s.notices
+	if len(n) == 0 {
+		return nil
+	}
 	s.notices = nil
 	min := noticeLevel(s.settings["client_min_messages"])
 	out := n[:0]
@@ -478,8 +497,13 @@ func isolationName(i client.Isolation) string {
 
 // location is the session time zone.
 func (s *Session) location() *time.Location {
-	if loc, ok := types.LoadZone(s.settings["timezone"]); ok {
-		return loc
+	if s.loc != nil && s.locGen == s.settingsGen {
+		return s.loc
 	}
-	return time.UTC
+	loc, ok := types.LoadZone(s.settings["timezone"])
+	if !ok {
+		loc = time.UTC
+	}
+	s.loc, s.locGen = loc, s.settingsGen
+	return loc
 }

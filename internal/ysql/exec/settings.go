@@ -88,7 +88,7 @@ func (s *Session) set(name, value string) error {
 	}
 	if _, ok := settingDefaults[name]; !ok {
 		if strings.Contains(name, ".") { // custom (extension) settings are accepted
-			s.settings[name] = value
+			s.setSetting(name, value)
 			return nil
 		}
 		return pgerror.New(pgerror.CodeUndefinedObject, "unrecognized configuration parameter %q", name)
@@ -164,7 +164,7 @@ func (s *Session) set(name, value string) error {
 			value = "off"
 		}
 	}
-	s.settings[name] = value
+	s.setSetting(name, value)
 	return nil
 }
 
@@ -252,7 +252,7 @@ func (s *Session) variableSet(vs *pg.VariableSetStmt) (string, error) {
 			if name == "session_authorization" {
 				def = s.user
 			}
-			s.settings[name] = def
+			s.setSetting(name, def)
 			if vs.GetKind() == pg.VariableSetKind_VAR_RESET {
 				return "RESET", nil
 			}
@@ -261,7 +261,7 @@ func (s *Session) variableSet(vs *pg.VariableSetStmt) (string, error) {
 		return "", pgerror.New(pgerror.CodeUndefinedObject, "unrecognized configuration parameter %q", name)
 	case pg.VariableSetKind_VAR_RESET_ALL:
 		keep := s.settings["session_authorization"]
-		s.settings = defaultSettings(keep)
+		s.resetSettings(keep)
 		return "RESET", nil
 	case pg.VariableSetKind_VAR_SET_MULTI:
 		switch name {

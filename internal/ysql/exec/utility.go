@@ -94,7 +94,7 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		}
 		// DISCARD ALL: as a new session (poolers send it between clients).
 		s.prepared = map[string]*Statement{}
-		s.settings = defaultSettings(s.user)
+		s.resetSettings(s.user)
 		s.cursors = nil
 		s.currvals, s.lastval, s.lastvalSet = nil, 0, false
 		return "DISCARD ALL", nil, nil, nil

@@ -38,6 +38,9 @@ type conn struct {
 	sess     Session
 	admitted bool              // counted against MaxConnections
 	params   map[string]string // ParameterStatus values the client has
+	// paramsVersion: the session's SettingsVersion when params was last
+	// brought up to date.
+	paramsVersion uint64
 
 	stmts   map[string]Statement
 	portals map[string]*portal

@@ -38,6 +38,9 @@ type Session interface {
 	// Called after startup and after every statement; pgwire sends a
 	// ParameterStatus message for each value that changed.
 	ParameterStatus() map[string]string
+	// SettingsVersion changes whenever a parameter may have changed:
+	// pgwire asks ParameterStatus after a statement only if it moved.
+	SettingsVersion() uint64
 
 	// Split splits a simple-query string into its statements' texts, in
 	// order. An empty or comment-only string gives none. A syntax error is

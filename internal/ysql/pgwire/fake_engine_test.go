@@ -95,12 +95,16 @@ type fakeSession struct {
 	e       *fakeEngine
 	txn     byte
 	params  map[string]string
+	version uint64
 	notices []*Notice
 }
 
 func (s *fakeSession) ParameterStatus() map[string]string { return maps.Clone(s.params) }
-func (s *fakeSession) TxnStatus() byte                    { return s.txn }
-func (s *fakeSession) Close()                             { s.e.open.Add(-1) }
+
+// SettingsVersion changes every time: pgwire then compares every value.
+func (s *fakeSession) SettingsVersion() uint64 { s.version++; return s.version }
+func (s *fakeSession) TxnStatus() byte         { return s.txn }
+func (s *fakeSession) Close()                  { s.e.open.Add(-1) }
 
 func (s *fakeSession) Notices() []*Notice {
 	n := s.notices

@@ -28,10 +28,15 @@ func (c *conn) sendNotices() {
 // Bind send just notices).
 func (c *conn) afterStatement() {
 	c.sendNotices()
-	for k, v := range c.sess.ParameterStatus() {
-		if old, ok := c.params[k]; !ok || old != v {
-			c.params[k] = v
-			c.send(&pgproto3.ParameterStatus{Name: k, Value: v})
+	v := c.sess.SettingsVersion()
+	if v == c.paramsVersion {
+		return
+	}
+	c.paramsVersion = v
+	for k, val := range c.sess.ParameterStatus() {
+		if old, ok := c.params[k]; !ok || old != val {
+			c.params[k] = val
+			c.send(&pgproto3.ParameterStatus{Name: k, Value: val})
 		}
 	}
 }

@@ -93,6 +93,7 @@ func (c *conn) open(m *pgproto3.StartupMessage) bool {
 	}
 	c.sess = sess
 
+	c.paramsVersion = sess.SettingsVersion()
 	ps := sess.ParameterStatus()
 	c.params = make(map[string]string, len(ps))
 	names := make([]string, 0, len(ps))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,31 @@ type Snapshot struct {
 	// Indexes by database, then "schema.name"; IndexByOID by pg_class oid.
 	Indexes    map[string]map[string]IndexRef
 	IndexByOID map[uint32]IndexRef
+	// Views by database, then "schema.name"; ViewByOID by pg_class oid.
+	Views     map[string]map[string]*View
+	ViewByOID map[uint32]*View
+}
+
+// View returns schema.name in db.
+func (s *Snapshot) View(db, schema, name string) (*View, bool) {
+	v, ok := s.Views[db][schema+"."+name]
+	return v, ok
+}
+
+// Dependents returns the views of db that read the table or view
+// qualified ("schema.name"), in name order.
+func (s *Snapshot) Dependents(db, qualified string) []*View {
+	var out []*View
+	for _, v := range s.Views[db] {
+		for _, d := range v.DependsOn {
+			if d == qualified {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].QualifiedName() < out[j].QualifiedName() })
+	return out
 }
 
 // Table returns schema.name in db.
@@ -132,7 +158,8 @@ func (c *Cache) load(ctx context.Context) (*Snapshot, error) {
 func build(version uint64, objs map[string][]byte, tables []*masterpb.TableInfo) (*Snapshot, error) {
 	s := &Snapshot{Version: version, Databases: map[string]*Database{}, Schemas: map[string]map[string]*Schema{},
 		Tables: map[string]map[string]*Table{}, ByOID: map[uint32]*Table{}, Sequences: map[string]map[string]*Sequence{},
-		Indexes: map[string]map[string]IndexRef{}, IndexByOID: map[uint32]IndexRef{}}
+		Indexes: map[string]map[string]IndexRef{}, IndexByOID: map[uint32]IndexRef{},
+		Views: map[string]map[string]*View{}, ViewByOID: map[uint32]*View{}}
 	for k, v := range objs {
 		kind, _, _ := strings.Cut(k, "/")
 		var err error
@@ -157,6 +184,15 @@ func build(version uint64, objs map[string][]byte, tables []*masterpb.TableInfo)
 					s.Sequences[q.Database] = map[string]*Sequence{}
 				}
 				s.Sequences[q.Database][q.Schema+"."+q.Name] = q
+			}
+		case "view":
+			w := &View{}
+			if err = json.Unmarshal(v, w); err == nil {
+				if s.Views[w.Database] == nil {
+					s.Views[w.Database] = map[string]*View{}
+				}
+				s.Views[w.Database][w.QualifiedName()] = w
+				s.ViewByOID[w.OID] = w
 			}
 		}
 		if err != nil {

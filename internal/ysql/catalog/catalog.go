@@ -143,6 +143,35 @@ type Sequence struct {
 	OwnedBy string `json:"owned_by,omitempty"`
 }
 
+// View is a view's definition. Its query is kept as SQL text in which
+// every relation name is qualified with the schema it resolved to and
+// every * is expanded to the columns it stood for at creation, so that the
+// view reads the same relations and gives the same columns whatever the
+// search path of the session using it, and after columns are added to a
+// table it reads (as PostgreSQL, which keeps the analysed query).
+type View struct {
+	Database string       `json:"database"`
+	Schema   string       `json:"schema"`
+	Name     string       `json:"name"`
+	OID      uint32       `json:"oid"`
+	Query    string       `json:"query"`
+	Columns  []ViewColumn `json:"columns"`
+	// DependsOn: the tables and views the query reads ("schema.name"),
+	// which cannot be dropped, renamed or have columns dropped or retyped
+	// under it. By name, not OID: TRUNCATE and ADD PRIMARY KEY rebuild a
+	// table under the same name and a new OID.
+	DependsOn []string `json:"depends_on,omitempty"`
+}
+
+// ViewColumn is a column of a view.
+type ViewColumn struct {
+	Name string  `json:"name"`
+	Type types.T `json:"type"`
+}
+
+// QualifiedName is schema.name.
+func (v *View) QualifiedName() string { return v.Schema + "." + v.Name }
+
 // Storage names: a YSQL table lives in master namespace "ysql:<database>"
 // under the name "<schema>:<table>", so it cannot collide with YCQL
 // keyspaces or system tables.
@@ -166,9 +195,10 @@ func SplitMasterName(namespace, name string) (db, schema, table string, ok bool)
 }
 
 // Object keys of the SQL catalog objects.
-func dbKey(name string) string         { return "db/" + name }
-func schemaKey(db, name string) string { return "schema/" + db + "/" + name }
-func seqKey(db, s, name string) string { return "seq/" + db + "/" + s + "/" + name }
+func dbKey(name string) string          { return "db/" + name }
+func schemaKey(db, name string) string  { return "schema/" + db + "/" + name }
+func seqKey(db, s, name string) string  { return "seq/" + db + "/" + s + "/" + name }
+func viewKey(db, s, name string) string { return "view/" + db + "/" + s + "/" + name }
 func encode(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -156,6 +156,36 @@ func (c *Cache) DropSequence(ctx context.Context, q *Sequence) error {
 	})
 }
 
+// PutView creates (createOnly) or replaces a view definition; check runs
+// against the snapshot the change is made over (again if other DDL moved
+// the catalog in between), so a name taken meanwhile is seen.
+func (c *Cache) PutView(ctx context.Context, v *View, createOnly bool, check func(s *Snapshot) error) error {
+	return c.update(ctx, func(s *Snapshot, req *masterpb.UpdateCatalogObjectsRequest) error {
+		if err := check(s); err != nil {
+			return err
+		}
+		req.CreateOnly = createOnly
+		if v.OID == 0 {
+			v.OID = newOID(s)
+		}
+		req.Put[viewKey(v.Database, v.Schema, v.Name)] = encode(v)
+		return nil
+	})
+}
+
+// DropViews drops view definitions in one catalog change.
+func (c *Cache) DropViews(ctx context.Context, views []*View) error {
+	if len(views) == 0 {
+		return nil
+	}
+	return c.update(ctx, func(s *Snapshot, req *masterpb.UpdateCatalogObjectsRequest) error {
+		for _, v := range views {
+			req.Delete = append(req.Delete, viewKey(v.Database, v.Schema, v.Name))
+		}
+		return nil
+	})
+}
+
 // CreateTable creates t's storage table with its metadata.
 func (c *Cache) CreateTable(ctx context.Context, t *Table, part *masterpb.Partitioning, ifNotExists bool) error {
 	_, err := c.cl.CreateTable(ctx, &masterpb.CreateTableRequest{

@@ -41,11 +41,33 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 	rv := at.GetRelation()
 	t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
 	if !ok {
+		if _, isView := s.findView(snap, rv.GetSchemaname(), rv.GetRelname()); isView {
+			return pgerror.New(pgerror.CodeWrongObjectType, "%q is not a table", rv.GetRelname())
+		}
 		if at.GetMissingOk() {
 			s.notice("NOTICE", "00000", "relation %q does not exist, skipping", rv.GetRelname())
 			return nil
 		}
 		return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+	}
+	for _, cn := range at.GetCmds() {
+		cmd := cn.GetAlterTableCmd()
+		what := ""
+		switch cmd.GetSubtype() {
+		case pg.AlterTableType_AT_DropColumn:
+			what = fmt.Sprintf("drop column %s of table %s", cmd.GetName(), t.Name)
+		case pg.AlterTableType_AT_AlterColumnType:
+			what = fmt.Sprintf("alter type of column %s of table %s", cmd.GetName(), t.Name)
+		case pg.AlterTableType_AT_AddConstraint:
+			if cmd.GetDef().GetConstraint().GetContype() == pg.ConstrType_CONSTR_PRIMARY {
+				what = fmt.Sprintf("add a primary key to table %s", t.Name)
+			}
+		}
+		if what != "" {
+			if err := s.viewsReading(snap, t, what); err != nil {
+				return err
+			}
+		}
 	}
 	next := cloneTable(t)
 	s.pendingSeqs = nil
@@ -440,12 +462,28 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 		return "", err
 	}
 	rv := rs.GetRelation()
+	if rs.GetRenameType() == pg.ObjectType_OBJECT_VIEW || rs.GetRelationType() == pg.ObjectType_OBJECT_VIEW {
+		return "", pgerror.Unsupported("ALTER VIEW ... RENAME")
+	}
 	t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
 	if !ok {
+		if _, isView := s.findView(snap, rv.GetSchemaname(), rv.GetRelname()); isView {
+			return "", pgerror.Unsupported("ALTER VIEW ... RENAME")
+		}
 		if rs.GetMissingOk() {
 			return "ALTER TABLE", nil
 		}
 		return "", pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+	}
+	switch rs.GetRenameType() {
+	case pg.ObjectType_OBJECT_TABLE:
+		if err := s.viewsReading(snap, t, "rename table "+t.Name); err != nil {
+			return "", err
+		}
+	case pg.ObjectType_OBJECT_COLUMN:
+		if err := s.viewsReading(snap, t, fmt.Sprintf("rename column %s of table %s", rs.GetSubname(), t.Name)); err != nil {
+			return "", err
+		}
 	}
 	next := cloneTable(t)
 	switch rs.GetRenameType() {

@@ -72,7 +72,7 @@ func (s *Session) ddl(ctx context.Context, n *pg.Node, yb *ybOptions) (string, e
 	case n.GetCreateSeqStmt() != nil:
 		return "CREATE SEQUENCE", s.createSequence(ctx, n.GetCreateSeqStmt())
 	case n.GetViewStmt() != nil:
-		return "", pgerror.Unsupported("CREATE VIEW")
+		return "CREATE VIEW", s.createView(ctx, n.GetViewStmt())
 	}
 	return "", pgerror.Unsupported("statement " + strings.TrimSuffix(strings.SplitN(n.String(), ":", 2)[0], " "))
 }
@@ -133,7 +133,8 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 		return err
 	}
 	name := cs.GetRelation().GetRelname()
-	if _, exists := snap.Table(s.db, schema, name); exists {
+	_, isView := snap.View(s.db, schema, name)
+	if _, exists := snap.Table(s.db, schema, name); exists || isView {
 		if cs.GetIfNotExists() {
 			s.notice("NOTICE", "42P07", "relation %q already exists, skipping", name)
 			return nil
@@ -552,15 +553,22 @@ func (s *Session) dropTable(ctx context.Context, t *catalog.Table) error {
 
 // findTable resolves a possibly qualified table name.
 func (s *Session) findTable(snap *catalog.Snapshot, schema, name string) (*catalog.Table, bool) {
+	return lookup(s, schema, func(sc string) (*catalog.Table, bool) { return snap.Table(s.db, sc, name) })
+}
+
+// lookup resolves a possibly qualified name: get in schema if one is
+// given, else in the first schema of the search path where get finds it.
+func lookup[T any](s *Session, schema string, get func(schema string) (T, bool)) (T, bool) {
 	if schema != "" {
-		return snap.Table(s.db, schema, name)
+		return get(schema)
 	}
 	for _, sc := range s.searchPath() {
-		if t, ok := snap.Table(s.db, sc, name); ok {
-			return t, true
+		if v, ok := get(sc); ok {
+			return v, true
 		}
 	}
-	return nil, false
+	var none T
+	return none, false
 }
 
 func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
@@ -575,6 +583,9 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 			schema, name := qualifiedName(o.GetList().GetItems())
 			t, ok := s.findTable(snap, schema, name)
 			if !ok {
+				if _, isView := s.findView(snap, schema, name); isView {
+					return "", pgerror.New(pgerror.CodeWrongObjectType, "%q is not a table", name).WithHint("Use DROP VIEW to remove a view.")
+				}
 				if ds.GetMissingOk() {
 					s.notice("NOTICE", "00000", "table %q does not exist, skipping", name)
 					continue
@@ -582,6 +593,13 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 				return "", pgerror.New(pgerror.CodeUndefinedTable, "table %q does not exist", name)
 			}
 			tables = append(tables, t)
+		}
+		views, err := s.withDependents(snap, nil, tables, ds.GetBehavior() == pg.DropBehavior_DROP_CASCADE)
+		if err != nil {
+			return "", err
+		}
+		if err := s.e.cfg.Cache.DropViews(ctx, views); err != nil {
+			return "", err
 		}
 		for _, t := range tables {
 			if err := s.dropTable(ctx, t); err != nil {
@@ -595,17 +613,7 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 	case pg.ObjectType_OBJECT_SEQUENCE:
 		for _, o := range ds.GetObjects() {
 			schema, name := qualifiedName(o.GetList().GetItems())
-			var q *catalog.Sequence
-			var ok bool
-			if schema != "" {
-				q, ok = snap.Sequence(s.db, schema, name)
-			} else {
-				for _, sc := range s.searchPath() {
-					if q, ok = snap.Sequence(s.db, sc, name); ok {
-						break
-					}
-				}
-			}
+			q, ok := lookup(s, schema, func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, name) })
 			if !ok {
 				if ds.GetMissingOk() {
 					s.notice("NOTICE", "00000", "sequence %q does not exist, skipping", name)
@@ -634,9 +642,23 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 					inside = append(inside, t)
 				}
 			}
-			if len(inside) > 0 && ds.GetBehavior() != pg.DropBehavior_DROP_CASCADE {
+			var views []*catalog.View
+			for _, v := range snap.Views[s.db] {
+				if v.Schema == name {
+					views = append(views, v)
+				}
+			}
+			if len(inside)+len(views) > 0 && ds.GetBehavior() != pg.DropBehavior_DROP_CASCADE {
 				return "", pgerror.New(pgerror.CodeDependentObjectsStillExist, "cannot drop schema %s because other objects depend on it", name).
 					WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
+			}
+			// Views elsewhere that read what goes go too.
+			views, err := s.withDependents(snap, views, inside, true)
+			if err != nil {
+				return "", err
+			}
+			if err := s.e.cfg.Cache.DropViews(ctx, views); err != nil {
+				return "", err
 			}
 			for _, t := range inside {
 				if err := s.dropTable(ctx, t); err != nil {
@@ -673,6 +695,8 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 			}
 		}
 		return "DROP INDEX", nil
+	case pg.ObjectType_OBJECT_VIEW:
+		return "DROP VIEW", s.dropViews(ctx, snap, ds)
 	}
 	return "", pgerror.Unsupported("DROP " + strings.TrimPrefix(ds.GetRemoveType().String(), "OBJECT_"))
 }
@@ -692,6 +716,13 @@ func (s *Session) dropDatabase(ctx context.Context, dd *pg.DropdbStmt) error {
 	}
 	if name == s.db {
 		return pgerror.New(pgerror.CodeObjectInUse, "cannot drop the currently open database")
+	}
+	var views []*catalog.View
+	for _, v := range snap.Views[name] {
+		views = append(views, v)
+	}
+	if err := s.e.cfg.Cache.DropViews(ctx, views); err != nil {
+		return err
 	}
 	for _, t := range snap.Tables[name] {
 		if err := s.dropTable(ctx, t); err != nil {

@@ -168,15 +168,7 @@ func (s *Session) lookupSequence(ctx context.Context, name string) (*catalog.Seq
 	}
 	rel = strings.Trim(rel, `"`)
 	find := func(snap *catalog.Snapshot) (*catalog.Sequence, bool) {
-		if schema != "" {
-			return snap.Sequence(s.db, schema, rel)
-		}
-		for _, sc := range s.searchPath() {
-			if q, ok := snap.Sequence(s.db, sc, rel); ok {
-				return q, true
-			}
-		}
-		return nil, false
+		return lookup(s, schema, func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, rel) })
 	}
 	if q, ok := find(snap); ok {
 		return q, nil

@@ -61,6 +61,27 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 		// SQL text already.
 		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
 			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) { return types.DString(v[0].S), nil }}, true, nil
+	case name == "pg_get_viewdef" && (len(args) == 1 || len(args) == 2):
+		byName := args[0].Type().OID == types.OIDText || args[0].Type().OID == types.OIDUnknown
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
+			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {
+				oid := uint32(v[0].I)
+				if byName {
+					d, err := s.RegIn(types.T{OID: types.OIDRegclass, Mod: -1}, v[0].S)
+					if err != nil {
+						return types.NullDatum, err
+					}
+					oid = uint32(d.I)
+				}
+				snap, err := s.snapshot(context.Background())
+				if err != nil {
+					return types.NullDatum, err
+				}
+				if view, ok := snap.ViewByOID[oid]; ok {
+					return types.DString(viewDefinition(view)), nil
+				}
+				return types.NullDatum, nil
+			}}, true, nil
 	case name == "pg_get_indexdef" && (len(args) == 1 || len(args) == 3):
 		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
 			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {

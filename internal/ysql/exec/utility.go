@@ -173,7 +173,7 @@ func isDDL(n *pg.Node) bool {
 	return n.GetCreateStmt() != nil || n.GetDropStmt() != nil || n.GetCreatedbStmt() != nil || n.GetDropdbStmt() != nil ||
 		n.GetCreateSchemaStmt() != nil || n.GetAlterTableStmt() != nil || n.GetRenameStmt() != nil ||
 		n.GetTruncateStmt() != nil || n.GetIndexStmt() != nil || n.GetCreateSeqStmt() != nil ||
-		n.GetCreateTableAsStmt() != nil || n.GetSelectStmt().GetIntoClause() != nil
+		n.GetCreateTableAsStmt() != nil || n.GetSelectStmt().GetIntoClause() != nil || n.GetViewStmt() != nil
 }
 
 func ddlName(n *pg.Node) string {

@@ -130,6 +130,9 @@ var virtualDefs = []vdef{
 			for _, q := range sortedSequences(s, snap) {
 				add(q.OID, q.Name, ns[q.Schema], "S", 3, 0, false)
 			}
+			for _, v := range sortedViews(s, snap) {
+				add(v.OID, v.Name, ns[v.Schema], "v", len(v.Columns), 0, false)
+			}
 			for _, d := range virtualList() {
 				add(d.oid, d.name, ns[d.schema], "v", len(d.cols), 0, false)
 			}
@@ -158,6 +161,19 @@ var virtualDefs = []vdef{
 					}
 					out = append(out, plan.Row{dOID(t.OID()), dStr(c.Name), dOID(c.Type.OID), dInt(int64(l)), dInt(int64(n)),
 						dInt(int64(c.Type.Mod)), dBool(c.NotNull), dBool(columnDefault(t, c) != ""), dBool(false), dChar(c.Identity),
+						dChar(""), dOID(0), dInt(-1), dChar(storage), dInt(0), dBool(true), dInt(0), dNull(), dNull(), dNull(),
+						dBool(false), dChar(align), dBool(l > 0 && l <= 8), dChar("")})
+				}
+			}
+			for _, v := range sortedViews(s, snap) {
+				for i, c := range v.Columns {
+					info := types.Info(c.Type.OID)
+					l, storage, align := int16(-1), "p", "i"
+					if info != nil {
+						l, storage, align = info.Len, string(rune(info.Storage)), string(rune(info.Align))
+					}
+					out = append(out, plan.Row{dOID(v.OID), dStr(c.Name), dOID(c.Type.OID), dInt(int64(l)), dInt(int64(i + 1)),
+						dInt(int64(c.Type.Mod)), dBool(false), dBool(false), dBool(false), dChar(""),
 						dChar(""), dOID(0), dInt(-1), dChar(storage), dInt(0), dBool(true), dInt(0), dNull(), dNull(), dNull(),
 						dBool(false), dChar(align), dBool(l > 0 && l <= 8), dChar("")})
 				}
@@ -306,6 +322,9 @@ var virtualDefs = []vdef{
 			for _, t := range sortedTables(s, snap) {
 				out = append(out, plan.Row{dStr(s.db), dStr(t.Schema), dStr(t.Name), dStr("BASE TABLE"), dStr("YES")})
 			}
+			for _, v := range sortedViews(s, snap) {
+				out = append(out, plan.Row{dStr(s.db), dStr(v.Schema), dStr(v.Name), dStr("VIEW"), dStr("NO")})
+			}
 			return out
 		}},
 	{schema: "information_schema", name: "columns", oid: 13102,
@@ -314,6 +333,36 @@ var virtualDefs = []vdef{
 			{"character_maximum_length", int4T}, {"numeric_precision", int4T}, {"numeric_scale", int4T}, {"udt_name", nameT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			var out []plan.Row
+			add := func(schema, table string, n int, c catalog.Column, def types.Datum) {
+				maxLen, prec, scale := dNull(), dNull(), dNull()
+				if l := c.Type.CharLen(); l > 0 {
+					maxLen = dInt(int64(l))
+				}
+				if p, sc, ok := c.Type.NumericPrecScale(); ok {
+					prec, scale = dInt(int64(p)), dInt(int64(sc))
+				}
+				// PostgreSQL's binary precisions of the integer and
+				// float types (numeric_precision_radix 2).
+				switch c.Type.OID {
+				case types.OIDInt2:
+					prec, scale = dInt(16), dInt(0)
+				case types.OIDInt4:
+					prec, scale = dInt(32), dInt(0)
+				case types.OIDInt8:
+					prec, scale = dInt(64), dInt(0)
+				case types.OIDFloat4:
+					prec = dInt(24)
+				case types.OIDFloat8:
+					prec = dInt(53)
+				}
+				dataType := types.FormatType(c.Type.OID, -1)
+				udt := ""
+				if info := types.Info(c.Type.OID); info != nil {
+					udt = info.Name
+				}
+				out = append(out, plan.Row{dStr(s.db), dStr(schema), dStr(table), dStr(c.Name), dInt(int64(n)), def,
+					dStr(map[bool]string{true: "NO", false: "YES"}[c.NotNull]), dStr(dataType), maxLen, prec, scale, dStr(udt)})
+			}
 			for _, t := range sortedTables(s, snap) {
 				n := 0
 				for _, c := range t.Columns {
@@ -325,35 +374,33 @@ var virtualDefs = []vdef{
 					if d := columnDefault(t, c); d != "" {
 						def = dStr(d)
 					}
-					maxLen, prec, scale := dNull(), dNull(), dNull()
-					if l := c.Type.CharLen(); l > 0 {
-						maxLen = dInt(int64(l))
-					}
-					if p, sc, ok := c.Type.NumericPrecScale(); ok {
-						prec, scale = dInt(int64(p)), dInt(int64(sc))
-					}
-					// PostgreSQL's binary precisions of the integer and
-					// float types (numeric_precision_radix 2).
-					switch c.Type.OID {
-					case types.OIDInt2:
-						prec, scale = dInt(16), dInt(0)
-					case types.OIDInt4:
-						prec, scale = dInt(32), dInt(0)
-					case types.OIDInt8:
-						prec, scale = dInt(64), dInt(0)
-					case types.OIDFloat4:
-						prec = dInt(24)
-					case types.OIDFloat8:
-						prec = dInt(53)
-					}
-					dataType := types.FormatType(c.Type.OID, -1)
-					udt := ""
-					if info := types.Info(c.Type.OID); info != nil {
-						udt = info.Name
-					}
-					out = append(out, plan.Row{dStr(s.db), dStr(t.Schema), dStr(t.Name), dStr(c.Name), dInt(int64(n)), def,
-						dStr(map[bool]string{true: "NO", false: "YES"}[c.NotNull]), dStr(dataType), maxLen, prec, scale, dStr(udt)})
+					add(t.Schema, t.Name, n, c, def)
 				}
+			}
+			for _, v := range sortedViews(s, snap) {
+				for i, c := range v.Columns {
+					add(v.Schema, v.Name, i+1, catalog.Column{Name: c.Name, Type: c.Type}, dNull())
+				}
+			}
+			return out
+		}},
+	{schema: "information_schema", name: "views", oid: 13108,
+		cols: []vcol{{"table_catalog", nameT}, {"table_schema", nameT}, {"table_name", nameT}, {"view_definition", textT},
+			{"check_option", textT}, {"is_updatable", textT}, {"is_insertable_into", textT}},
+		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
+			var out []plan.Row
+			for _, v := range sortedViews(s, snap) {
+				out = append(out, plan.Row{dStr(s.db), dStr(v.Schema), dStr(v.Name), dStr(viewDefinition(v)),
+					dStr("NONE"), dStr("NO"), dStr("NO")})
+			}
+			return out
+		}},
+	{schema: "pg_catalog", name: "pg_views", oid: 12003,
+		cols: []vcol{{"schemaname", nameT}, {"viewname", nameT}, {"viewowner", nameT}, {"definition", textT}},
+		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
+			var out []plan.Row
+			for _, v := range sortedViews(s, snap) {
+				out = append(out, plan.Row{dStr(v.Schema), dStr(v.Name), dStr(s.user), dStr(viewDefinition(v))})
 			}
 			return out
 		}},

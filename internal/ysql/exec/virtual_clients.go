@@ -74,6 +74,15 @@ func sortedSequences(s *Session, snap *catalog.Snapshot) []*catalog.Sequence {
 	return out
 }
 
+func sortedViews(s *Session, snap *catalog.Snapshot) []*catalog.View {
+	var out []*catalog.View
+	for _, v := range snap.Views[s.db] {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].QualifiedName() < out[j].QualifiedName() })
+	return out
+}
+
 // sequenceType is the type a sequence was made for (its maximum tells).
 func sequenceType(q *catalog.Sequence) uint32 {
 	switch q.Max {

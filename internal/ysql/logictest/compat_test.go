@@ -280,6 +280,34 @@ Owned by: public.t.s
 			t.Errorf("psql %s:\n%s\nwant:\n%s", tc.cmd, got, tc.want)
 		}
 	}
+	// A view: \dv lists it, \d+ shows its columns and its stored query
+	// (PostgreSQL prints the analysed query, one column a line; ours is
+	// the stored text, names qualified).
+	psqlRun(t, addr, db, `CREATE VIEW tv AS SELECT k, v FROM t WHERE n > 1`)
+	for _, tc := range []struct{ cmd, want string }{
+		{`\dv`, `
+        List of relations
+ Schema | Name | Type |  Owner   
+--------+------+------+----------
+ public | tv   | view | yugabyte
+(1 row)
+`},
+		{`\d+ tv`, `
+                              View "public.tv"
+ Column |  Type   | Collation | Nullable | Default | Storage  | Description 
+--------+---------+-----------+----------+---------+----------+-------------
+ k      | integer |           |          |         | plain    | 
+ v      | text    |           |          |         | extended | 
+View definition:
+ SELECT k, v FROM public.t WHERE n > 1;
+`},
+	} {
+		got := psqlRun(t, addr, db, tc.cmd)
+		if strings.TrimSpace(got) != strings.TrimSpace(tc.want) {
+			t.Errorf("psql %s:\n%s\nwant:\n%s", tc.cmd, got, tc.want)
+		}
+	}
+	psqlRun(t, addr, db, `DROP VIEW tv`)
 	// \l lists every database; the columns and this one's row.
 	l := psqlRun(t, addr, db, `\l`)
 	for _, want := range []string{

@@ -48,6 +48,7 @@ const (
 	CodeWrongObjectType              = "42809"
 	CodeInvalidColumnReference       = "42P10"
 	CodeInvalidTableDefinition       = "42P16"
+	CodeInvalidObjectDefinition      = "42P17"
 	CodeIndeterminateDatatype        = "42P18"
 	CodeInvalidRecursion             = "42P19"
 	CodeUndefinedPreparedStatement   = "26000"

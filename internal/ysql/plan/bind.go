@@ -30,6 +30,9 @@ type Binder struct {
 	Reg RegNames
 	// SessionSRF resolves the session's set-returning functions.
 	SessionSRF SessionSRFs
+	// Record, when set, collects what CREATE VIEW keeps of the query it
+	// binds.
+	Record *BindRecord
 
 	aggs      *aggScope
 	win       *winScope
@@ -38,6 +41,27 @@ type Binder struct {
 	outerRefs int        // outer references bound so far (correlation)
 	ctes      []cteFrame // the WITH queries visible, outermost level first
 	recursing []*cteDef  // the recursive WITH queries whose recursive term is being bound
+	inViews   []uint32   // the views whose query is being bound, outermost first
+}
+
+// BindRecord is what binding a query found out about its names: the
+// relations it reads, the schema each unqualified relation name resolved
+// in, and the columns each * stood for (a view's query is stored with
+// those made explicit).
+type BindRecord struct {
+	// Reads: the OIDs of the tables and views the query reads (not those
+	// the views read).
+	Reads   map[uint32]bool
+	Schemas map[*pg.RangeVar]string
+	Stars   map[*pg.ColumnRef][]StarColumn
+}
+
+// StarColumn is one column a * expanded to: its FROM item and name.
+type StarColumn struct{ Table, Name string }
+
+// NewBindRecord returns an empty record.
+func NewBindRecord() *BindRecord {
+	return &BindRecord{Reads: map[uint32]bool{}, Schemas: map[*pg.RangeVar]string{}, Stars: map[*pg.ColumnRef][]StarColumn{}}
 }
 
 var tUnknown = types.T{OID: types.OIDUnknown, Mod: -1}

@@ -353,35 +353,44 @@ func filterable(n Node) bool {
 // the range or holds an expression it does not know (subqueries, volatile
 // functions): e then stays where it is.
 func shiftColumns(e Expr, lo, hi, delta int) (Expr, bool) {
-	all := func(es []Expr) ([]Expr, bool) {
-		out := make([]Expr, len(es))
-		for i, x := range es {
-			var ok bool
-			if out[i], ok = shiftColumns(x, lo, hi, delta); !ok {
-				return nil, false
-			}
-		}
-		return out, true
-	}
-	two := func(l, r Expr) (Expr, Expr, bool) {
-		l2, ok1 := shiftColumns(l, lo, hi, delta)
-		r2, ok2 := shiftColumns(r, lo, hi, delta)
-		return l2, r2, ok1 && ok2
-	}
-	switch x := e.(type) {
-	case nil:
-		return nil, true
-	case *ColRef:
+	return mapColumns(e, func(x *ColRef) (Expr, bool) {
 		if x.Idx < lo || x.Idx >= hi {
 			return nil, false
 		}
 		cp := *x
 		cp.Idx -= delta
 		return &cp, true
+	})
+}
+
+// mapColumns rewrites e with each column reference replaced by what col
+// gives for it. ok is false when col refuses one or e holds an expression
+// it does not know (subqueries, volatile functions).
+func mapColumns(e Expr, col func(*ColRef) (Expr, bool)) (Expr, bool) {
+	all := func(es []Expr) ([]Expr, bool) {
+		out := make([]Expr, len(es))
+		for i, x := range es {
+			var ok bool
+			if out[i], ok = mapColumns(x, col); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	two := func(l, r Expr) (Expr, Expr, bool) {
+		l2, ok1 := mapColumns(l, col)
+		r2, ok2 := mapColumns(r, col)
+		return l2, r2, ok1 && ok2
+	}
+	switch x := e.(type) {
+	case nil:
+		return nil, true
+	case *ColRef:
+		return col(x)
 	case *Const, *Param, *OuterRef:
 		return e, true
 	case *Cast:
-		in, ok := shiftColumns(x.E, lo, hi, delta)
+		in, ok := mapColumns(x.E, col)
 		cp := *x
 		cp.E = in
 		return &cp, ok
@@ -391,7 +400,7 @@ func shiftColumns(e Expr, lo, hi, delta int) (Expr, bool) {
 		cp.L, cp.R, ok = two(x.L, x.R)
 		return &cp, ok
 	case *UnOp:
-		in, ok := shiftColumns(x.E, lo, hi, delta)
+		in, ok := mapColumns(x.E, col)
 		cp := *x
 		cp.E = in
 		return &cp, ok
@@ -410,19 +419,19 @@ func shiftColumns(e Expr, lo, hi, delta int) (Expr, bool) {
 		l, r, ok := two(x.L, x.R)
 		return &Or{L: l, R: r}, ok
 	case *Not:
-		in, ok := shiftColumns(x.E, lo, hi, delta)
+		in, ok := mapColumns(x.E, col)
 		return &Not{E: in}, ok
 	case *IsNull:
-		in, ok := shiftColumns(x.E, lo, hi, delta)
+		in, ok := mapColumns(x.E, col)
 		return &IsNull{E: in, Not: x.Not}, ok
 	case *BoolTest:
-		in, ok := shiftColumns(x.E, lo, hi, delta)
+		in, ok := mapColumns(x.E, col)
 		cp := *x
 		cp.E = in
 		return &cp, ok
 	case *InList:
 		// Eq's operands are not evaluated (only its Fn): E and List are.
-		in, ok1 := shiftColumns(x.E, lo, hi, delta)
+		in, ok1 := mapColumns(x.E, col)
 		list, ok2 := all(x.List)
 		cp := *x
 		cp.E, cp.List = in, list
@@ -434,6 +443,47 @@ func shiftColumns(e Expr, lo, hi, delta int) (Expr, bool) {
 		return &cp, ok
 	}
 	return nil, false
+}
+
+// pushThroughProject moves the conjuncts of cond that read only columns
+// p computes without volatile functions or subqueries below p, rewritten
+// over p's input: a filter on a view or a subquery in FROM (`SELECT ...
+// FROM v WHERE k = 1`) then reaches the scan and picks its access path
+// (a point read rather than a scan of every tablet). p's input must take
+// a filter with the same meaning: rows are only projected between the two
+// (no grouping, DISTINCT, LIMIT, window or set-returning functions). It
+// returns the conjuncts that stay above p (nil: none).
+func (b *Binder) pushThroughProject(p *Project, cond Expr) Expr {
+	if !filterable(p.Input) && !isPlainProject(p.Input) {
+		return cond
+	}
+	var rest, pushed Expr
+	for _, c := range conjuncts(cond, nil) {
+		e, ok := mapColumns(c, func(x *ColRef) (Expr, bool) {
+			if x.Idx < 0 || x.Idx >= len(p.Exprs) {
+				return nil, false
+			}
+			return mapColumns(p.Exprs[x.Idx], func(in *ColRef) (Expr, bool) { return in, true })
+		})
+		if !ok {
+			rest = and(rest, c)
+			continue
+		}
+		pushed = and(pushed, e)
+	}
+	if pushed != nil {
+		// At once: a conjunct the input cannot take further down must not
+		// wrap it before the others have gone past.
+		p.Input = b.addFilter(p.Input, pushed)
+	}
+	return rest
+}
+
+// isPlainProject reports whether n is a projection of rows a filter can
+// be pushed through (recursively down to a scan or join).
+func isPlainProject(n Node) bool {
+	p, ok := n.(*Project)
+	return ok && (filterable(p.Input) || isPlainProject(p.Input))
 }
 
 // FormatLimit renders a scan's limit for EXPLAIN: the number of rows when

@@ -423,6 +423,13 @@ func (b *Binder) expandStar(cr *pg.ColumnRef, sc *scope) ([]Expr, []Column, erro
 		exprs = append(exprs, &ColRef{Idx: i, T: c.T, Name: c.Name})
 		cols = append(cols, Column{Name: c.Name, T: c.T, Table: c.Table})
 	}
+	if b.Record != nil {
+		star := make([]StarColumn, len(cols))
+		for i, c := range cols {
+			star[i] = StarColumn{Table: c.Table, Name: c.Name}
+		}
+		b.Record.Stars[cr] = star
+	}
 	if table != "" && len(exprs) == 0 {
 		return nil, nil, posErr(pgerror.New(pgerror.CodeUndefinedTable, "missing FROM-clause entry for table %q", table), cr.GetLocation())
 	}
@@ -500,6 +507,10 @@ func (b *Binder) addFilter(n Node, cond Expr) Node {
 		return x
 	case *Join:
 		if cond = b.pushIntoJoin(x, cond); cond == nil {
+			return x
+		}
+	case *Project:
+		if cond = b.pushThroughProject(x, cond); cond == nil {
 			return x
 		}
 	}
@@ -760,10 +771,16 @@ func (b *Binder) relation(rv *pg.RangeVar, alias string) (Node, error) {
 	}
 	for _, s := range schemas {
 		if t, ok := b.Cat.Table(b.Database, s, name); ok {
+			b.noteRelation(rv, s, t.OID())
 			return newScan(t, alias), nil
+		}
+		if v, ok := b.Cat.View(b.Database, s, name); ok {
+			b.noteRelation(rv, s, v.OID)
+			return b.viewRef(v, alias, loc)
 		}
 		if b.Virtual != nil {
 			if vt, ok := b.Virtual(s, name); ok {
+				b.noteRelation(rv, s, 0)
 				cols := append([]Column(nil), vt.Cols...)
 				for i := range cols {
 					cols[i].Table = alias
@@ -787,6 +804,9 @@ func (b *Binder) LookupTable(rv *pg.RangeVar) (*catalog.Table, error) {
 	}
 	s, ok := n.(*Scan)
 	if !ok {
+		if _, isVirtual := n.(*VirtualScan); !isVirtual {
+			return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "cannot change view %q: views are read-only (updatable views are not supported)", rv.GetRelname()), rv.GetLocation())
+		}
 		return nil, posErr(pgerror.New(pgerror.CodeWrongObjectType, "cannot change system relation %q", rv.GetRelname()), rv.GetLocation())
 	}
 	return s.Table, nil

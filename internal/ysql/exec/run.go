@@ -780,15 +780,16 @@ func (r *runner) windowRows(src rowSource, calls []plan.WindowCall) (rowSource, 
 		for _, k := range call.Order {
 			order = append(order, k.E)
 		}
-		if call.Agg != nil {
+		switch {
+		case call.Agg != nil && call.Frame == nil:
 			src = &aggWindowSource{r: r, in: sorted, call: call, order: order}
-			continue
+		case call.Name == "lag" || call.Name == "lead":
+			src = &offsetSource{partitionReader: partitionReader{r: r, in: sorted, keys: call.Partition}, call: call}
+		case call.UsesFrame() || call.Name == "ntile" || call.Name == "percent_rank" || call.Name == "cume_dist":
+			src = &frameSource{partitionReader: partitionReader{r: r, in: sorted, keys: call.Partition}, call: call, order: order}
+		default:
+			src = &rankSource{r: r, in: sorted, call: call, order: order}
 		}
-		if call.Args != nil {
-			src = &offsetSource{r: r, in: sorted, call: call}
-			continue
-		}
-		src = &rankSource{r: r, in: sorted, call: call, order: order}
 	}
 	return src, nil
 }
@@ -933,20 +934,57 @@ func (x *aggWindowSource) add(row plan.Row) error {
 	return x.agg.Add(args)
 }
 
+// partitionReader reads rows sorted by their partition keys a partition
+// at a time.
+type partitionReader struct {
+	r    *runner
+	in   rowSource
+	keys []plan.Expr // the partition keys
+
+	part     []plan.Row // the current partition
+	pos      int        // the next of its rows to go out
+	next1    plan.Row   // the first row of the next partition
+	nextPart []types.Datum
+	ended    bool
+}
+
+// readPartition reads the next partition's rows.
+func (x *partitionReader) readPartition() error {
+	x.part, x.pos = x.part[:0], 0
+	var key []types.Datum
+	if x.next1 != nil {
+		x.part, key = append(x.part, x.next1), x.nextPart
+		x.next1 = nil
+	}
+	for !x.ended {
+		row, err := x.in.next()
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			x.ended = true
+			break
+		}
+		part, err := x.r.evalAll(x.keys, row)
+		if err != nil {
+			return err
+		}
+		if len(x.part) > 0 && !sameValues(part, key, x.keys) {
+			x.next1, x.nextPart = row, part
+			break
+		}
+		x.part, key = append(x.part, row), part
+	}
+	return nil
+}
+
 // offsetSource appends lag's or lead's value to rows sorted by the
 // window's partition and order keys: a partition is read whole, then each
 // row gets the value of the row offset before (lag) or after (lead) it in
 // the partition, or the default.
 type offsetSource struct {
-	r    *runner
-	in   rowSource
+	partitionReader
 	call plan.WindowCall
-
-	part     []plan.Row // the current partition
-	pos      int
-	next1    plan.Row // the first row of the next partition
-	nextPart []types.Datum
-	ended    bool
 }
 
 func (x *offsetSource) next() (plan.Row, error) {
@@ -977,36 +1015,6 @@ func (x *offsetSource) next() (plan.Row, error) {
 		}
 	}
 	return append(row[:len(row):len(row)], v), nil
-}
-
-// readPartition reads the next partition's rows.
-func (x *offsetSource) readPartition() error {
-	x.part, x.pos = x.part[:0], 0
-	var key []types.Datum
-	if x.next1 != nil {
-		x.part, key = append(x.part, x.next1), x.nextPart
-		x.next1 = nil
-	}
-	for !x.ended {
-		row, err := x.in.next()
-		if err != nil {
-			return err
-		}
-		if row == nil {
-			x.ended = true
-			break
-		}
-		part, err := x.r.evalAll(x.call.Partition, row)
-		if err != nil {
-			return err
-		}
-		if len(x.part) > 0 && !sameValues(part, key, x.call.Partition) {
-			x.next1, x.nextPart = row, part
-			break
-		}
-		x.part, key = append(x.part, row), part
-	}
-	return nil
 }
 
 // sameValues compares two rows of key values (NULLs equal each other).

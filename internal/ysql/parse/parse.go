@@ -81,10 +81,26 @@ func Split(sql string) ([]string, error) {
 	return out, nil
 }
 
+// grammarCodes are the SQLSTATEs of the errors PostgreSQL's grammar
+// raises with a code other than syntax_error (pg_query reports only the
+// message), by message prefix.
+var grammarCodes = []struct{ prefix, code string }{
+	{"frame start cannot be", pgerror.CodeWindowingError},
+	{"frame end cannot be", pgerror.CodeWindowingError},
+	{"frame starting from current row cannot have preceding rows", pgerror.CodeWindowingError},
+	{"frame starting from following row cannot have preceding rows", pgerror.CodeWindowingError},
+}
+
 func syntaxError(err error) error {
 	var pe *pgparser.Error
 	if errors.As(err, &pe) {
-		e := pgerror.New(pgerror.CodeSyntaxError, "%s", pe.Message)
+		code := pgerror.CodeSyntaxError
+		for _, g := range grammarCodes {
+			if strings.HasPrefix(pe.Message, g.prefix) {
+				code = g.code
+			}
+		}
+		e := pgerror.New(code, "%s", pe.Message)
 		if pe.Cursorpos > 0 {
 			e.Position = int32(pe.Cursorpos)
 		}

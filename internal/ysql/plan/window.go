@@ -7,12 +7,15 @@ import (
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
-// Window functions: the ranking ones, row_number(), rank() and
-// dense_rank(), aggregates (count, sum, avg, min, max, string_agg ...),
-// lag and lead OVER (PARTITION BY ... ORDER BY ...), in the select list of a query
-// without GROUP BY or aggregates. Frames do not change the ranking ones;
-// aggregates take the default frame only. Named windows are not
-// supported.
+// Window functions: the ranking ones, row_number(), rank(),
+// dense_rank(), percent_rank(), cume_dist() and ntile(n), aggregates
+// (count, sum, avg, min, max, string_agg ...), lag and lead, first_value,
+// last_value and nth_value OVER (PARTITION BY ... ORDER BY ... [frame]),
+// in the select list of a query without GROUP BY or aggregates. Frames
+// (ROWS or RANGE BETWEEN UNBOUNDED / n PRECEDING / CURRENT ROW / n
+// FOLLOWING / UNBOUNDED FOLLOWING) change the aggregates and the value
+// functions, as in PostgreSQL; RANGE with an offset, GROUPS, EXCLUDE and
+// named windows are not supported.
 
 // Window appends the values of its calls to each input row.
 type Window struct {
@@ -30,8 +33,43 @@ type WindowCall struct {
 	// frame, each row gets the aggregate of its partition's rows up to its
 	// last peer in the window's order (the whole partition without one).
 	Agg *AggCall
-	// Args are lag's and lead's: the value, the offset (int), the default.
+	// Args are lag's and lead's: the value, the offset (int), the
+	// default; first_value's and last_value's value; nth_value's value
+	// and position; ntile's bucket count.
 	Args []Expr
+	// Frame is the call's frame; nil: the default (RANGE BETWEEN
+	// UNBOUNDED PRECEDING AND CURRENT ROW: up to the row's last peer).
+	Frame *Frame
+}
+
+// Frame is a window frame: the rows of the partition, around the current
+// one, that an aggregate or a value function sees.
+type Frame struct {
+	Rows       bool // ROWS (positions) rather than RANGE (peer groups)
+	Start, End FrameBound
+}
+
+// FrameBound is one end of a frame.
+type FrameBound struct {
+	Kind   BoundKind
+	Offset Expr // n of n PRECEDING / n FOLLOWING (ROWS only): bigint
+}
+
+// BoundKind is where a frame bound lies.
+type BoundKind int
+
+// Frame bounds.
+const (
+	UnboundedPreceding BoundKind = iota
+	OffsetPreceding
+	CurrentRow
+	OffsetFollowing
+	UnboundedFollowing
+)
+
+// UsesFrame reports whether the call's value depends on its frame.
+func (c *WindowCall) UsesFrame() bool {
+	return c.Agg != nil || c.Name == "first_value" || c.Name == "last_value" || c.Name == "nth_value"
 }
 
 // Columns are the input's, then one per call.
@@ -63,9 +101,14 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	var agg *AggCall
 	var args []Expr
 	switch {
-	case name == "row_number" || name == "rank" || name == "dense_rank":
+	case name == "row_number" || name == "rank" || name == "dense_rank" || name == "percent_rank" || name == "cume_dist":
 		if len(fc.GetArgs()) > 0 {
 			return nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s does not take arguments", name), loc)
+		}
+	case name == "first_value" || name == "last_value" || name == "nth_value" || name == "ntile":
+		var err error
+		if args, err = b.valueArgs(fc, name); err != nil {
+			return nil, err
 		}
 	case name == "lag" || name == "lead":
 		var err error
@@ -84,10 +127,14 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	if over.GetRefname() != "" || over.GetName() != "" {
 		return nil, posErr(pgerror.Unsupported("named windows"), loc)
 	}
-	if agg != nil && over.GetFrameOptions()&frameNonDefault != 0 {
-		return nil, posErr(pgerror.Unsupported("window frames other than the default"), loc)
-	}
 	call := WindowCall{Name: name, Agg: agg, Args: args}
+	if over.GetFrameOptions()&frameNonDefault != 0 {
+		f, err := b.frame(over, loc)
+		if err != nil {
+			return nil, err
+		}
+		call.Frame = f
+	}
 	for _, p := range over.GetPartitionClause() {
 		e, err := b.expr(p, b.win.input, tUnknown)
 		if err != nil {
@@ -120,19 +167,136 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	w := b.win.node
 	w.Calls = append(w.Calls, call)
 	t := types.T{OID: types.OIDInt8, Mod: -1}
-	if agg != nil {
+	switch {
+	case agg != nil:
 		t = agg.T
-	}
-	if args != nil {
+	case name == "ntile":
+		t = tInt4
+	case name == "percent_rank" || name == "cume_dist":
+		t = types.T{OID: types.OIDFloat8, Mod: -1}
+	case args != nil:
 		t = args[0].Type()
 	}
 	w.cols = append(w.cols, Column{Name: name, T: t, Hidden: true})
 	return &ColRef{Idx: len(w.cols) - 1, T: t, Name: name}, nil
 }
 
-// frameNonDefault is PostgreSQL's FRAMEOPTION_NONDEFAULT: the window
-// names a frame.
-const frameNonDefault = 1
+// PostgreSQL's frame option bits (parsenodes.h FRAMEOPTION_*).
+const (
+	frameNonDefault           = 0x00001 // the window names a frame
+	frameRange                = 0x00002
+	frameRows                 = 0x00004
+	frameGroups               = 0x00008
+	frameStartUnboundedPrec   = 0x00020
+	frameEndUnboundedPrec     = 0x00040
+	frameStartUnboundedFollow = 0x00080
+	frameEndUnboundedFollow   = 0x00100
+	frameStartCurrentRow      = 0x00200
+	frameEndCurrentRow        = 0x00400
+	frameStartOffsetPrec      = 0x00800
+	frameEndOffsetPrec        = 0x01000
+	frameStartOffsetFollow    = 0x02000
+	frameEndOffsetFollow      = 0x04000
+	frameExclude              = 0x08000 | 0x10000 | 0x20000
+)
+
+// frame binds the frame clause of a window definition.
+func (b *Binder) frame(over *pg.WindowDef, loc int32) (*Frame, error) {
+	opts := over.GetFrameOptions()
+	switch {
+	case opts&frameGroups != 0:
+		return nil, posErr(pgerror.Unsupported("GROUPS frames"), loc)
+	case opts&frameExclude != 0:
+		return nil, posErr(pgerror.Unsupported("EXCLUDE in window frames"), loc)
+	case opts&frameRange != 0 && opts&(frameStartOffsetPrec|frameStartOffsetFollow|frameEndOffsetPrec|frameEndOffsetFollow) != 0:
+		return nil, posErr(pgerror.Unsupported("RANGE with offset PRECEDING/FOLLOWING"), loc)
+	}
+	f := &Frame{Rows: opts&frameRows != 0}
+	bound := func(unbPrec, offPrec, cur, offFol, unbFol int32, off *pg.Node, which string) (FrameBound, error) {
+		switch {
+		case opts&unbPrec != 0:
+			return FrameBound{Kind: UnboundedPreceding}, nil
+		case opts&unbFol != 0:
+			return FrameBound{Kind: UnboundedFollowing}, nil
+		case opts&cur != 0:
+			return FrameBound{Kind: CurrentRow}, nil
+		}
+		kind := OffsetPreceding
+		if opts&offFol != 0 {
+			kind = OffsetFollowing
+		} else if opts&offPrec == 0 {
+			return FrameBound{}, posErr(pgerror.New(pgerror.CodeInternalError, "window frame %s without a bound", which), loc)
+		}
+		e, err := b.expr(off, b.win.input, tInt8)
+		if err != nil {
+			return FrameBound{}, err
+		}
+		if !rowIndependent(e) {
+			return FrameBound{}, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "argument of ROWS must not contain variables"), loc)
+		}
+		if e, err = b.cast(e, tInt8, types.CastImplicit, loc); err != nil {
+			return FrameBound{}, err
+		}
+		return FrameBound{Kind: kind, Offset: e}, nil
+	}
+	var err error
+	if f.Start, err = bound(frameStartUnboundedPrec, frameStartOffsetPrec, frameStartCurrentRow, frameStartOffsetFollow,
+		frameStartUnboundedFollow, over.GetStartOffset(), "start"); err != nil {
+		return nil, err
+	}
+	if f.End, err = bound(frameEndUnboundedPrec, frameEndOffsetPrec, frameEndCurrentRow, frameEndOffsetFollow,
+		frameEndUnboundedFollow, over.GetEndOffset(), "end"); err != nil {
+		return nil, err
+	}
+	// The grammar refuses these with PostgreSQL's messages; kept here as
+	// the executor's assumptions.
+	if f.Start.Kind == UnboundedFollowing {
+		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "frame start cannot be UNBOUNDED FOLLOWING"), loc)
+	}
+	if f.End.Kind == UnboundedPreceding {
+		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "frame end cannot be UNBOUNDED PRECEDING"), loc)
+	}
+	if f.Start.Kind == CurrentRow && f.End.Kind == OffsetPreceding {
+		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "frame starting from current row cannot have preceding rows"), loc)
+	}
+	if f.Start.Kind == OffsetFollowing && (f.End.Kind == OffsetPreceding || f.End.Kind == CurrentRow) {
+		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "frame starting from following row cannot have preceding rows"), loc)
+	}
+	return f, nil
+}
+
+// valueArgs binds first_value's, last_value's and nth_value's arguments
+// (the value; nth_value's position, an integer) and ntile's bucket count.
+func (b *Binder) valueArgs(fc *pg.FuncCall, name string) ([]Expr, error) {
+	loc := fc.GetLocation()
+	in := fc.GetArgs()
+	want := map[string]int{"first_value": 1, "last_value": 1, "nth_value": 2, "ntile": 1}[name]
+	if len(in) != want || fc.GetAggStar() || fc.GetAggDistinct() || len(fc.GetAggOrder()) > 0 || fc.GetAggFilter() != nil {
+		return nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s takes %d argument(s)", name, want), loc)
+	}
+	var out []Expr
+	for i, a := range in {
+		hint := tUnknown
+		if name == "ntile" || i == 1 {
+			hint = tInt4
+		}
+		e, err := b.expr(a, b.win.input, hint)
+		if err != nil {
+			return nil, err
+		}
+		target := e.Type()
+		if hint.OID == types.OIDInt4 {
+			target = tInt4
+		} else if target.OID == types.OIDUnknown {
+			target = tText
+		}
+		if e, err = b.cast(e, target, types.CastImplicit, loc); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
 
 // windowAgg binds the call of an aggregate used as a window function.
 func (b *Binder) windowAgg(fc *pg.FuncCall, name string) (*AggCall, error) {

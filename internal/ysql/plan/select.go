@@ -88,7 +88,7 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	if windowed && !aggregated {
 		win := &Window{Input: from, cols: append([]Column(nil), from.Columns()...)}
 		saved := b.win
-		b.win = &winScope{node: win, input: sc}
+		b.win = &winScope{node: win, input: sc, defs: s.GetWindowClause()}
 		defer func() { b.win = saved }()
 		input = win
 	}

@@ -14,8 +14,9 @@ import (
 // in the select list of a query without GROUP BY or aggregates. Frames
 // (ROWS or RANGE BETWEEN UNBOUNDED / n PRECEDING / CURRENT ROW / n
 // FOLLOWING / UNBOUNDED FOLLOWING) change the aggregates and the value
-// functions, as in PostgreSQL; RANGE with an offset, GROUPS, EXCLUDE and
-// named windows are not supported.
+// functions, as in PostgreSQL; RANGE with an offset, GROUPS and EXCLUDE
+// are not supported. Named windows (WINDOW w AS (...), OVER w, OVER (w
+// ORDER BY ...)) follow PostgreSQL's rules for copying one.
 
 // Window appends the values of its calls to each input row.
 type Window struct {
@@ -79,6 +80,63 @@ func (w *Window) Columns() []Column { return w.cols }
 type winScope struct {
 	node  *Window
 	input *scope
+	defs  []*pg.Node // the WINDOW clause's named windows
+}
+
+// resolveWindow is the window an OVER clause names: OVER w is the WINDOW
+// clause's w; OVER (w ...) copies w by PostgreSQL's rules (copyWindow).
+func (b *Binder) resolveWindow(over *pg.WindowDef, loc int32) (*pg.WindowDef, error) {
+	if name := over.GetName(); name != "" {
+		return b.namedWindow(name, len(b.win.defs), loc)
+	}
+	if ref := over.GetRefname(); ref != "" {
+		base, err := b.namedWindow(ref, len(b.win.defs), loc)
+		if err != nil {
+			return nil, err
+		}
+		return copyWindow(base, over, ref, loc)
+	}
+	return over, nil
+}
+
+// namedWindow is the WINDOW clause's window name among its first n
+// entries (a window there may refer only to one before it), resolved.
+func (b *Binder) namedWindow(name string, n int, loc int32) (*pg.WindowDef, error) {
+	for i := n - 1; i >= 0; i-- {
+		wd := b.win.defs[i].GetWindowDef()
+		if wd.GetName() != name {
+			continue
+		}
+		if ref := wd.GetRefname(); ref != "" {
+			base, err := b.namedWindow(ref, i, loc)
+			if err != nil {
+				return nil, err
+			}
+			return copyWindow(base, wd, ref, loc)
+		}
+		return wd, nil
+	}
+	return nil, posErr(pgerror.New(pgerror.CodeUndefinedObject, "window %q does not exist", name), loc)
+}
+
+// copyWindow is over, a window written as (ref ...), with ref's
+// definition base: base's PARTITION BY, base's ORDER BY unless over has
+// one (base then must not), over's frame (base must have none).
+func copyWindow(base, over *pg.WindowDef, ref string, loc int32) (*pg.WindowDef, error) {
+	switch {
+	case len(over.GetPartitionClause()) > 0:
+		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "cannot override PARTITION BY clause of window %q", ref), loc)
+	case len(over.GetOrderClause()) > 0 && len(base.GetOrderClause()) > 0:
+		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "cannot override ORDER BY clause of window %q", ref), loc)
+	case base.GetFrameOptions()&frameNonDefault != 0:
+		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "cannot copy window %q because it has a frame clause", ref), loc)
+	}
+	out := &pg.WindowDef{PartitionClause: base.GetPartitionClause(), OrderClause: base.GetOrderClause(),
+		FrameOptions: over.GetFrameOptions(), StartOffset: over.GetStartOffset(), EndOffset: over.GetEndOffset()}
+	if len(over.GetOrderClause()) > 0 {
+		out.OrderClause = over.GetOrderClause()
+	}
+	return out, nil
 }
 
 func hasWindow(n *pg.Node) bool {
@@ -123,9 +181,9 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	default:
 		return nil, posErr(pgerror.Unsupported("window function "+name), loc)
 	}
-	over := fc.GetOver()
-	if over.GetRefname() != "" || over.GetName() != "" {
-		return nil, posErr(pgerror.Unsupported("named windows"), loc)
+	over, err := b.resolveWindow(fc.GetOver(), loc)
+	if err != nil {
+		return nil, err
 	}
 	call := WindowCall{Name: name, Agg: agg, Args: args}
 	if over.GetFrameOptions()&frameNonDefault != 0 {

@@ -7,7 +7,6 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
@@ -184,10 +183,11 @@ func storedViewQuery(sel *pg.SelectStmt, rec *plan.BindRecord) (string, error) {
 			rv.Schemaname = schema
 		}
 	}
-	walkMessages(sel.ProtoReflect(), func(m protoreflect.Message) {
-		st, ok := m.Interface().(*pg.SelectStmt)
-		if !ok {
-			return
+	var expand func(st *pg.SelectStmt)
+	expand = func(st *pg.SelectStmt) {
+		if st.GetLarg() != nil { // the arms of a set operation
+			expand(st.Larg)
+			expand(st.Rarg)
 		}
 		var out []*pg.Node
 		changed := false
@@ -210,26 +210,15 @@ func storedViewQuery(sel *pg.SelectStmt, rec *plan.BindRecord) (string, error) {
 		if changed {
 			st.TargetList = out
 		}
+	}
+	expand(sel)
+	plan.RewriteNodes(sel.ProtoReflect(), func(n *pg.Node) (*pg.Node, bool) {
+		if st := n.GetSelectStmt(); st != nil {
+			expand(st)
+		}
+		return nil, true
 	})
 	return parse.Deparse(&pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: sel}})
-}
-
-// walkMessages calls f on m and every message inside it, parents first.
-func walkMessages(m protoreflect.Message, f func(protoreflect.Message)) {
-	f(m)
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsMap() || fd.Message() == nil:
-		case fd.IsList():
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				walkMessages(l.Get(i).Message(), f)
-			}
-		default:
-			walkMessages(v.Message(), f)
-		}
-		return true
-	})
 }
 
 // findView resolves a possibly qualified view name.

@@ -22,6 +22,13 @@ func (b *Binder) Select(s *pg.SelectStmt) (Node, error) {
 }
 
 func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
+	if s.GetOp() == pg.SetOperation_SETOP_NONE && hasGroupingSets(s) {
+		u, err := b.expandGroupingSets(s, parent)
+		if err != nil {
+			return nil, err
+		}
+		return b.selectStmt(u, parent)
+	}
 	if w := s.GetWithClause(); w != nil {
 		restore, err := b.withClause(w, parent)
 		if err != nil {

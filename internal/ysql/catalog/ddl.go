@@ -173,6 +173,21 @@ func (c *Cache) PutView(ctx context.Context, v *View, createOnly bool, check fun
 	})
 }
 
+// RenameView replaces old by next (another name or other column names) in
+// one catalog change; check runs against the snapshot it is made over.
+func (c *Cache) RenameView(ctx context.Context, old, next *View, check func(s *Snapshot) error) error {
+	return c.update(ctx, func(s *Snapshot, req *masterpb.UpdateCatalogObjectsRequest) error {
+		if err := check(s); err != nil {
+			return err
+		}
+		if k := viewKey(old.Database, old.Schema, old.Name); k != viewKey(next.Database, next.Schema, next.Name) {
+			req.Delete = append(req.Delete, k)
+		}
+		req.Put[viewKey(next.Database, next.Schema, next.Name)] = encode(next)
+		return nil
+	})
+}
+
 // DropViews drops view definitions in one catalog change.
 func (c *Cache) DropViews(ctx context.Context, views []*View) error {
 	if len(views) == 0 {

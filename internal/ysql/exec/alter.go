@@ -463,12 +463,12 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 	}
 	rv := rs.GetRelation()
 	if rs.GetRenameType() == pg.ObjectType_OBJECT_VIEW || rs.GetRelationType() == pg.ObjectType_OBJECT_VIEW {
-		return "", pgerror.Unsupported("ALTER VIEW ... RENAME")
+		return s.renameView(ctx, snap, rs)
 	}
 	t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
 	if !ok {
 		if _, isView := s.findView(snap, rv.GetSchemaname(), rv.GetRelname()); isView {
-			return "", pgerror.Unsupported("ALTER VIEW ... RENAME")
+			return s.renameView(ctx, snap, rs) // ALTER TABLE v RENAME ..., as PostgreSQL takes it
 		}
 		if rs.GetMissingOk() {
 			return "ALTER TABLE", nil

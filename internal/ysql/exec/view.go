@@ -297,6 +297,55 @@ func (s *Session) withDependents(snap *catalog.Snapshot, views []*catalog.View, 
 	return out, nil
 }
 
+// renameView runs ALTER VIEW v RENAME TO w and ALTER VIEW v RENAME COLUMN
+// a TO b (ALTER TABLE too, as PostgreSQL). Views that read v name it and
+// its columns in their stored text, so v must have none.
+func (s *Session) renameView(ctx context.Context, snap *catalog.Snapshot, rs *pg.RenameStmt) (string, error) {
+	tag := "ALTER VIEW"
+	if rs.GetRelationType() != pg.ObjectType_OBJECT_VIEW {
+		tag = "ALTER TABLE"
+	}
+	rv := rs.GetRelation()
+	v, ok := s.findView(snap, rv.GetSchemaname(), rv.GetRelname())
+	if !ok {
+		if rs.GetMissingOk() {
+			s.notice("NOTICE", "00000", "relation %q does not exist, skipping", rv.GetRelname())
+			return tag, nil
+		}
+		return "", pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+	}
+	if deps := snap.Dependents(s.db, v.QualifiedName()); len(deps) > 0 {
+		return "", pgerror.New(pgerror.CodeDependentObjectsStillExist, "cannot rename view %s because other objects depend on it", v.Name).
+			WithDetail("view %s depends on view %s", deps[0].Name, v.Name).
+			WithHint("Drop the views that read it first (views keep the names they read).")
+	}
+	next := *v
+	next.Columns = append([]catalog.ViewColumn(nil), v.Columns...)
+	check := func(*catalog.Snapshot) error { return nil }
+	switch rs.GetRenameType() {
+	case pg.ObjectType_OBJECT_VIEW, pg.ObjectType_OBJECT_TABLE:
+		next.Name = rs.GetNewname()
+		check = func(snap *catalog.Snapshot) error { return s.relationNameFree(snap, v.Schema, next.Name, false) }
+	case pg.ObjectType_OBJECT_COLUMN:
+		i := -1
+		for j, c := range v.Columns {
+			if c.Name == rs.GetSubname() {
+				i = j
+			}
+			if c.Name == rs.GetNewname() {
+				return "", pgerror.New(pgerror.CodeDuplicateColumn, "column %q of relation %q already exists", rs.GetNewname(), v.Name)
+			}
+		}
+		if i < 0 {
+			return "", pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", rs.GetSubname())
+		}
+		next.Columns[i].Name = rs.GetNewname()
+	default:
+		return "", pgerror.Unsupported("this ALTER VIEW ... RENAME")
+	}
+	return tag, s.e.cfg.Cache.RenameView(ctx, v, &next, check)
+}
+
 // viewsReading fails a change to table t that its views could not
 // survive (what: "drop column c of table t", "rename table t", ...).
 func (s *Session) viewsReading(snap *catalog.Snapshot, t *catalog.Table, what string) error {

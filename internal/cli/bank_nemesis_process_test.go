@@ -117,16 +117,8 @@ func TestBankNemesis(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	r := &shaleRunner{t: t, ctx: ctx, bin: bin}
-	rpcPort, httpPort := freePort(t), freePort(t)
-	for httpPort == rpcPort {
-		httpPort = freePort(t)
-	}
-	base := filepath.Join(t.TempDir(), "bank")
+	base, masters := r.createCluster("bank", 3)
 	histDir := t.TempDir()
-	masters := "127.0.0.1:" + strconv.Itoa(rpcPort)
-	killNodesOnCleanup(t, base)
-	r.must("cluster", "create", "--nodes", "3", "--rf", "3", "--base-dir", base,
-		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort), "--ysql-port", "0", "--wait", "60s")
 	st, err := loadClusterState(base)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,31 +29,14 @@ func TestWorkloadSurvivesSIGKILL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := &shaleRunner{t: t, ctx: ctx, bin: bin}
-	rpcPort, httpPort := freePort(t), freePort(t)
-	for httpPort == rpcPort {
-		httpPort = freePort(t)
-	}
-	base := filepath.Join(t.TempDir(), "fault")
-	masters := "127.0.0.1:" + strconv.Itoa(rpcPort)
-	killNodesOnCleanup(t, base)
-	r.must("cluster", "create", "--nodes", "4", "--rf", "3", "--base-dir", base,
-		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort),
-		"--follower-unavailable-timeout", deadAfter.String(), "--wait", "60s", "--ysql-port", "0")
+	base, masters := r.createCluster("fault", 4, "--follower-unavailable-timeout", deadAfter.String())
 
 	// The workload runs as its own process, as a person would run it.
 	wl := startWorkload(t, ctx, "the workload", bin, nil, "workload", "--nodes", masters, "--num-threads-write", "4", "--num-threads-read", "4",
 		"--num-unique-keys", "5000", "--value-size", "64", "--num-tablets", "12", "--duration", duration.String(),
 		"--report-every", "1s", "--verify", "--json-summary", "--cpu-profile", filepath.Join(base, "workload.prof"))
 	// Three progress lines: the workload is under way.
-	wl.waitFor(ctx, "progress", func(lines []string) bool {
-		n := 0
-		for _, l := range lines {
-			if strings.Contains(l, "| Uptime: ") {
-				n++
-			}
-		}
-		return n >= 3
-	})
+	wl.waitFor(ctx, "progress", func(lines []string) bool { return progressLines(lines) >= 3 })
 
 	st, err := loadClusterState(base)
 	if err != nil {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,29 +23,12 @@ func TestWorkloadSurvivesPause(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := &shaleRunner{t: t, ctx: ctx, bin: bin}
-	rpcPort, httpPort := freePort(t), freePort(t)
-	for httpPort == rpcPort {
-		httpPort = freePort(t)
-	}
-	base := filepath.Join(t.TempDir(), "pause")
-	masters := "127.0.0.1:" + strconv.Itoa(rpcPort)
-	killNodesOnCleanup(t, base)
-	r.must("cluster", "create", "--nodes", "3", "--rf", "3", "--base-dir", base,
-		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort), "--wait", "60s", "--ysql-port", "0")
+	base, masters := r.createCluster("pause", 3)
 
 	wl := startWorkload(t, ctx, "the workload", bin, nil, "workload", "--nodes", masters, "--num-threads-write", "4", "--num-threads-read", "2",
 		"--num-unique-keys", "5000", "--value-size", "64", "--num-tablets", "6", "--duration", "40s",
 		"--report-every", "1s", "--verify", "--json-summary")
-	progress := func(lines []string) int {
-		n := 0
-		for _, l := range lines {
-			if strings.Contains(l, "| Uptime: ") {
-				n++
-			}
-		}
-		return n
-	}
-	wl.waitFor(ctx, "progress", func(lines []string) bool { return progress(lines) >= 3 })
+	wl.waitFor(ctx, "progress", func(lines []string) bool { return progressLines(lines) >= 3 })
 
 	st, err := loadClusterState(base)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,6 +28,34 @@ func killNodesOnCleanup(t *testing.T, base string) {
 			}
 		}
 	})
+}
+
+// createCluster runs `shale cluster create` of nodes nodes, RF 3, YSQL off,
+// in a fresh folder named name, on free RPC and HTTP ports, with extra
+// flags; the nodes are killed when the test ends. It returns the base
+// folder and the first node's RPC address (a master).
+func (r *shaleRunner) createCluster(name string, nodes int, extra ...string) (base, masters string) {
+	r.t.Helper()
+	rpcPort, httpPort := freePort(r.t), freePort(r.t)
+	for httpPort == rpcPort {
+		httpPort = freePort(r.t)
+	}
+	base = filepath.Join(r.t.TempDir(), name)
+	killNodesOnCleanup(r.t, base)
+	r.must(append([]string{"cluster", "create", "--nodes", strconv.Itoa(nodes), "--rf", "3", "--base-dir", base,
+		"--rpc-port", strconv.Itoa(rpcPort), "--http-port", strconv.Itoa(httpPort), "--wait", "60s", "--ysql-port", "0"}, extra...)...)
+	return base, "127.0.0.1:" + strconv.Itoa(rpcPort)
+}
+
+// progressLines counts the workload's progress lines ("... | Uptime: t ms").
+func progressLines(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, "| Uptime: ") {
+			n++
+		}
+	}
+	return n
 }
 
 // workloadProc is a `shale workload` process whose output the test

@@ -47,19 +47,16 @@ import (
 
 // Config configures a run.
 type Config struct {
-	Workload     string // "KeyValue", "SqlInserts" or "Bank"
-	Nodes        []string
-	WriteThreads int
-	ReadThreads  int
-	UniqueKeys   int
-	ValueSize    int
-	Duration     time.Duration
-	Namespace    string
-	Table        string
-	NumTablets   int // 0: the master's default
-	// YSQLPort is the PostgreSQL port of every node, for SqlInserts (0:
-	// DefaultYSQLPort).
-	YSQLPort      int
+	Workload      string // "KeyValue", "SqlInserts" or "Bank"
+	Nodes         []string
+	WriteThreads  int
+	ReadThreads   int
+	UniqueKeys    int
+	ValueSize     int
+	Duration      time.Duration
+	Namespace     string
+	Table         string
+	NumTablets    int // 0: the master's default
 	RF            int // 0: the cluster's
 	FollowerReads bool
 	// Verify reads every written key back at the end (Bank: checks the

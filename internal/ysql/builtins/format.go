@@ -148,98 +148,82 @@ func toChar(us int64, format string, loc *time.Location) (types.Datum, error) {
 	if h12 == 0 {
 		h12 = 12
 	}
+	// The template patterns, longer ones before their prefixes: each
+	// writes its field (rest is the format from the pattern on, for the
+	// case of names).
+	numField := func(v, width int) func(bool, string) {
+		return func(fm bool, _ string) { num(fm, v, width) }
+	}
+	ampm := func(_ bool, rest string) {
+		v := map[bool]string{true: "PM", false: "AM"}[h >= 12]
+		if rest[0] >= 'a' {
+			v = strings.ToLower(v)
+		}
+		sb.WriteString(v)
+	}
+	fields := []struct {
+		pat   string
+		write func(fm bool, rest string)
+	}{
+		{"YYYY", numField(y, 4)},
+		{"YY", numField(y%100, 2)},
+		{"MONTH", func(fm bool, rest string) { name(fm, time.Month(mo).String(), rest[:5], true) }},
+		{"MON", func(fm bool, rest string) { name(fm, time.Month(mo).String()[:3], rest[:3], false) }},
+		{"MM", numField(mo, 2)},
+		{"DDD", numField(doy, 3)},
+		{"DD", numField(d, 2)},
+		{"DAY", func(fm bool, rest string) { name(fm, time.Weekday(wd).String(), rest[:3], true) }},
+		{"DY", func(fm bool, rest string) { name(fm, time.Weekday(wd).String()[:3], rest[:2], false) }},
+		{"D", numField(wd+1, 1)},
+		{"HH24", numField(h, 2)},
+		{"HH12", numField(h12, 2)},
+		{"HH", numField(h12, 2)},
+		{"MI", numField(mi, 2)},
+		{"SS", numField(s, 2)},
+		{"MS", func(bool, string) { num(false, frac/1000, 3) }},
+		{"US", func(bool, string) { num(false, frac, 6) }},
+		{"AM", ampm},
+		{"PM", ampm},
+		{"TZ", func(_ bool, rest string) {
+			if rest[0] >= 'a' {
+				zone = strings.ToLower(zone)
+			}
+			sb.WriteString(zone)
+		}},
+	}
 	for i := 0; i < len(format); {
 		rest := format[i:]
 		fm := false
 		if strings.HasPrefix(strings.ToUpper(rest), "FM") {
 			fm, rest, i = true, rest[2:], i+2
 		}
+		if rest == "" {
+			break
+		}
 		up := strings.ToUpper(rest)
-		match := func(p string) bool { return strings.HasPrefix(up, p) }
 		n := 0
+		for _, f := range fields {
+			if strings.HasPrefix(up, f.pat) {
+				f.write(fm, rest)
+				n = len(f.pat)
+				break
+			}
+		}
 		switch {
-		case rest != "" && rest[0] == '"':
+		case n > 0:
+		case rest[0] == '"':
 			end := strings.IndexByte(rest[1:], '"')
 			if end < 0 {
 				end = len(rest) - 1
 			}
 			sb.WriteString(rest[1 : end+1])
 			n = end + 2
-		case match("YYYY"):
-			num(fm, y, 4)
-			n = 4
-		case match("YY"):
-			num(fm, y%100, 2)
-			n = 2
-		case match("MONTH"):
-			name(fm, time.Month(mo).String(), rest[:5], true)
-			n = 5
-		case match("MON"):
-			name(fm, time.Month(mo).String()[:3], rest[:3], false)
-			n = 3
-		case match("MM"):
-			num(fm, mo, 2)
-			n = 2
-		case match("DDD"):
-			num(fm, doy, 3)
-			n = 3
-		case match("DD"):
-			num(fm, d, 2)
-			n = 2
-		case match("DAY"):
-			name(fm, time.Weekday(wd).String(), rest[:3], true)
-			n = 3
-		case match("DY"):
-			name(fm, time.Weekday(wd).String()[:3], rest[:2], false)
-			n = 2
-		case match("D"):
-			num(fm, wd+1, 1)
-			n = 1
-		case match("HH24"):
-			num(fm, h, 2)
-			n = 4
-		case match("HH12"):
-			num(fm, h12, 2)
-			n = 4
-		case match("HH"):
-			num(fm, h12, 2)
-			n = 2
-		case match("MI"):
-			num(fm, mi, 2)
-			n = 2
-		case match("SS"):
-			num(fm, s, 2)
-			n = 2
-		case match("MS"):
-			num(false, frac/1000, 3)
-			n = 2
-		case match("US"):
-			num(false, frac, 6)
-			n = 2
-		case match("AM"), match("PM"):
-			ampm := map[bool]string{true: "PM", false: "AM"}[h >= 12]
-			if rest[0] >= 'a' {
-				ampm = strings.ToLower(ampm)
-			}
-			sb.WriteString(ampm)
-			n = 2
-		case match("TZ"):
-			if rest[0] >= 'a' {
-				zone = strings.ToLower(zone)
-			}
-			sb.WriteString(zone)
+		case rest[0] == '\\' && len(rest) > 1:
+			sb.WriteByte(rest[1])
 			n = 2
 		default:
-			if rest == "" {
-				break
-			}
-			if rest[0] == '\\' && len(rest) > 1 {
-				sb.WriteByte(rest[1])
-				n = 2
-			} else {
-				sb.WriteByte(rest[0])
-				n = 1
-			}
+			sb.WriteByte(rest[0])
+			n = 1
 		}
 		i += n
 	}

@@ -140,7 +140,7 @@ func (h *hashAgg) add(g *aggGroup, row plan.Row) error {
 			h.held += int64(len(k)) + 48
 		}
 		for _, o := range c.Order {
-			d, err := o.Expr.Eval(r.ec, row)
+			d, err := o.E.Eval(r.ec, row)
 			if err != nil {
 				return err
 			}

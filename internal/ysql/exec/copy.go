@@ -332,6 +332,16 @@ func (p *copyPortal) textFields(line string) ([]*string, error) {
 	return out, nil
 }
 
+// copyEscapes are the letters of COPY text format's escapes of control
+// characters (\n, \t ...; 0: none), copyUnescapes the reverse.
+var copyEscapes, copyUnescapes [256]byte
+
+func init() {
+	for _, e := range []string{"\nn", "\tt", "\rr", "\bb", "\ff", "\vv"} {
+		copyEscapes[e[0]], copyUnescapes[e[1]] = e[1], e[0]
+	}
+}
+
 // unescapeCopy decodes COPY text format's backslash escapes.
 func unescapeCopy(s string) string {
 	if !strings.Contains(s, `\`) {
@@ -345,19 +355,11 @@ func unescapeCopy(s string) string {
 			continue
 		}
 		i++
+		if c := copyUnescapes[s[i]]; c != 0 {
+			b.WriteByte(c)
+			continue
+		}
 		switch s[i] {
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case 'r':
-			b.WriteByte('\r')
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'v':
-			b.WriteByte('\v')
 		case '0', '1', '2', '3', '4', '5', '6', '7':
 			v, n := 0, 0
 			for n < 3 && i < len(s) && s[i] >= '0' && s[i] <= '7' {

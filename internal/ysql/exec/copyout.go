@@ -126,27 +126,15 @@ func (lw *copyLineWriter) WriteRow(values [][]byte) error {
 func (lw *copyLineWriter) textField(v []byte) {
 	b := &lw.line
 	for _, c := range v {
-		switch c {
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\v':
-			b.WriteString(`\v`)
-		default:
-			if c == lw.opts.delim {
-				b.WriteByte('\\')
-			}
-			b.WriteByte(c)
+		if l := copyEscapes[c]; l != 0 {
+			b.WriteByte('\\')
+			b.WriteByte(l)
+			continue
 		}
+		if c == '\\' || c == lw.opts.delim {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
 	}
 }
 

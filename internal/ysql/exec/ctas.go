@@ -22,26 +22,13 @@ func (s *Session) createTableAs(ctx context.Context, query *pg.Node, into *pg.In
 	if into.GetRel().GetRelpersistence() == "t" {
 		return "", pgerror.Unsupported("temporary tables")
 	}
-	b, err := s.binder(ctx)
-	if err != nil {
-		return "", err
-	}
 	sel := query.GetSelectStmt()
 	if sel == nil {
 		return "", pgerror.Unsupported("CREATE TABLE AS of this statement")
 	}
-	node, err := b.Select(sel)
+	_, cols, err := s.bindQueryColumns(ctx, sel, nil)
 	if err != nil {
 		return "", err
-	}
-	if len(b.Params) > 0 {
-		return "", pgerror.New(pgerror.CodeUndefinedParameter, "there is no parameter $1")
-	}
-	var cols []plan.Column
-	for _, c := range node.Columns() {
-		if !c.Hidden {
-			cols = append(cols, c)
-		}
 	}
 	names := into.GetColNames()
 	if len(names) > len(cols) {
@@ -101,6 +88,31 @@ func (s *Session) createTableAs(ctx context.Context, query *pg.Node, into *pg.In
 	}
 	// INSERT 0 n -> SELECT n, PostgreSQL's tag for CREATE TABLE AS.
 	return "SELECT " + tag[strings.LastIndexByte(tag, ' ')+1:], nil
+}
+
+// bindQueryColumns binds sel as a query of its own (no parameters) for
+// CREATE TABLE AS and CREATE VIEW, and returns the binder and the
+// query's columns; rec, when set, records its names (plan.BindRecord).
+func (s *Session) bindQueryColumns(ctx context.Context, sel *pg.SelectStmt, rec *plan.BindRecord) (*plan.Binder, []plan.Column, error) {
+	b, err := s.binder(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.Record = rec
+	node, err := b.Select(sel)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(b.Params) > 0 {
+		return nil, nil, pgerror.New(pgerror.CodeUndefinedParameter, "there is no parameter $1")
+	}
+	var cols []plan.Column
+	for _, c := range node.Columns() {
+		if !c.Hidden {
+			cols = append(cols, c)
+		}
+	}
+	return b, cols, nil
 }
 
 // typeName is the parse tree of t's name, for a column definition.

@@ -133,13 +133,12 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 		return err
 	}
 	name := cs.GetRelation().GetRelname()
-	_, isView := snap.View(s.db, schema, name)
-	if _, exists := snap.Table(s.db, schema, name); exists || isView {
+	if err := s.relationNameFree(snap, schema, name, false); err != nil {
 		if cs.GetIfNotExists() {
 			s.notice("NOTICE", "42P07", "relation %q already exists, skipping", name)
 			return nil
 		}
-		return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", name)
+		return err
 	}
 	t := &catalog.Table{Database: s.db, Schema: schema, Name: name, NextColID: 1, PKName: objectName(name, "", "pkey")}
 	var pk []keySpec
@@ -717,11 +716,7 @@ func (s *Session) dropDatabase(ctx context.Context, dd *pg.DropdbStmt) error {
 	if name == s.db {
 		return pgerror.New(pgerror.CodeObjectInUse, "cannot drop the currently open database")
 	}
-	var views []*catalog.View
-	for _, v := range snap.Views[name] {
-		views = append(views, v)
-	}
-	if err := s.e.cfg.Cache.DropViews(ctx, views); err != nil {
+	if err := s.e.cfg.Cache.DropViews(ctx, byName(snap.Views[name])); err != nil {
 		return err
 	}
 	for _, t := range snap.Tables[name] {

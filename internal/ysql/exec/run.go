@@ -781,14 +781,16 @@ func (r *runner) windowRows(src rowSource, calls []plan.WindowCall) (rowSource, 
 			order = append(order, k.E)
 		}
 		switch {
+		case call.Name == "row_number" || call.Name == "rank" || call.Name == "dense_rank":
+			src = &rankSource{r: r, in: sorted, call: call, order: order}
 		case call.Agg != nil && call.Frame == nil:
-			src = &aggWindowSource{r: r, in: sorted, call: call, order: order}
+			// A peer group at a time: the partition's keys, then the order's.
+			peers := append(append([]plan.Expr(nil), call.Partition...), order...)
+			src = &aggWindowSource{partitionReader: partitionReader{r: r, in: sorted, keys: peers}, call: call}
 		case call.Name == "lag" || call.Name == "lead":
 			src = &offsetSource{partitionReader: partitionReader{r: r, in: sorted, keys: call.Partition}, call: call}
-		case call.UsesFrame() || call.Name == "ntile" || call.Name == "percent_rank" || call.Name == "cume_dist":
+		default: // frames, value functions, ntile, percent_rank, cume_dist
 			src = &frameSource{partitionReader: partitionReader{r: r, in: sorted, keys: call.Partition}, call: call, order: order}
-		default:
-			src = &rankSource{r: r, in: sorted, call: call, order: order}
 		}
 	}
 	return src, nil
@@ -842,96 +844,45 @@ func (x *rankSource) next() (plan.Row, error) {
 // frame to rows sorted by the window's partition and order keys: each row
 // gets the aggregate of its partition's rows up to its last peer (rows
 // with its order keys), so a peer group is read whole before its rows go
-// out (a partition, without order keys).
+// out (a partition, without order keys). Its partitionReader's keys are
+// the partition's then the order's: a "partition" there is a peer group.
 type aggWindowSource struct {
-	r     *runner
-	in    rowSource
-	call  plan.WindowCall
-	order []plan.Expr
-
-	agg        plan.Aggregator
-	part       []types.Datum // the current partition's keys
-	peers      []plan.Row    // the current peer group, going out
-	val        types.Datum   // their value
-	next1      plan.Row      // the first row of the next peer group
-	next1Part  []types.Datum
-	next1Ord   []types.Datum
-	started    bool
-	inputEnded bool
+	partitionReader
+	call    plan.WindowCall
+	agg     plan.Aggregator
+	partKey []types.Datum // the window partition of the last peer group
+	started bool
+	val     types.Datum // the current peer group's value
 }
 
 func (x *aggWindowSource) next() (plan.Row, error) {
-	if len(x.peers) == 0 {
-		if err := x.readPeers(); err != nil || len(x.peers) == 0 {
+	if x.pos == len(x.part) {
+		if err := x.readPartition(); err != nil || len(x.part) == 0 {
+			return nil, err
+		}
+		key, err := x.r.evalAll(x.call.Partition, x.part[0])
+		if err != nil {
+			return nil, err
+		}
+		if !x.started || !sameValues(key, x.partKey, x.call.Partition) {
+			x.started, x.partKey, x.agg = true, key, x.call.Agg.New()
+		}
+		for _, row := range x.part {
+			args, err := aggArgs(x.r.ec, x.call.Agg, row)
+			if err != nil {
+				return nil, err
+			}
+			if err := x.agg.Add(args); err != nil {
+				return nil, err
+			}
+		}
+		if x.val, err = x.agg.Result(); err != nil {
 			return nil, err
 		}
 	}
-	row := x.peers[0]
-	x.peers = x.peers[1:]
+	row := x.part[x.pos]
+	x.pos++
 	return append(row[:len(row):len(row)], x.val), nil
-}
-
-// read returns the next input row with its partition and order keys.
-func (x *aggWindowSource) read() (plan.Row, []types.Datum, []types.Datum, error) {
-	if x.next1 != nil {
-		row, part, ord := x.next1, x.next1Part, x.next1Ord
-		x.next1 = nil
-		return row, part, ord, nil
-	}
-	if x.inputEnded {
-		return nil, nil, nil, nil
-	}
-	row, err := x.in.next()
-	if err != nil || row == nil {
-		x.inputEnded = row == nil
-		return nil, nil, nil, err
-	}
-	part, err := x.r.evalAll(x.call.Partition, row)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ord, err := x.r.evalAll(x.order, row)
-	return row, part, ord, err
-}
-
-// readPeers reads the next peer group, adds it to the aggregate (a new
-// one for a new partition) and takes the aggregate's value.
-func (x *aggWindowSource) readPeers() error {
-	row, part, ord, err := x.read()
-	if err != nil || row == nil {
-		return err
-	}
-	if !x.started || !sameValues(part, x.part, x.call.Partition) {
-		x.started, x.part, x.agg = true, part, x.call.Agg.New()
-	}
-	for {
-		if err := x.add(row); err != nil {
-			return err
-		}
-		x.peers = append(x.peers, row)
-		next, nextPart, nextOrd, err := x.read()
-		if err != nil {
-			return err
-		}
-		if next == nil {
-			break
-		}
-		if !sameValues(nextPart, part, x.call.Partition) || !sameValues(nextOrd, ord, x.order) {
-			x.next1, x.next1Part, x.next1Ord = next, nextPart, nextOrd
-			break
-		}
-		row = next
-	}
-	x.val, err = x.agg.Result()
-	return err
-}
-
-func (x *aggWindowSource) add(row plan.Row) error {
-	args, err := aggArgs(x.r.ec, x.call.Agg, row)
-	if err != nil {
-		return err
-	}
-	return x.agg.Add(args)
 }
 
 // partitionReader reads rows sorted by their partition keys a partition

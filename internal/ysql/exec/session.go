@@ -250,19 +250,11 @@ type Session struct {
 	pid      uint32
 	settings map[string]string
 	// settingsGen counts the changes of settings (setSetting,
-	// resetSettings): what is derived from them is kept with the
-	// generation it was derived at, so a statement that changes none pays
-	// no map lookups for them.
+	// resetSettings); derived is what statements read of them, worked out
+	// again only when it moved, so a statement that changes none pays no
+	// map lookups for them.
 	settingsGen uint64
-	// reported is the last ParameterStatus answer (read-only for the
-	// caller), as of settings generation reportedGen.
-	reported    map[string]string
-	reportedGen uint64
-	// loc is the session time zone as of settings generation locGen;
-	// timeout statement_timeout as of timeoutGen.
-	loc                *time.Location
-	locGen, timeoutGen uint64
-	timeout            time.Duration
+	derived     derivedSettings
 
 	// Transaction state: inBlock between BEGIN and COMMIT/ROLLBACK; txn is
 	// started lazily by the block's first statement; failed after an
@@ -320,18 +312,37 @@ type Session struct {
 	pendingUniques []*indexRequest
 }
 
-// ParameterStatus reports the parameters PostgreSQL sends to clients.
-func (s *Session) ParameterStatus() map[string]string {
-	if s.reported != nil && s.reportedGen == s.settingsGen {
-		return s.reported
-	}
-	out := make(map[string]string, len(reportedSettings))
-	for _, k := range reportedSettings {
-		out[settingDisplayName(k)] = s.settings[k]
-	}
-	s.reported, s.reportedGen = out, s.settingsGen
-	return out
+// derivedSettings is what statements read of the settings, as of
+// settings generation gen (0: never worked out).
+type derivedSettings struct {
+	gen      uint64
+	reported map[string]string // the ParameterStatus answer (read-only for the caller)
+	loc      *time.Location    // timezone
+	timeout  time.Duration     // statement_timeout
 }
+
+// settingsNow is the derived settings of the current settings.
+func (s *Session) settingsNow() *derivedSettings {
+	d := &s.derived
+	if d.gen != 0 && d.gen == s.settingsGen {
+		return d
+	}
+	d.gen = s.settingsGen
+	d.reported = make(map[string]string, len(reportedSettings))
+	for _, k := range reportedSettings {
+		d.reported[settingDisplayName(k)] = s.settings[k]
+	}
+	var ok bool
+	if d.loc, ok = types.LoadZone(s.settings["timezone"]); !ok {
+		d.loc = time.UTC
+	}
+	ms, _ := parseDurationMs(s.settings["statement_timeout"])
+	d.timeout = time.Duration(ms) * time.Millisecond
+	return d
+}
+
+// ParameterStatus reports the parameters PostgreSQL sends to clients.
+func (s *Session) ParameterStatus() map[string]string { return s.settingsNow().reported }
 
 // SettingsVersion changes whenever a setting does (pgwire compares it
 // after every statement before it asks ParameterStatus).
@@ -496,14 +507,4 @@ func isolationName(i client.Isolation) string {
 }
 
 // location is the session time zone.
-func (s *Session) location() *time.Location {
-	if s.loc != nil && s.locGen == s.settingsGen {
-		return s.loc
-	}
-	loc, ok := types.LoadZone(s.settings["timezone"])
-	if !ok {
-		loc = time.UTC
-	}
-	s.loc, s.locGen = loc, s.settingsGen
-	return loc
-}
+func (s *Session) location() *time.Location { return s.settingsNow().loc }

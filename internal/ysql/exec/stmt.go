@@ -409,12 +409,8 @@ func (s *Session) run(ctx context.Context, st *Statement, params []types.Datum, 
 
 // statementContext bounds ctx by statement_timeout.
 func (s *Session) statementContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if s.timeoutGen != s.settingsGen || s.settingsGen == 0 {
-		ms, _ := parseDurationMs(s.settings["statement_timeout"])
-		s.timeout, s.timeoutGen = time.Duration(ms)*time.Millisecond, s.settingsGen
-	}
-	if s.timeout > 0 {
-		return context.WithTimeout(ctx, s.timeout)
+	if t := s.settingsNow().timeout; t > 0 {
+		return context.WithTimeout(ctx, t)
 	}
 	return ctx, func() {}
 }

@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"sort"
-	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
@@ -38,18 +37,10 @@ func (s *Session) createView(ctx context.Context, vs *pg.ViewStmt) error {
 		return pgerror.Unsupported("a view of this statement")
 	}
 	sel = proto.Clone(sel).(*pg.SelectStmt)
-	b, err := s.binder(ctx)
-	if err != nil {
-		return err
-	}
 	rec := plan.NewBindRecord()
-	b.Record = rec
-	node, err := b.Select(sel)
+	b, cols, err := s.bindQueryColumns(ctx, sel, rec)
 	if err != nil {
 		return err
-	}
-	if len(b.Params) > 0 {
-		return pgerror.New(pgerror.CodeUndefinedParameter, "there is no parameter $1")
 	}
 	snap := b.Cat
 	schema, err := s.schemaFor(snap, rv)
@@ -57,12 +48,6 @@ func (s *Session) createView(ctx context.Context, vs *pg.ViewStmt) error {
 		return err
 	}
 	v := &catalog.View{Database: s.db, Schema: schema, Name: rv.GetRelname()}
-	var cols []plan.Column
-	for _, c := range node.Columns() {
-		if !c.Hidden {
-			cols = append(cols, c)
-		}
-	}
 	aliases := vs.GetAliases()
 	if len(aliases) > len(cols) {
 		return pgerror.New(pgerror.CodeSyntaxError, "CREATE VIEW specifies more column names than columns")
@@ -106,7 +91,7 @@ func (s *Session) createView(ctx context.Context, vs *pg.ViewStmt) error {
 		if !vs.GetReplace() {
 			return pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", v.Name)
 		}
-		if readsView(snap, v.DependsOn, old.QualifiedName(), map[string]bool{}) {
+		if readsView(snap.Views[s.db], v.DependsOn, old.QualifiedName(), map[string]bool{}) {
 			return pgerror.New(pgerror.CodeInvalidObjectDefinition, "infinite recursion detected in rules for relation %q", v.Name)
 		}
 		v.OID = old.OID
@@ -134,8 +119,8 @@ func (s *Session) relationNameFree(snap *catalog.Snapshot, schema, name string, 
 }
 
 // readsView reports whether a query reading deps reads target, directly
-// or through views.
-func readsView(snap *catalog.Snapshot, deps []string, target string, seen map[string]bool) bool {
+// or through the views of its database (views, by "schema.name").
+func readsView(views map[string]*catalog.View, deps []string, target string, seen map[string]bool) bool {
 	for _, d := range deps {
 		if d == target {
 			return true
@@ -144,11 +129,8 @@ func readsView(snap *catalog.Snapshot, deps []string, target string, seen map[st
 			continue
 		}
 		seen[d] = true
-		schema, name, _ := strings.Cut(d, ".")
-		for _, v := range snap.Views {
-			if w, ok := v[schema+"."+name]; ok && readsView(snap, w.DependsOn, target, seen) {
-				return true
-			}
+		if w, ok := views[d]; ok && readsView(views, w.DependsOn, target, seen) {
+			return true
 		}
 	}
 	return false

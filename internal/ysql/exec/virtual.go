@@ -2,7 +2,8 @@ package exec
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
@@ -63,11 +64,15 @@ func namespaces(s *Session, snap *catalog.Snapshot) map[string]uint32 {
 }
 
 func sortedTables(s *Session, snap *catalog.Snapshot) []*catalog.Table {
-	var out []*catalog.Table
-	for _, t := range snap.Tables[s.db] {
-		out = append(out, t)
+	return byName(snap.Tables[s.db])
+}
+
+// byName is a catalog map's objects in the order of its keys ("schema.name").
+func byName[T any](m map[string]T) []T {
+	out := make([]T, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].QualifiedName() < out[j].QualifiedName() })
 	return out
 }
 

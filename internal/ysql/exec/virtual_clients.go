@@ -3,7 +3,6 @@ package exec
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
@@ -66,22 +65,10 @@ func colSpec(spec string) []vcol {
 }
 
 func sortedSequences(s *Session, snap *catalog.Snapshot) []*catalog.Sequence {
-	var out []*catalog.Sequence
-	for _, q := range snap.Sequences[s.db] {
-		out = append(out, q)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Schema+"."+out[i].Name < out[j].Schema+"."+out[j].Name })
-	return out
+	return byName(snap.Sequences[s.db])
 }
 
-func sortedViews(s *Session, snap *catalog.Snapshot) []*catalog.View {
-	var out []*catalog.View
-	for _, v := range snap.Views[s.db] {
-		out = append(out, v)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].QualifiedName() < out[j].QualifiedName() })
-	return out
-}
+func sortedViews(s *Session, snap *catalog.Snapshot) []*catalog.View { return byName(snap.Views[s.db]) }
 
 // sequenceType is the type a sequence was made for (its maximum tells).
 func sequenceType(q *catalog.Sequence) uint32 {

@@ -227,17 +227,26 @@ type rowSink struct{ c *conn }
 
 func (s *rowSink) WriteRow(values [][]byte) error {
 	c := s.c
-	if c.writeErr != nil {
-		return c.writeErr
-	}
 	c.dataRow.Values = values
-	c.send(&c.dataRow)
-	c.dataRow.Values = nil
 	n := 7 + 4*len(values) // type, length, count, a length per value
 	for _, v := range values {
 		n += len(v)
 	}
-	c.unflushed += n
+	err := c.sendStreamed(&c.dataRow, n)
+	c.dataRow.Values = nil
+	return err
+}
+
+// sendStreamed sends one message of a result that streams (a DataRow, a
+// CopyData) of size bytes, flushing once flushThreshold bytes are
+// unflushed, so a long result reaches the client as it is made. A
+// failed write ends the result.
+func (c *conn) sendStreamed(m pgproto3.BackendMessage, size int) error {
+	if c.writeErr != nil {
+		return c.writeErr
+	}
+	c.send(m) // encoded at once: m's buffers may be reused
+	c.unflushed += size
 	if c.unflushed >= flushThreshold {
 		return c.flushOut()
 	}

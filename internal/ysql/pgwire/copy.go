@@ -105,16 +105,8 @@ func (c *conn) copyOut(ctx context.Context, p CopyOutPortal) (string, error) {
 type copyWriter struct{ c *conn }
 
 func (w copyWriter) Write(b []byte) (int, error) {
-	c := w.c
-	if c.writeErr != nil {
-		return 0, c.writeErr
-	}
-	c.send(&pgproto3.CopyData{Data: b}) // encoded at once: b may be reused
-	c.unflushed += 5 + len(b)
-	if c.unflushed >= flushThreshold {
-		if err := c.flushOut(); err != nil {
-			return 0, err
-		}
+	if err := w.c.sendStreamed(&pgproto3.CopyData{Data: b}, 5+len(b)); err != nil {
+		return 0, err
 	}
 	return len(b), nil
 }

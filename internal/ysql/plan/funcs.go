@@ -126,6 +126,28 @@ func (a *aggScope) matchGroup(n *pg.Node) (int, bool) {
 }
 
 // withoutLocations is a copy of n with every source location zeroed.
+// sortKey is e ordered as sb says: PostgreSQL's default puts NULLs last
+// ascending and first descending (NULL is larger than every value).
+func sortKey(e Expr, sb *pg.SortBy) SortKey {
+	k := SortKey{E: e, Desc: sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC}
+	switch sb.GetSortbyNulls() {
+	case pg.SortByNulls_SORTBY_NULLS_FIRST:
+		k.NullsFirst = true
+	case pg.SortByNulls_SORTBY_NULLS_LAST:
+	default:
+		k.NullsFirst = k.Desc
+	}
+	return k
+}
+
+// astKey identifies a parse tree by its content, positions aside: two
+// texts of one expression (in GROUP BY and the select list, an ORDER BY
+// written twice) have the same key.
+func astKey(n *pg.Node) string {
+	raw, _ := proto.MarshalOptions{Deterministic: true}.Marshal(withoutLocations(n))
+	return string(raw)
+}
+
 func withoutLocations(n *pg.Node) *pg.Node {
 	c := proto.Clone(n).(*pg.Node)
 	var clear func(m protoreflect.Message)
@@ -279,7 +301,7 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 		if call.Distinct {
 			inArgs := false
 			for _, a := range fc.GetArgs() {
-				inArgs = inArgs || proto.Equal(withoutLocations(a), withoutLocations(sb.GetNode()))
+				inArgs = inArgs || astKey(a) == astKey(sb.GetNode())
 			}
 			if !inArgs {
 				return nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list"), loc)
@@ -294,15 +316,7 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 				return nil, err
 			}
 		}
-		desc := sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC
-		nullsFirst := desc
-		switch sb.GetSortbyNulls() {
-		case pg.SortByNulls_SORTBY_NULLS_FIRST:
-			nullsFirst = true
-		case pg.SortByNulls_SORTBY_NULLS_LAST:
-			nullsFirst = false
-		}
-		call.Order = append(call.Order, AggOrder{Expr: e, Desc: desc, NullsFirst: nullsFirst})
+		call.Order = append(call.Order, sortKey(e, sb))
 	}
 	if err := b.resolveAgg(fc, &call, argTypes); err != nil {
 		return nil, err

@@ -99,10 +99,7 @@ func (b *Binder) expandGroupingSets(s *pg.SelectStmt, parent *scope) (*pg.Select
 	for i, set := range sets {
 		keysOf[i] = map[string]bool{}
 		for _, e := range set {
-			k, err := nodeKey(e)
-			if err != nil {
-				return nil, err
-			}
+			k := astKey(e)
 			if _, seen := all[k]; !seen {
 				all[k] = nil
 				exprs = append(exprs, e)
@@ -172,8 +169,7 @@ func (b *Binder) typedNulls(s *pg.SelectStmt, parent *scope, exprs []*pg.Node, n
 		if err != nil {
 			return err
 		}
-		k, _ := nodeKey(e)
-		nulls[k] = raw.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal()
+		nulls[astKey(e)] = raw.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal()
 	}
 	return nil
 }
@@ -257,11 +253,7 @@ func nullOutside(n *pg.Node, all map[string]*pg.Node, in map[string]bool) (*pg.N
 		if gf := x.GetGroupingFunc(); gf != nil {
 			mask := int32(0)
 			for _, a := range gf.GetArgs() {
-				k, kerr := nodeKey(a)
-				if kerr != nil {
-					err = kerr
-					return nil, false
-				}
+				k := astKey(a)
 				if _, ok := all[k]; !ok {
 					err = posErr(pgerror.New(pgerror.CodeGroupingError, "arguments to GROUPING must be grouping expressions of the associated query level"), gf.GetLocation())
 					return nil, false
@@ -280,11 +272,8 @@ func nullOutside(n *pg.Node, all map[string]*pg.Node, in map[string]bool) (*pg.N
 		case x.GetSubLink() != nil, x.GetAConst() != nil, x.GetString_() != nil, x.GetAStar() != nil, x.GetTypeName() != nil:
 			return nil, false
 		}
-		// Not every node deparses as an expression on its own (a sort
-		// key, a window definition): those are no grouping expression.
-		k, kerr := nodeKey(x)
-		if null, ok := all[k]; kerr == nil && ok && !in[k] {
-			return proto.Clone(null).(*pg.Node), false
+		if k := astKey(x); all[k] != nil && !in[k] {
+			return proto.Clone(all[k]).(*pg.Node), false
 		}
 		return nil, x.GetColumnRef() == nil
 	}
@@ -295,13 +284,7 @@ func nullOutside(n *pg.Node, all map[string]*pg.Node, in map[string]bool) (*pg.N
 	return n, err
 }
 
-// exprKey identifies an expression by its text (positions aside).
-func nodeKey(n *pg.Node) (string, error) {
-	return parse.Deparse(&pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: &pg.SelectStmt{
-		TargetList: []*pg.Node{{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: n}}}}}}})
-}
-
-// rewriteNodes walks the nodes inside m, parents first: f returns a node
+// RewriteNodes walks the nodes inside m, parents first: f returns a node
 // to put in a node's place (nil: keep it) and whether to go inside it.
 func RewriteNodes(m protoreflect.Message, f func(*pg.Node) (*pg.Node, bool)) {
 	visit := func(v protoreflect.Message) (protoreflect.Message, bool) {

@@ -313,7 +313,7 @@ func markScan(s *Scan, chain []Node) {
 			for _, a := range x.Aggs {
 				ok = ok && columnsUsed(a.Arg, cols) && columnsUsed(a.Arg2, cols) && columnsUsed(a.Filter, cols)
 				for _, o := range a.Order {
-					ok = ok && columnsUsed(o.Expr, cols)
+					ok = ok && columnsUsed(o.E, cols)
 				}
 			}
 		}

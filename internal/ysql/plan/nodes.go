@@ -198,22 +198,16 @@ type AggCall struct {
 	// Order is ORDER BY inside the call (string_agg(v, ',' ORDER BY k)):
 	// the executor appends these keys' values to the arguments it adds,
 	// and New's aggregator sorts the rows by them before aggregating.
-	Order []AggOrder
+	Order []SortKey
 	T     types.T
 	New   func() Aggregator
-}
-
-// AggOrder is one key of an aggregate's ORDER BY.
-type AggOrder struct {
-	Expr             Expr
-	Desc, NullsFirst bool
 }
 
 // orderedAggregator holds a group's rows (arguments, then order keys) and
 // aggregates them sorted at Result.
 type orderedAggregator struct {
 	inner Aggregator
-	order []AggOrder
+	order []SortKey
 	nargs int
 	rows  [][]types.Datum
 }
@@ -234,7 +228,7 @@ func (o *orderedAggregator) Result() (types.Datum, error) {
 				}
 				return x.Null == key.NullsFirst
 			}
-			c := types.Compare(x, y, key.Expr.Type())
+			c := types.Compare(x, y, key.E.Type())
 			if c == 0 {
 				continue
 			}

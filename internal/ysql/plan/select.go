@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
@@ -202,8 +201,7 @@ func (b *Binder) orderLimitProject(s *pg.SelectStmt, proj *Project, inputScope *
 		if len(dc) > 0 && !distinctOn {
 			return -1, pgerror.New(pgerror.CodeInvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
 		}
-		raw, _ := proto.MarshalOptions{Deterministic: true}.Marshal(withoutLocations(node))
-		key := string(raw)
+		key := astKey(node)
 		if idx, ok := hidden[key]; ok {
 			return idx, nil
 		}
@@ -233,14 +231,7 @@ func (b *Binder) orderLimitProject(s *pg.SelectStmt, proj *Project, inputScope *
 		if err != nil {
 			return nil, err
 		}
-		k := SortKey{E: &ColRef{Idx: idx, T: proj.cols[idx].T}, Desc: sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC}
-		switch sb.GetSortbyNulls() {
-		case pg.SortByNulls_SORTBY_NULLS_FIRST:
-			k.NullsFirst = true
-		case pg.SortByNulls_SORTBY_NULLS_LAST:
-		default:
-			k.NullsFirst = k.Desc // PostgreSQL: NULLs are larger than everything
-		}
+		k := sortKey(&ColRef{Idx: idx, T: proj.cols[idx].T}, sb)
 		if _, err := lookupBinary("<", k.E.Type(), k.E.Type()); err != nil {
 			return nil, pgerror.New(pgerror.CodeUndefinedFunction, "could not identify an ordering operator for type %s", typeName(k.E.Type()))
 		}
@@ -305,9 +296,7 @@ func (b *Binder) orderLimit(s *pg.SelectStmt, n Node, _ *scope, parent *scope) (
 			if idx < 0 || idx >= len(cols) {
 				return nil, pgerror.Unsupported("this ORDER BY over a set operation or VALUES")
 			}
-			desc := sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC
-			keys = append(keys, SortKey{E: &ColRef{Idx: idx, T: cols[idx].T}, Desc: desc,
-				NullsFirst: sb.GetSortbyNulls() == pg.SortByNulls_SORTBY_NULLS_FIRST || (desc && sb.GetSortbyNulls() != pg.SortByNulls_SORTBY_NULLS_LAST)})
+			keys = append(keys, sortKey(&ColRef{Idx: idx, T: cols[idx].T}, sb))
 		}
 		n = &Sort{Input: n, Keys: keys}
 	}

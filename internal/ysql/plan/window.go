@@ -68,11 +68,6 @@ const (
 	UnboundedFollowing
 )
 
-// UsesFrame reports whether the call's value depends on its frame.
-func (c *WindowCall) UsesFrame() bool {
-	return c.Agg != nil || c.Name == "first_value" || c.Name == "last_value" || c.Name == "nth_value"
-}
-
 // Columns are the input's, then one per call.
 func (w *Window) Columns() []Column { return w.cols }
 
@@ -212,15 +207,7 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 		if err := b.checkOrderable(e.Type(), loc); err != nil {
 			return nil, err
 		}
-		k := SortKey{E: e, Desc: sb.GetSortbyDir() == pg.SortByDir_SORTBY_DESC}
-		switch sb.GetSortbyNulls() {
-		case pg.SortByNulls_SORTBY_NULLS_FIRST:
-			k.NullsFirst = true
-		case pg.SortByNulls_SORTBY_NULLS_LAST:
-		default:
-			k.NullsFirst = k.Desc
-		}
-		call.Order = append(call.Order, k)
+		call.Order = append(call.Order, sortKey(e, sb))
 	}
 	w := b.win.node
 	w.Calls = append(w.Calls, call)

@@ -111,7 +111,13 @@ func (c *Client) Masters() *Masters { return c.masters }
 
 // opContext applies the default deadline unless ctx has an earlier one.
 func (c *Client) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := time.Now().Add(c.cfg.Timeout)
+	return c.opContextFor(ctx, 0)
+}
+
+// opContextFor is opContext for an operation that may take extra time
+// beyond the default (sizeAllowance).
+func (c *Client) opContextFor(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
+	d := time.Now().Add(c.cfg.Timeout + extra)
 	if dl, ok := ctx.Deadline(); ok && !dl.After(d) {
 		return ctx, func() {}
 	}

@@ -188,6 +188,7 @@ func (k *keyedOps) size() int {
 func (t *Table) apply(ctx context.Context, name string, ops []Op) error {
 	s := &sender{c: t.c, write: true}
 	prepared := make([]keyedOps, 0, len(ops))
+	total := 0
 	for _, op := range ops {
 		if op.Kind == OpAdd {
 			return s.finish(ctx, name, t, invalidf("an add (OpAdd) needs a transaction"))
@@ -197,11 +198,15 @@ func (t *Table) apply(ctx context.Context, name string, ops []Op) error {
 			return s.finish(ctx, name, t, err)
 		}
 		prepared = append(prepared, k)
+		total += k.size()
 	}
 	if len(prepared) == 0 {
 		return nil
 	}
-	ctx, cancel := t.c.opContext(ctx)
+	// Large rows take longer (sizeAllowance); the tablets' writes run at
+	// once, so each attempt may be as large as the whole.
+	s.slack = sizeAllowance(total)
+	ctx, cancel := t.c.opContextFor(ctx, 2*s.slack)
 	defer cancel()
 	return s.finish(ctx, name, t, t.write(ctx, s, prepared))
 }

@@ -77,6 +77,9 @@ type sender struct {
 	// inOrder: a request over several tablets goes to them one after
 	// another in key order rather than at once (locks: see Txn.Lock).
 	inOrder bool
+	// slack lengthens each attempt beyond Config.AttemptTimeout, for
+	// requests large enough to need it (sizeAllowance).
+	slack time.Duration
 
 	mu        sync.Mutex
 	ambiguous bool
@@ -195,13 +198,28 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 
 // attempt runs f once against r within the attempt timeout.
 func (s *sender) attempt(ctx context.Context, r *replica, f call) (*tspb.TabletError, error) {
-	actx, cancel := attemptContext(ctx, s.c.cfg.AttemptTimeout)
+	actx, cancel := attemptContext(ctx, s.c.cfg.AttemptTimeout+s.slack)
 	defer cancel()
 	te, err := f(actx, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s (node %d): %w", r.addr, r.node, err)
 	}
 	return te, nil
+}
+
+// slowRequestRate is the rate, in bytes a second, at which a request's
+// bytes are expected to get through at worst: a Raft entry is written and
+// fsynced on every replica, on a machine that may be busy with much else.
+const slowRequestRate = 4 << 20
+
+// sizeAllowance is the time a request of n bytes gets on top of the usual
+// budgets. The budgets are made for requests of a few rows: a
+// transactional write of megabytes of large rows can take more than the 3
+// s of an attempt on a busy machine, and was then sent again while the
+// first was still being written; a batch of many such requests (a 90 MB
+// INSERT ... SELECT) did not fit the operation's 10 s.
+func sizeAllowance(n int) time.Duration {
+	return time.Duration(n) * time.Second / slowRequestRate
 }
 
 // sentMaybe reports whether a transport error leaves open whether the

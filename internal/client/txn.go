@@ -536,8 +536,12 @@ func (t *Table) sumAsUpdate(add Op, sum docdb.WriteOp) (Op, error) {
 }
 
 // maxRequestBytes is about the most ops bytes one transactional write
-// request carries (plus at most one row, MaxRowBytes).
-const maxRequestBytes = 16 << 20
+// request carries (plus at most one row, MaxRowBytes). Each request is a
+// Raft entry: entries of 16 MiB (a batch of 3 MB rows) took seconds each
+// to append and sync on every replica of a busy machine, delayed other
+// groups' traffic behind them, and made leaders step down mid-write; at 4
+// MiB a 90 MB INSERT ... SELECT went through where it had failed.
+const maxRequestBytes = 4 << 20
 
 // send routes a transactional write (ops and/or row locks) to the tablets
 // of its keys. Ops carry consecutive write ids from base in their order;
@@ -556,13 +560,18 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 	if since != 0 {
 		checkTime, checkNewer = since, true
 	}
-	ctx, cancel := tx.c.opContext(ctx)
-	defer cancel()
 	// Items 0..len(ops)-1 are the ops (write id base+i), then the locks.
 	keys := make([][]byte, 0, len(ops)+len(lockRows))
+	total := 0
 	for i := range ops {
 		keys = append(keys, ops[i].RowKey)
+		total += ops[i].Size()
 	}
+	// A batch of large rows is many requests, each as slow as its bytes:
+	// the operation and each attempt get time for them.
+	s.slack = sizeAllowance(min(total, maxRequestBytes+MaxRowBytes))
+	ctx, cancel := tx.c.opContextFor(ctx, 2*sizeAllowance(total))
+	defer cancel()
 	keys = append(keys, lockRows...)
 	var mu sync.Mutex
 	err := t.routeByTablet(ctx, s, keys, func(tab *tabletMeta, idx []int) error {

@@ -27,7 +27,7 @@ func (t *Tablet) txnAdds(ctx context.Context, w *TxnWrite) (*TxnWrite, docdb.Res
 	if !docdb.HasAdds(w.Ops) {
 		return w, docdb.Resolved{Ops: w.Ops}, nil
 	}
-	noLatch := func() func() { return func() {} } // the caller's write latches cover the rows
+	noLatch := func() (func(), error) { return func() {}, nil } // the caller's write latches cover the rows
 	read := func(rowKey []byte, cols []uint32) (row docdb.Row, found bool, err error) {
 		span := docdb.RowSpan(rowKey)
 		own := t.txns.mayHaveIntents(1, func(int) []byte { return rowKey })

@@ -38,6 +38,13 @@ func TestTimedOutWriteKeepsItsLatch(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("read of a row with a write in flight: %v, want to wait on the latch", err)
 	}
+	// A read that must not wait says so at once.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	_, _, _, err = l.GetTxn(tablet.WithoutWaiting(ctx), rowKey(0), nil, tablet.TxnRead{})
+	cancel()
+	if !errors.Is(err, tablet.ErrWouldWait) {
+		t.Fatalf("read without waiting of a row with a write in flight: %v, want ErrWouldWait", err)
+	}
 	// Once the old leader steps down the proposal is resolved (ambiguous)
 	// and the latch is released: the row is readable again where it leads.
 	for _, n := range h.Nodes() {

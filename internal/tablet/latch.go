@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/shaledb/shaledb/internal/storage"
@@ -11,12 +12,31 @@ import (
 // writes conflict with writes and reads of the same row, and with scans
 // whose span covers the row. Held only for the duration of one operation.
 type latches struct {
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced whenever a latch is released
+	mu sync.Mutex
+	// changed is closed and replaced when a latch is released while
+	// someone waits (waiting > 0); most releases have no one to wake.
+	changed chan struct{}
+	waiting int
 	writes  map[string]int
 	reads   map[string]int
 	spans   map[*storage.Span]struct{}
 }
+
+// ErrWouldWait: an operation under a WithoutWaiting context had to wait (for a
+// latch, the lease's start, or another transaction's status) and did not.
+var ErrWouldWait = errors.New("tablet: the operation would wait")
+
+type noWaitKey struct{}
+
+// NoWait marks ctx so that reads under it fail with ErrWouldWait rather
+// than wait. A node serves such reads on the goroutine that received them
+// (the connection's reader, the gateway's own call) and hands the ones
+// that fail to a worker, which may wait.
+func WithoutWaiting(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noWaitKey{}, true)
+}
+
+func noWait(ctx context.Context) bool { return ctx.Value(noWaitKey{}) != nil }
 
 func newLatches() *latches {
 	return &latches{
@@ -31,14 +51,23 @@ func newLatches() *latches {
 func (l *latches) wait(ctx context.Context, conflict func() bool, take func()) error {
 	l.mu.Lock()
 	for conflict() {
+		if noWait(ctx) {
+			l.mu.Unlock()
+			return ErrWouldWait
+		}
 		ch := l.changed
+		l.waiting++
 		l.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			l.mu.Lock()
+			l.waiting--
+			l.mu.Unlock()
 			return ctx.Err()
 		}
 		l.mu.Lock()
+		l.waiting--
 	}
 	take()
 	l.mu.Unlock()
@@ -46,8 +75,10 @@ func (l *latches) wait(ctx context.Context, conflict func() bool, take func()) e
 }
 
 func (l *latches) releaseLocked() {
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.waiting > 0 {
+		close(l.changed)
+		l.changed = make(chan struct{})
+	}
 }
 
 // acquireWrite latches rows for writing.

@@ -106,12 +106,8 @@ func (t *Tablet) AggregateTxn(ctx context.Context, opts ScanOptions, o TxnRead) 
 	span := clip(opts.Span, t.desc.Span)
 	var results []docdb.Value
 	var resume []byte
-	rt, err := t.readTxn(ctx, span, o, opts.intentWindow(), func() func() {
-		release, err := t.latches.acquireSpan(ctx, span)
-		if err != nil {
-			return nil
-		}
-		return release
+	rt, err := t.readTxn(ctx, span, o, opts.intentWindow(), func() (func(), error) {
+		return t.latches.acquireSpan(ctx, span)
 	}, func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) error {
 		var err error
 		results, resume, err = t.aggregate(rv.r, &opts, rv.span, at, unc, true)

@@ -1151,6 +1151,9 @@ func (t *Tablet) readIntentTxns(span storage.Span, reader docdb.TxnID, window in
 // applied. A pending one is pushed to commit (if ever)
 // above push, the read's local limit. Call it under the read's latches.
 func (t *Tablet) resolveReadIntents(ctx context.Context, txns []docdb.TxnID, push, commitLimit hlc.Timestamp) (applied []docdb.TxnID, commit []hlc.Timestamp, err error) {
+	if len(txns) > 0 && noWait(ctx) {
+		return nil, nil, ErrWouldWait // a status lookup may be a call to another node
+	}
 	for _, txn := range txns {
 		if t.resolver == nil {
 			return nil, nil, ErrNoResolver
@@ -1192,6 +1195,9 @@ func (t *Tablet) leaderReady(ctx context.Context) error {
 	ready := t.leaseReady
 	t.leaseMu.Unlock()
 	if d := time.Until(ready); d > 0 {
+		if noWait(ctx) {
+			return ErrWouldWait
+		}
 		timer := time.NewTimer(d)
 		defer timer.Stop()
 		select {
@@ -1212,12 +1218,8 @@ func (t *Tablet) GetTxn(ctx context.Context, rowKey []byte, columns []uint32, o 
 	span := docdb.RowSpan(rowKey)
 	var row docdb.Row
 	var found bool
-	rt, err := t.readTxn(ctx, span, o, pointWindow, func() func() {
-		release, err := t.latches.acquireRead(ctx, string(rowKey))
-		if err != nil {
-			return nil
-		}
-		return release
+	rt, err := t.readTxn(ctx, span, o, pointWindow, func() (func(), error) {
+		return t.latches.acquireRead(ctx, string(rowKey))
 	}, func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) error {
 		var err error
 		row, found, err = docdb.GetRow(rv.r, rowKey, docdb.ReadOptions{ReadTime: at, Columns: columns, Uncertainty: unc})
@@ -1243,12 +1245,8 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 	scan := func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) ([]docdb.Row, []byte, error) {
 		return docdb.Scan(rv.r, opts.docdb(rv.span, at, unc, nil))
 	}
-	rt, err := t.readTxn(ctx, span, o, opts.intentWindow(), func() func() {
-		release, err := t.latches.acquireSpan(ctx, span)
-		if err != nil {
-			return nil
-		}
-		return release
+	rt, err := t.readTxn(ctx, span, o, opts.intentWindow(), func() (func(), error) {
+		return t.latches.acquireSpan(ctx, span)
 	}, func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) error {
 		var err error
 		rows, resume, err = scan(rv, at, unc)
@@ -1291,13 +1289,13 @@ func (t *Tablet) ScanTxn(ctx context.Context, opts ScanOptions, o TxnRead) ([]do
 // uncertainty window (unc, nil when there is none); readLimit, called only
 // when it noted one, reads at the window's limit and says whether that
 // changes the answer (nil for reads that never have a window).
-func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, window int, latch func() func(),
+func (t *Tablet) readTxn(ctx context.Context, span storage.Span, o TxnRead, window int, latch func() (func(), error),
 	read func(rv readView, at hlc.Timestamp, unc *docdb.Uncertainty) error,
 	readLimit func(rv readView, limit hlc.Timestamp) (newest hlc.Timestamp, differs bool, err error)) (hlc.Timestamp, error) {
 	for attempt := 0; ; attempt++ {
-		release := latch()
-		if release == nil {
-			return 0, ctx.Err()
+		release, err := latch()
+		if err != nil {
+			return 0, err
 		}
 		if err := t.leaderReady(ctx); err != nil {
 			release()

@@ -301,3 +301,52 @@ func TestScanLockedWhileApplying(t *testing.T) {
 		t.Fatalf("the scan read %d rows %v, want the 10 written before and x's 10 (committed at %s)", got, keysOf(rows), commit)
 	}
 }
+
+// TestReadWithoutWaiting: a read under tablet.WithoutWaiting (how a node
+// serves a point read on the goroutine that received it) answers at once
+// when nothing stands in its way, and fails with ErrWouldWait, having
+// asked nobody anything, where another transaction's intents would have
+// sent it to that transaction's status; the same read with an ordinary
+// context goes through.
+func TestReadWithoutWaiting(t *testing.T) {
+	h, res := newTxnHarness(t)
+	id := desc.ID
+	h.retry(t, "write rows 0 and 1", func(ctx context.Context, tb *tablet.Tablet) error {
+		_, err := tb.Write(ctx, putBatch(0, 2, "v"))
+		return err
+	})
+	x := testTxnID("writer")
+	h.writeIntents(t, id, x, 1, 2)
+	text := func(row docdb.Row) string { return string(row.Columns[0].Value.Bytes) }
+
+	var leader *tablet.Tablet
+	var row docdb.Row
+	var found bool
+	h.retry(t, "a read without waiting of a row with no intents", func(ctx context.Context, tb *tablet.Tablet) error {
+		var err error
+		leader = tb
+		row, found, _, err = tb.GetTxn(tablet.WithoutWaiting(ctx), rowKey(0), nil, tablet.TxnRead{})
+		return err
+	})
+	if !found || text(row) != "v0" {
+		t.Fatalf("row 0 read without waiting: found %v, %v", found, row.Columns)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	asked := res.timesAsked(x)
+	if _, _, _, err := leader.GetTxn(tablet.WithoutWaiting(ctx), rowKey(1), nil, tablet.TxnRead{}); !errors.Is(err, tablet.ErrWouldWait) {
+		t.Fatalf("row 1, under another transaction's intent, read without waiting: %v, want ErrWouldWait", err)
+	}
+	if n := res.timesAsked(x); n != asked {
+		t.Fatalf("the read that would wait asked for the writer's status (%d times)", n-asked)
+	}
+	// x is pending: the ordinary read asks, and reads below the intent.
+	row, found, _, err := leader.GetTxn(ctx, rowKey(1), nil, tablet.TxnRead{})
+	if err != nil || !found || text(row) != "v1" {
+		t.Fatalf("row 1 read as usual: %v, found %v, %v", err, found, row.Columns)
+	}
+	if res.timesAsked(x) == asked {
+		t.Fatal("the ordinary read did not ask for the writer's status")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shaledb/shaledb/internal/rpc"
+	"github.com/shaledb/shaledb/internal/tablet"
 	pb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
 
@@ -67,6 +68,7 @@ func (s *service) serveStream(sctx context.Context, recv func() (*pb.DataRequest
 		close(jobs)
 		workers.Wait()
 	}()
+	noWait := tablet.WithoutWaiting(sctx)
 	for {
 		req, err := recv()
 		if err != nil {
@@ -78,6 +80,10 @@ func (s *service) serveStream(sctx context.Context, recv func() (*pb.DataRequest
 				cancel()
 			}
 			mu.Unlock()
+			continue
+		}
+		if resp, ok := s.readInline(noWait, req); ok {
+			send(resp)
 			continue
 		}
 		j := job{req: req}
@@ -149,15 +155,20 @@ func (n *Node) ServeData(ctx context.Context, req *pb.DataRequest) (*pb.DataResp
 		return nil, status.Error(codes.Unavailable, "tserver: node stopping")
 	}
 	defer n.local.exit()
+	s := &service{n: n}
+	if resp, ok := s.readInline(n.local.noWait, req); ok {
+		return resp, nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(n.local.ctx, cancel)()
-	return (&service{n: n}).serveData(ctx, req), nil
+	return s.serveData(ctx, req), nil
 }
 
 // localCalls tracks the in-process calls (ServeData) of a node.
 type localCalls struct {
 	ctx    context.Context // canceled when the node stops
+	noWait context.Context // ctx, WithoutWaiting (readInline)
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	idle   sync.Cond
@@ -167,6 +178,7 @@ type localCalls struct {
 
 func (l *localCalls) init() {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.noWait = tablet.WithoutWaiting(l.ctx)
 	l.idle.L = &l.mu
 }
 

@@ -173,6 +173,35 @@ func rowToWire(r docdb.Row) *pb.Row {
 }
 
 func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
+	resp, err := s.read(ctx, req)
+	resp.Error = s.n.tabletErr(err)
+	resp.ServerTime = uint64(s.n.cfg.Clock.Now())
+	return resp, nil
+}
+
+// readInline serves a data stream's Read on the goroutine that received
+// it, if it can be served without waiting (tablet.WithoutWaiting: no
+// latch held on the row, no other transaction's intents, the lease
+// ready), which is nearly every point read: a worker goroutine's handoff
+// and the call's own timer context cost a sixth of a point SELECT's CPU.
+// It reports false when the read would have waited; nothing was done then
+// that the worker's read does not do again.
+func (s *service) readInline(noWait context.Context, req *pb.DataRequest) (*pb.DataResponse, bool) {
+	r, ok := req.GetReq().(*pb.DataRequest_Read)
+	if !ok || len(req.GetResolves()) > 0 || r.Read.GetConsistency() == pb.ReadConsistency_FOLLOWER_BOUNDED_STALENESS {
+		return nil, false
+	}
+	resp, err := s.read(noWait, r.Read)
+	if errors.Is(err, tablet.ErrWouldWait) {
+		return nil, false
+	}
+	resp.Error = s.n.tabletErr(err)
+	resp.ServerTime = uint64(s.n.cfg.Clock.Now())
+	return &pb.DataResponse{Id: req.GetId(), Resp: &pb.DataResponse_Read{Read: resp}}, true
+}
+
+// read is Read with the failure as an error.
+func (s *service) read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
 	n := s.n
 	resp := &pb.ReadResponse{}
 	err := func() error {
@@ -214,9 +243,7 @@ func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRespon
 		}
 		return nil
 	}()
-	resp.Error = n.tabletErr(err)
-	resp.ServerTime = uint64(n.cfg.Clock.Now())
-	return resp, nil
+	return resp, err
 }
 
 func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanResponse, error) {

@@ -31,6 +31,10 @@ import (
 // bytes the port reads before it routes a connection.
 const DataPreface = "SHALEDS1"
 
+// RaftPreface opens a connection that carries one node's Raft messages to
+// another (consensus/transport), framed the same way.
+const RaftPreface = "SHALERF1"
+
 // Framed connection timings: a peer that stops answering (powered off,
 // cut off) is noticed in seconds, as gRPC's keepalive notices it, rather
 // than after the kernel's retransmission timeout of many minutes.
@@ -71,7 +75,7 @@ type FramedConn struct {
 // NewFramedConn wraps a connection whose preface has been read (the
 // server's side: Mux.Data hands out such connections).
 func NewFramedConn(c net.Conn) *FramedConn {
-	setKeepalive(c)
+	SetKeepalive(c)
 	f := &FramedConn{c: c, r: bufio.NewReaderSize(c, readBufferSize), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	go f.writer()
 	return f
@@ -80,16 +84,27 @@ func NewFramedConn(c net.Conn) *FramedConn {
 // DialFramed connects to a node's RPC port and opens a framed data
 // connection. Failures are Unavailable, as a gRPC call's would be.
 func DialFramed(ctx context.Context, addr string) (*FramedConn, error) {
+	c, err := DialPreface(ctx, addr, DataPreface)
+	if err != nil {
+		return nil, err
+	}
+	return NewFramedConn(c), nil
+}
+
+// DialPreface connects to a node's RPC port, sends preface, and sets the
+// framed connections' keepalive timings. Failures are Unavailable.
+func DialPreface(ctx context.Context, addr, preface string) (net.Conn, error) {
 	d := net.Dialer{Timeout: framedDialTimeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "rpc: data connection to %s: %v", addr, err)
+		return nil, status.Errorf(codes.Unavailable, "rpc: connection to %s: %v", addr, err)
 	}
-	if _, err := c.Write([]byte(DataPreface)); err != nil {
+	if _, err := c.Write([]byte(preface)); err != nil {
 		_ = c.Close()
-		return nil, status.Errorf(codes.Unavailable, "rpc: data connection to %s: %v", addr, err)
+		return nil, status.Errorf(codes.Unavailable, "rpc: connection to %s: %v", addr, err)
 	}
-	return NewFramedConn(c), nil
+	SetKeepalive(c)
+	return c, nil
 }
 
 // Send queues m for the connection's writer, which writes everything
@@ -187,9 +202,9 @@ func (f *FramedConn) Close() error {
 	return f.c.Close()
 }
 
-// setKeepalive turns on TCP keepalive probes and the user timeout at the
+// SetKeepalive turns on TCP keepalive probes and the user timeout at the
 // framed timings.
-func setKeepalive(c net.Conn) {
+func SetKeepalive(c net.Conn) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return
@@ -202,10 +217,12 @@ func setKeepalive(c net.Conn) {
 }
 
 // Mux splits a node's RPC listener: connections that open with DataPreface
-// are framed data connections (Data), the others are gRPC's (GRPC).
+// are framed data connections (Data), with RaftPreface Raft message
+// connections (Raft), the others are gRPC's (GRPC).
 type Mux struct {
 	m      *drpcmigrate.ListenMux
 	data   net.Listener
+	raft   net.Listener
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -214,6 +231,7 @@ type Mux struct {
 func NewMux(lis net.Listener) *Mux {
 	m := &Mux{m: drpcmigrate.NewListenMux(lis, len(DataPreface)), done: make(chan struct{})}
 	m.data = m.m.Route(DataPreface)
+	m.raft = m.m.Route(RaftPreface)
 	var ctx context.Context
 	ctx, m.cancel = context.WithCancel(context.Background())
 	go func() {
@@ -229,9 +247,13 @@ func (m *Mux) GRPC() net.Listener { return m.m.Default() }
 // Data is the listener of the framed data connections, their preface read.
 func (m *Mux) Data() net.Listener { return m.data }
 
+// Raft is the listener of the Raft message connections, their preface read.
+func (m *Mux) Raft() net.Listener { return m.raft }
+
 // Close closes the listener and both routes, and waits for the router.
 func (m *Mux) Close() {
 	m.cancel()
 	<-m.done
 	_ = m.data.Close()
+	_ = m.raft.Close()
 }

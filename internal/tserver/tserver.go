@@ -151,6 +151,7 @@ func Start(cfg Config) (*Node, error) {
 	h, err := host.Start(host.Config{
 		NodeID:        cfg.NodeID,
 		Listener:      n.mux.GRPC(),
+		RaftListener:  n.mux.Raft(),
 		Dir:           cfg.DataDir,
 		Engine:        docdb.EngineOptions(cfg.Engine),
 		Runtime:       cfg.Raft,

@@ -35,6 +35,11 @@ type Config struct {
 	// Listener is the bound listener the node's gRPC server serves on; the
 	// Host owns it from Start on.
 	Listener net.Listener
+	// RaftListener, if set, hands over the connections that carry other
+	// nodes' Raft messages (rpc.Mux.Raft of the node's port, whose
+	// gRPC side is Listener); the Host owns it from Start on. Without it
+	// the Host splits Listener itself.
+	RaftListener net.Listener
 	// Dir is the engine's data directory.
 	Dir string
 	// Engine options of the node's Pebble engine.
@@ -65,6 +70,7 @@ type Host struct {
 
 	addr   string
 	served chan struct{}
+	mux    *rpc.Mux // the Host's own split of Listener, if it made one
 }
 
 // handlerRef lets the transport be built before the runtime it delivers to.
@@ -91,6 +97,11 @@ func Start(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("host: node %d: %w", cfg.NodeID, err)
 	}
 	h := &Host{NodeID: cfg.NodeID, Engine: eng, addr: cfg.Listener.Addr().String(), served: make(chan struct{})}
+	grpcLis, raftLis := cfg.Listener, cfg.RaftListener
+	if raftLis == nil {
+		h.mux = rpc.NewMux(cfg.Listener)
+		grpcLis, raftLis = h.mux.GRPC(), h.mux.Raft()
+	}
 	ref := &handlerRef{}
 	rcfg := cfg.Runtime
 	h.Transport = transport.New(transport.Config{
@@ -110,8 +121,9 @@ func Start(cfg Config) (*Host, error) {
 	}
 	go func() {
 		defer close(h.served)
-		_ = h.Server.Serve(cfg.Listener)
+		_ = h.Server.Serve(grpcLis)
 	}()
+	h.Transport.Serve(raftLis)
 	h.Runtime.Start()
 	return h, nil
 }
@@ -125,6 +137,9 @@ func (h *Host) Addr() string { return h.addr }
 func (h *Host) Stop() error {
 	h.Server.Stop()
 	<-h.served
+	if h.mux != nil {
+		h.mux.Close()
+	}
 	h.Transport.Stop()
 	h.Runtime.Stop()
 	if err := h.Engine.Close(); err != nil {

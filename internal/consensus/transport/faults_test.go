@@ -3,11 +3,14 @@ package transport
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/shaledb/shaledb/internal/rpc"
 )
 
 // TestLinkDown cuts the link between nodes 1 and 2 on node 1's side and
@@ -134,4 +137,57 @@ func TestQueueOverflow(t *testing.T) {
 	if st := a.t.Stats(); st.FramesSent != 0 || st.MessagesSent != 0 {
 		t.Errorf("sent to a node that does not exist: %+v", st)
 	}
+}
+
+// TestBadConnectionsRefused: what arrives on the Raft port and is not a
+// peer's frames (bytes that do not decode, a frame from no node, frames
+// for another node: an address that now belongs to someone else) ends that
+// connection only; the node goes on taking its peers' frames, and a sender
+// whose frames were refused learns it from the closed connection and
+// reports the peer unreachable.
+func TestBadConnectionsRefused(t *testing.T) {
+	c := newCluster(t, 3, func(cfg *Config) { cfg.LivenessInterval = 50 * time.Millisecond })
+	c.connectAll(1, 2)
+	b := c.node(2)
+
+	for _, junk := range [][]byte{
+		[]byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"), // a varint length that never ends
+		{0x05, 0xde, 0xad, 0xbe, 0xef, 0x00},               // five bytes that are no Frame
+	} {
+		conn, err := rpc.DialPreface(context.Background(), b.addr, rpc.RaftPreface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(junk); err != nil {
+			t.Fatal(err)
+		}
+		// The node closes the connection: the read ends.
+		if err := conn.SetReadDeadline(time.Now().Add(waitTimeout)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("junk %x: the node kept the connection (read %d, %v)", junk, n, err)
+		}
+		_ = conn.Close()
+	}
+
+	// Node 3 believes node 2 lives at node 1's address: node 1 refuses
+	// frames meant for node 2.
+	wrong := c.node(1).addr
+	c.mu.Lock()
+	c.addrs[2] = wrong
+	c.mu.Unlock()
+	x := c.node(3)
+	waitFor(t, "node 3 to report node 2 unreachable", func() bool {
+		x.t.Send(2, []Message{msgApp(1, 3, 2, 1)})
+		return x.h.unreachableCount(2) > 0
+	})
+	if n := c.node(1).h.count(3); n != 0 {
+		t.Fatalf("node 1 took %d messages meant for node 2", n)
+	}
+
+	// The node is still serving: node 1's frames reach node 2.
+	before := b.h.count(1)
+	c.node(1).t.Send(2, []Message{msgApp(1, 1, 2, 9)})
+	waitFor(t, "delivery after the junk", func() bool { return b.h.count(1) == before+1 })
 }

@@ -77,6 +77,7 @@ type node struct {
 	id   uint64
 	addr string
 	srv  *grpc.Server
+	mux  *rpc.Mux
 	pool *rpc.Pool
 	t    *Transport
 	h    *recorder
@@ -123,8 +124,10 @@ func (c *cluster) start(id uint64, addr string) *node {
 		c.tweak(&cfg)
 	}
 	n.t = New(cfg)
+	n.mux = rpc.NewMux(lis)
 	n.t.Register(n.srv)
-	go func() { _ = n.srv.Serve(lis) }()
+	go func() { _ = n.srv.Serve(n.mux.GRPC()) }()
+	n.t.Serve(n.mux.Raft())
 	c.mu.Lock()
 	c.addrs[id] = n.addr
 	c.nodes[id] = n
@@ -147,6 +150,7 @@ func (c *cluster) stop(id uint64) {
 	if n != nil {
 		n.t.Stop()
 		n.srv.Stop()
+		n.mux.Close()
 		n.pool.Close()
 	}
 }

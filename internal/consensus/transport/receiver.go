@@ -1,19 +1,26 @@
 package transport
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shaledb/shaledb/internal/consensus/transport/transportpb"
 	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/rpc"
 )
 
-// service is the gRPC face of a Transport.
+// service is the gRPC face of a Transport: snapshots (snapshot.go). Raft
+// messages travel on connections of their own (Serve).
 type service struct {
 	transportpb.UnimplementedRaftTransportServer
 	t *Transport
@@ -21,54 +28,80 @@ type service struct {
 
 var errServiceStopped = status.Error(codes.Unavailable, "transport: stopped")
 
-// RaftMessages serves one peer's stream to this node. The gRPC server is
-// shared and outlives the Transport, and a blocked Recv cannot be
-// interrupted, so the frames are read by a separate goroutine: on Stop this
-// handler returns, gRPC then cancels the stream, and the reader's Recv fails.
-func (s *service) RaftMessages(stream transportpb.RaftTransport_RaftMessagesServer) error {
-	t := s.t
+// Serve accepts the connections that carry other nodes' Raft messages to
+// this one (rpc.Mux.Raft: the node's RPC port, opened with
+// rpc.RaftPreface) until Stop, which closes lis. Each connection is read
+// by one goroutine that decodes its frames and hands their messages to the
+// Handler: a gRPC stream passed every frame through HTTP/2's reader
+// goroutine first, and the sender's through gRPC's writer goroutine.
+func (t *Transport) Serve(lis net.Listener) {
 	if !t.track() {
-		return errServiceStopped
+		_ = lis.Close()
+		return
 	}
-	defer t.wg.Done()
-	done := make(chan error, 1)
-	t.wg.Add(1) // safe: this handler is itself counted, so wg is not zero
+	stop := context.AfterFunc(t.ctx, func() { _ = lis.Close() })
 	go func() {
 		defer t.wg.Done()
-		done <- t.receive(stream)
+		defer stop()
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			if !t.track() {
+				_ = c.Close()
+				return
+			}
+			go t.serveConn(c)
+		}
 	}()
-	select {
-	case err := <-done:
-		return err
-	case <-t.ctx.Done():
-		return errServiceStopped
+}
+
+// serveConn reads one peer's connection until it breaks or Stop.
+func (t *Transport) serveConn(c net.Conn) {
+	defer t.wg.Done()
+	defer func() { _ = c.Close() }()
+	defer context.AfterFunc(t.ctx, func() { _ = c.Close() })()
+	rpc.SetKeepalive(c)
+	r := bufio.NewReaderSize(c, readBufferSize)
+	read := protodelim.UnmarshalOptions{MaxSize: rpc.MaxMessageSize}
+	err := t.receive(func() (*transportpb.Frame, error) {
+		f := new(transportpb.Frame)
+		if err := read.UnmarshalFrom(r, f); err != nil {
+			return nil, err
+		}
+		return f, nil
+	})
+	if err != nil && !errors.Is(err, io.EOF) && t.ctx.Err() == nil {
+		t.cfg.Logger.Debug("transport: connection ended", "remote", c.RemoteAddr().String(), "err", err)
 	}
 }
 
-// receive reads frames until the stream ends and delivers their messages.
-func (t *Transport) receive(stream transportpb.RaftTransport_RaftMessagesServer) error {
+// readBufferSize is a connection's read buffer: a frame that fits is
+// decoded from it in place.
+const readBufferSize = 64 << 10
+
+// receive reads frames with recv until it fails and delivers their
+// messages.
+func (t *Transport) receive(recv func() (*transportpb.Frame, error)) error {
 	var from uint64
-	var p *peer // the sender's state, looked up once per stream
+	var p *peer // the sender's state, looked up once per connection
 	for {
-		f, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return stream.SendAndClose(&transportpb.StreamResponse{})
-		}
+		f, err := recv()
 		if err != nil {
 			return err
 		}
 		at := time.Now()
 		if f.GetToNode() != t.cfg.NodeID {
 			// The address now belongs to another node (say, after a
-			// restart with a new identity): the sender must re-resolve.
-			return status.Errorf(codes.FailedPrecondition,
-				"transport: frame for node %d reached node %d", f.GetToNode(), t.cfg.NodeID)
+			// restart with a new identity): the sender must re-resolve,
+			// which it does when it reconnects.
+			return fmt.Errorf("transport: frame for node %d reached node %d", f.GetToNode(), t.cfg.NodeID)
 		}
 		if from == 0 {
 			from = f.GetFromNode()
 		} else if f.GetFromNode() != from {
-			return status.Errorf(codes.InvalidArgument,
-				"transport: stream from node %d carried a frame from node %d", from, f.GetFromNode())
+			return fmt.Errorf("transport: connection from node %d carried a frame from node %d", from, f.GetFromNode())
 		}
 		if p == nil {
 			// Receiving from a node starts our own stream to it, so our acks
@@ -87,7 +120,7 @@ func (t *Transport) receive(stream transportpb.RaftTransport_RaftMessagesServer)
 		}
 		msgs, err := decodeFrame(f)
 		if err != nil {
-			return status.Error(codes.InvalidArgument, err.Error())
+			return err
 		}
 		p.received(f, at, t.incarnation, t.now())
 		t.stats.framesReceived.Add(1)

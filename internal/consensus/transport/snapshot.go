@@ -115,9 +115,10 @@ func (t *Transport) SendSnapshot(ctx context.Context, to uint64, header []byte,
 	return nil
 }
 
-// Snapshot serves one incoming snapshot. As in RaftMessages, a goroutine
-// pumps the gRPC stream so that Stop can end the handler while a Recv is
-// blocked.
+// Snapshot serves one incoming snapshot. The gRPC server is shared and
+// outlives the Transport, and a blocked Recv cannot be interrupted, so a
+// goroutine pumps the stream: on Stop this handler returns, gRPC then
+// cancels the stream, and the pump's Recv fails.
 func (s *service) Snapshot(stream transportpb.RaftTransport_SnapshotServer) error {
 	t := s.t
 	if !t.track() {

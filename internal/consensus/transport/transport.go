@@ -31,7 +31,7 @@ type Handler interface {
 	// block for long.
 	HandleMessages(from uint64, msgs []Message)
 	// HandleUnreachable reports that frames to node `to` could not be
-	// delivered (stream broken / dial failed / queue overflow), so raft can be
+	// delivered (connection broken / dial failed / queue overflow), so raft can be
 	// told. Called from the sender goroutine of `to`.
 	HandleUnreachable(to uint64)
 	// HandleSnapshot consumes one incoming snapshot stream; returning nil
@@ -87,7 +87,7 @@ type Transport struct {
 	start       time.Time
 	incarnation uint64
 
-	// ctx is cancelled by Stop; every goroutine and stream derives from it.
+	// ctx is cancelled by Stop; every goroutine and connection derives from it.
 	ctx    context.Context
 	cancel context.CancelFunc
 	// wg counts every goroutine the Transport owns, including gRPC handlers
@@ -106,7 +106,8 @@ type Transport struct {
 }
 
 // New returns a Transport. Nothing is sent until Send names a peer, and
-// nothing is received until Register attaches it to the node's gRPC server.
+// nothing is received until Serve is given its listener (and Register
+// attaches its snapshot service to the node's gRPC server).
 func New(cfg Config) *Transport {
 	if cfg.LivenessInterval <= 0 {
 		cfg.LivenessInterval = defaultLivenessInterval
@@ -144,7 +145,7 @@ func (t *Transport) Register(s *grpc.Server) {
 // goroutine delivers them. Send takes ownership of the messages: the caller
 // must not modify them afterwards. Messages beyond MaxQueuedMessages are
 // dropped and reported through HandleUnreachable. Send with no messages just
-// makes sure a stream to `to` exists, so liveness frames start flowing.
+// makes sure a connection to `to` exists, so liveness frames start flowing.
 func (t *Transport) Send(to uint64, msgs []Message) {
 	p := t.peer(to, true)
 	if p == nil {
@@ -187,7 +188,7 @@ func (t *Transport) SetLinkDown(node uint64, down bool) {
 // Stats returns the cumulative counters.
 func (t *Transport) Stats() Stats { return t.stats.snapshot() }
 
-// Stop closes all streams and waits for every transport goroutine to exit.
+// Stop closes all connections and waits for every transport goroutine to exit.
 // Handler methods are not called after Stop returns. Stop is idempotent.
 func (t *Transport) Stop() {
 	t.mu.Lock()

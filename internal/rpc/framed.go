@@ -57,11 +57,25 @@ const minBatch = 1000
 // is decoded in place; larger ones are read into their own buffer.
 const readBufferSize = 64 << 10
 
+// FrameReader reads varint-length-prefixed protobuf messages from a
+// connection (a framed data connection's answers, a peer's Raft frames).
+type FrameReader struct{ r *bufio.Reader }
+
+// NewFrameReader reads from c through a buffer of readBufferSize.
+func NewFrameReader(c net.Conn) *FrameReader {
+	return &FrameReader{r: bufio.NewReaderSize(c, readBufferSize)}
+}
+
+// Recv reads the next message into m; one over MaxMessageSize is an error.
+func (f *FrameReader) Recv(m proto.Message) error {
+	return protodelim.UnmarshalOptions{MaxSize: MaxMessageSize}.UnmarshalFrom(f.r, m)
+}
+
 // FramedConn carries protobuf messages on a connection. Send may be called
 // from several goroutines; Recv from one at a time.
 type FramedConn struct {
 	c net.Conn
-	r *bufio.Reader
+	r *FrameReader
 
 	mu      sync.Mutex
 	pending []byte // encoded messages not yet written
@@ -73,10 +87,10 @@ type FramedConn struct {
 }
 
 // NewFramedConn wraps a connection whose preface has been read (the
-// server's side: Mux.Data hands out such connections).
+// server's side: Mux.Data hands out such connections) or written
+// (DialPreface).
 func NewFramedConn(c net.Conn) *FramedConn {
-	SetKeepalive(c)
-	f := &FramedConn{c: c, r: bufio.NewReaderSize(c, readBufferSize), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	f := &FramedConn{c: c, r: NewFrameReader(c), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	go f.writer()
 	return f
 }
@@ -103,7 +117,7 @@ func DialPreface(ctx context.Context, addr, preface string) (net.Conn, error) {
 		_ = c.Close()
 		return nil, status.Errorf(codes.Unavailable, "rpc: connection to %s: %v", addr, err)
 	}
-	SetKeepalive(c)
+	setKeepalive(c)
 	return c, nil
 }
 
@@ -184,9 +198,7 @@ func (f *FramedConn) writer() {
 }
 
 // Recv reads the next message into m.
-func (f *FramedConn) Recv(m proto.Message) error {
-	return protodelim.UnmarshalOptions{MaxSize: MaxMessageSize}.UnmarshalFrom(f.r, m)
-}
+func (f *FramedConn) Recv(m proto.Message) error { return f.r.Recv(m) }
 
 // Close closes the connection; a Recv in progress returns an error, and
 // what is queued is not written.
@@ -202,9 +214,10 @@ func (f *FramedConn) Close() error {
 	return f.c.Close()
 }
 
-// SetKeepalive turns on TCP keepalive probes and the user timeout at the
-// framed timings.
-func SetKeepalive(c net.Conn) {
+// setKeepalive turns on TCP keepalive probes and the user timeout at the
+// framed timings: DialPreface on the dialing side, the Mux's routes on the
+// accepting side.
+func setKeepalive(c net.Conn) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return
@@ -230,8 +243,8 @@ type Mux struct {
 // NewMux starts routing lis's connections. Close stops it.
 func NewMux(lis net.Listener) *Mux {
 	m := &Mux{m: drpcmigrate.NewListenMux(lis, len(DataPreface)), done: make(chan struct{})}
-	m.data = m.m.Route(DataPreface)
-	m.raft = m.m.Route(RaftPreface)
+	m.data = keepaliveListener{m.m.Route(DataPreface)}
+	m.raft = keepaliveListener{m.m.Route(RaftPreface)}
 	var ctx context.Context
 	ctx, m.cancel = context.WithCancel(context.Background())
 	go func() {
@@ -256,4 +269,15 @@ func (m *Mux) Close() {
 	<-m.done
 	_ = m.data.Close()
 	_ = m.raft.Close()
+}
+
+// keepaliveListener sets the framed timings on the connections it accepts.
+type keepaliveListener struct{ net.Listener }
+
+func (l keepaliveListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		setKeepalive(c)
+	}
+	return c, err
 }

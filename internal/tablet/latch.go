@@ -28,8 +28,8 @@ var ErrWouldWait = errors.New("tablet: the operation would wait")
 
 type noWaitKey struct{}
 
-// NoWait marks ctx so that reads under it fail with ErrWouldWait rather
-// than wait. A node serves such reads on the goroutine that received them
+// WithoutWaiting marks ctx so that reads under it fail with ErrWouldWait
+// rather than wait. A node serves such reads on the goroutine that received them
 // (the connection's reader, the gateway's own call) and hands the ones
 // that fail to a worker, which may wait.
 func WithoutWaiting(ctx context.Context) context.Context {

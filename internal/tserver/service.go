@@ -173,17 +173,21 @@ func rowToWire(r docdb.Row) *pb.Row {
 }
 
 func (s *service) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
-	resp, err := s.read(ctx, req)
+	return s.answerRead(s.read(ctx, req)), nil
+}
+
+// answerRead puts a read's failure and the node's time into its answer.
+func (s *service) answerRead(resp *pb.ReadResponse, err error) *pb.ReadResponse {
 	resp.Error = s.n.tabletErr(err)
 	resp.ServerTime = uint64(s.n.cfg.Clock.Now())
-	return resp, nil
+	return resp
 }
 
 // readInline serves a data stream's Read on the goroutine that received
 // it, if it can be served without waiting (tablet.WithoutWaiting: no
 // latch held on the row, no other transaction's intents, the lease
 // ready), which is nearly every point read: a worker goroutine's handoff
-// and the call's own timer context cost a sixth of a point SELECT's CPU.
+// and the call's own timer context cost ~9% of a point SELECT's node CPU.
 // It reports false when the read would have waited; nothing was done then
 // that the worker's read does not do again.
 func (s *service) readInline(noWait context.Context, req *pb.DataRequest) (*pb.DataResponse, bool) {
@@ -195,9 +199,7 @@ func (s *service) readInline(noWait context.Context, req *pb.DataRequest) (*pb.D
 	if errors.Is(err, tablet.ErrWouldWait) {
 		return nil, false
 	}
-	resp.Error = s.n.tabletErr(err)
-	resp.ServerTime = uint64(s.n.cfg.Clock.Now())
-	return &pb.DataResponse{Id: req.GetId(), Resp: &pb.DataResponse_Read{Read: resp}}, true
+	return &pb.DataResponse{Id: req.GetId(), Resp: &pb.DataResponse_Read{Read: s.answerRead(resp, err)}}, true
 }
 
 // read is Read with the failure as an error.

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shaledb/shaledb/internal/consensus/transport/transportpb"
@@ -62,12 +60,10 @@ func (t *Transport) serveConn(c net.Conn) {
 	defer t.wg.Done()
 	defer func() { _ = c.Close() }()
 	defer context.AfterFunc(t.ctx, func() { _ = c.Close() })()
-	rpc.SetKeepalive(c)
-	r := bufio.NewReaderSize(c, readBufferSize)
-	read := protodelim.UnmarshalOptions{MaxSize: rpc.MaxMessageSize}
+	r := rpc.NewFrameReader(c)
 	err := t.receive(func() (*transportpb.Frame, error) {
 		f := new(transportpb.Frame)
-		if err := read.UnmarshalFrom(r, f); err != nil {
+		if err := r.Recv(f); err != nil {
 			return nil, err
 		}
 		return f, nil
@@ -76,10 +72,6 @@ func (t *Transport) serveConn(c net.Conn) {
 		t.cfg.Logger.Debug("transport: connection ended", "remote", c.RemoteAddr().String(), "err", err)
 	}
 }
-
-// readBufferSize is a connection's read buffer: a frame that fits is
-// decoded from it in place.
-const readBufferSize = 64 << 10
 
 // receive reads frames with recv until it fails and delivers their
 // messages.

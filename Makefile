@@ -67,9 +67,10 @@ run: build
 	./$(BIN) cluster destroy --base-dir $(RUN_DIR)
 	./$(BIN) cluster create --nodes 3 --rf 3 --base-dir $(RUN_DIR)
 
-# proto regenerates the checked-in .pb.go files (needs protoc; not needed to build).
+# proto regenerates the checked-in .pb.go files (installs buf and the Go
+# plugins at pinned versions when missing; not needed to build).
 proto:
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" ./scripts/genproto.sh
+	./scripts/genproto.sh
 
 clean:
 	rm -rf bin

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -41,9 +42,11 @@ const (
 	// under its lock and writes the sums, so the caller needs no read of
 	// its own; the transaction learns the sums and reads them back as its
 	// own writes. An add whose row does not exist writes nothing;
-	// Txn.ApplyMissing reports it. A NULL column stays NULL; a sum outside the column's
-	// type fails the op's tablet batch with CodeOutOfRange. Transactions
-	// only.
+	// Txn.ApplyMissing and Table.ApplyExisting report it. A NULL column
+	// stays NULL; a sum outside the column's type fails the op's tablet
+	// batch with CodeOutOfRange. Outside a transaction only through
+	// Table.ApplyExisting, whose requests apply at most once however often
+	// they are retried.
 	OpAdd
 )
 
@@ -185,39 +188,63 @@ func (k *keyedOps) size() int {
 	return n
 }
 
+// ApplyExisting applies ops to rows that exist, SQL's UPDATE and DELETE
+// outside a transaction: its updates (OpUpdate), adds (OpAdd) and deletes
+// (OpDelete) of a row that does not exist write nothing, and it returns
+// their indexes (into ops). Each tablet's request carries an id of its
+// own, the same on every attempt, so that it applies at most once
+// (tablet.WriteOnce): an add applied twice would add twice, and a second
+// delete would find no row. The ops of one tablet apply atomically, over
+// each row's latest committed version: an autocommit UPDATE or DELETE of
+// one row is one request to one tablet.
+func (t *Table) ApplyExisting(ctx context.Context, ops []Op) ([]int, error) {
+	return t.applyOps(ctx, "apply", ops, true)
+}
+
 func (t *Table) apply(ctx context.Context, name string, ops []Op) error {
+	_, err := t.applyOps(ctx, name, ops, false)
+	return err
+}
+
+// applyOps is Apply, and ApplyExisting when once is set.
+func (t *Table) applyOps(ctx context.Context, name string, ops []Op, once bool) ([]int, error) {
 	s := &sender{c: t.c, write: true}
 	prepared := make([]keyedOps, 0, len(ops))
 	total := 0
 	for _, op := range ops {
-		if op.Kind == OpAdd {
-			return s.finish(ctx, name, t, invalidf("an add (OpAdd) needs a transaction"))
+		if op.Kind == OpAdd && !once {
+			return nil, s.finish(ctx, name, t, invalidf("an add (OpAdd) needs a transaction or ApplyExisting"))
 		}
 		k, err := t.prepare(op)
 		if err != nil {
-			return s.finish(ctx, name, t, err)
+			return nil, s.finish(ctx, name, t, err)
 		}
 		prepared = append(prepared, k)
 		total += k.size()
 	}
 	if len(prepared) == 0 {
-		return nil
+		return nil, nil
 	}
 	// Large rows take longer (sizeAllowance); the tablets' writes run at
 	// once, so each attempt may be as large as the whole.
 	s.slack = sizeAllowance(total)
 	ctx, cancel := t.c.opContextFor(ctx, 2*s.slack)
 	defer cancel()
-	return s.finish(ctx, name, t, t.write(ctx, s, prepared))
+	missing, err := t.write(ctx, s, prepared, once)
+	return missing, s.finish(ctx, name, t, err)
 }
 
 // write routes ops to their tablets, one Write per tablet in parallel.
-func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps) error {
+// With once, each request carries a request id and write returns the
+// caller's ops that found no row, in order.
+func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps, once bool) ([]int, error) {
 	keys := make([][]byte, len(pending))
 	for i, k := range pending {
 		keys[i] = k.key
 	}
-	return t.routeByTablet(ctx, s, keys, func(tab *tabletMeta, idx []int) error {
+	var mu sync.Mutex
+	var missing []int
+	err := t.routeByTablet(ctx, s, keys, func(tab *tabletMeta, idx []int) error {
 		var wb docdb.WriteBatch
 		var owner []int // the caller's op of each op of wb
 		for _, i := range idx {
@@ -227,15 +254,35 @@ func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps) error 
 			}
 		}
 		batch := wb.Marshal()
+		var id []byte
+		if once {
+			// One id for every attempt of this request (toTablet retries
+			// it as it is); a request routed again is a new one.
+			id = make([]byte, 16)
+			if _, err := crand.Read(id); err != nil {
+				return err
+			}
+		}
 		return s.plainDuplicate(owner, s.toTablet(ctx, tab, func(ctx context.Context, r *replica) (*tspb.TabletError, error) {
-			resp, err := t.c.writeAt(ctx, r.addr, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now()})
+			resp, err := t.c.writeAt(ctx, r.addr, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now(), RequestId: id})
 			if err != nil {
 				return nil, err
 			}
 			t.c.observe(resp.GetServerTime())
+			if resp.GetError() == nil {
+				mu.Lock()
+				for _, i := range resp.GetMissingOps() {
+					if int(i) < len(owner) {
+						missing = append(missing, owner[i])
+					}
+				}
+				mu.Unlock()
+			}
 			return resp.GetError(), nil
 		}))
 	})
+	sort.Ints(missing)
+	return slices.Compact(missing), err
 }
 
 // routeByTablet groups the items named by keys (row keys) by tablet and

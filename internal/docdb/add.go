@@ -60,16 +60,43 @@ type Resolved struct {
 // columns of other types than integers are refused. A sum outside its
 // column's type fails the batch with an *OutOfRangeError.
 func ResolveAdds(ops []WriteOp, read AddRead) (Resolved, error) {
-	if !HasAdds(ops) {
+	return resolve(ops, read, false)
+}
+
+// ResolveExisting is ResolveAdds for writes to rows that exist (SQL UPDATE
+// and DELETE of one row outside a transaction): the column writes
+// (OpPutColumns, OpDeleteColumns) and row deletes whose row does not
+// exist, at that point of the batch, are left out and reported in Missing
+// as the adds are.
+func ResolveExisting(ops []WriteOp, read AddRead) (Resolved, error) {
+	return resolve(ops, read, true)
+}
+
+// onExisting reports whether op writes nothing to a row that does not
+// exist under ResolveExisting.
+func onExisting(op *WriteOp) bool {
+	switch op.Kind {
+	case OpPutColumns, OpDeleteColumns, OpDeleteRow:
+		return true
+	}
+	return false
+}
+
+func resolve(ops []WriteOp, read AddRead, existing bool) (Resolved, error) {
+	if !HasAdds(ops) && !existing {
 		return Resolved{Ops: ops}, nil
 	}
 	res := Resolved{Ops: make([]WriteOp, 0, len(ops)), Sums: map[int]WriteOp{}}
-	// The columns each row's adds need.
+	// The columns each row's adds need (none, not nil, for a row whose
+	// presence alone matters).
 	need := map[string][]uint32{}
 	for i := range ops {
 		op := &ops[i]
 		if err := op.validate(); err != nil {
 			return Resolved{}, fmt.Errorf("op %d: %w", i, err)
+		}
+		if existing && onExisting(op) && need[string(op.RowKey)] == nil {
+			need[string(op.RowKey)] = []uint32{}
 		}
 		if op.Kind != OpAddColumns {
 			continue
@@ -100,6 +127,10 @@ func ResolveAdds(ops []WriteOp, read AddRead) (Resolved, error) {
 			rows[string(op.RowKey)] = r
 		}
 		if op.Kind != OpAddColumns {
+			if existing && onExisting(&op) && !r.presence.exists() {
+				res.Missing = append(res.Missing, i)
+				continue
+			}
 			if r != nil {
 				r.apply(&op)
 			}

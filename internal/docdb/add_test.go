@@ -157,3 +157,53 @@ func TestAddBatchRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %+v", got.Ops[0])
 	}
 }
+
+// TestResolveExisting: column writes and row deletes of rows that do not
+// exist (before the batch, or deleted earlier in it) are left out and
+// reported with the missing adds; a row the batch writes whole exists for
+// the ops after it; rows are read once, for their presence only when no
+// add needs their values.
+func TestResolveExisting(t *testing.T) {
+	f := &fakeRows{rows: map[string][]ColumnValue{
+		string(testRowKey("a")): {{ID: 1, Value: Int32(10)}},
+		string(testRowKey("b")): {{ID: 1, Value: Int32(1)}},
+	}}
+	set := func(row string, v int32) WriteOp {
+		return WriteOp{Kind: OpPutColumns, RowKey: testRowKey(row), Columns: []ColumnValue{{ID: 1, Value: Int32(v)}}}
+	}
+	del := func(row string) WriteOp { return WriteOp{Kind: OpDeleteRow, RowKey: testRowKey(row)} }
+	ops := []WriteOp{
+		set("a", 5), // 0: exists
+		set("x", 1), // 1: missing
+		del("b"),    // 2: exists
+		set("b", 2), // 3: deleted by 2
+		{Kind: OpDeleteColumns, RowKey: testRowKey("y"), Columns: []ColumnValue{{ID: 1}}}, // 4: missing
+		del("z"), // 5: missing
+		{Kind: OpPutRow, RowKey: testRowKey("z"), Columns: []ColumnValue{{ID: 1, Value: Int32(3)}}}, // 6: a put is not refused
+		set("z", 4),             // 7: written by 6
+		addOp("a", delta(1, 1)), // 8: over 0's 5
+		addOp("x", delta(1, 1)), // 9: missing
+	}
+	res, err := ResolveExisting(ops, f.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{1, 3, 4, 5, 9}
+	if len(res.Missing) != len(want) {
+		t.Fatalf("missing = %v, want %v", res.Missing, want)
+	}
+	for i := range want {
+		if res.Missing[i] != want[i] {
+			t.Fatalf("missing = %v, want %v", res.Missing, want)
+		}
+	}
+	if len(res.Ops) != 5 || res.Ops[4].Columns[0].Value.Int != 6 {
+		t.Fatalf("ops %+v: want 0, 2, 6, 7 and the add over 5 (6)", res.Ops)
+	}
+	if f.reads != 5 {
+		t.Fatalf("%d reads, want one per row (a, x, b, y, z)", f.reads)
+	}
+	if res, err := ResolveAdds(ops[:3], f.read); err != nil || len(res.Missing) != 0 || len(res.Ops) != 3 {
+		t.Fatalf("ResolveAdds refused writes of missing rows: %+v, %v", res, err)
+	}
+}

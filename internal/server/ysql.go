@@ -38,6 +38,13 @@ func (s *Server) startYSQL(c *client.Client) {
 		return
 	}
 	eng := exec.NewEngine(exec.Config{Client: c, Servers: ysqlServers(c.Masters()), TempDir: tmp})
+	for _, m := range eng.Collectors() {
+		if err := s.reg.Prometheus().Register(m); err != nil {
+			_ = ln.Close()
+			s.fail(err)
+			return
+		}
+	}
 	srv, err := pgwire.NewServer(pgwire.Config{Engine: eng, Logger: s.log.With("component", "ysql"), Registerer: s.reg.Prometheus()})
 	if err != nil {
 		_ = ln.Close()

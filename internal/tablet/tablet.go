@@ -82,6 +82,10 @@ type Tablet struct {
 	leaseMu    sync.Mutex
 	leaseTerm  uint64
 	leaseReady time.Time
+
+	// once remembers the plain writes applied here that must not apply
+	// twice (once.go).
+	once onceTracker
 }
 
 // Open creates or reloads a tablet peer. The descriptor is stored locally
@@ -127,6 +131,9 @@ func Open(cfg Config) (*Tablet, error) {
 	// that update them, and a later load could miss what a replayed entry
 	// has not committed yet.
 	if err := t.loadTxns(); err != nil {
+		return nil, err
+	}
+	if err := t.loadOnce(); err != nil {
 		return nil, err
 	}
 	g, err := cfg.Runtime.CreateGroup(consensus.GroupConfig{ID: cfg.Descriptor.ID, StateMachine: (*stateMachine)(t)})
@@ -195,10 +202,17 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 	if docdb.HasAdds(wb.Ops) {
 		return 0, ErrAddOutsideTxn
 	}
+	ht, _, err := t.writePlain(ctx, wb, nil)
+	return ht, err
+}
+
+// writePlain is Write, and WriteOnce when id is not nil: adds allowed,
+// answered from the applied request ids if id is among them.
+func (t *Tablet) writePlain(ctx context.Context, wb *docdb.WriteBatch, id *RequestID) (hlc.Timestamp, []int, error) {
 	keys := make([]string, 0, len(wb.Ops))
 	for _, op := range wb.Ops {
 		if err := t.checkSpan(op.RowKey); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		keys = append(keys, string(op.RowKey))
 	}
@@ -206,7 +220,15 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 	for {
 		release, err := t.latches.acquireWrite(ctx, keys)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
+		}
+		if id != nil {
+			// An earlier attempt holds these latches until its entry is
+			// applied or will never be: checked under them, it is done.
+			if r, ok := t.once.get(*id); ok {
+				release()
+				return r.ht, r.missing, nil
+			}
 		}
 		// A write outside any transaction still respects transactions'
 		// locks and provisional writes: it waits for them as a
@@ -215,15 +237,31 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 		conflicts, err := t.plainWriteConflicts(wb.Ops)
 		if err != nil {
 			release()
-			return 0, err
+			return 0, nil, err
 		}
 		if len(conflicts) == 0 {
 			ops, err := t.insertsChecked(ctx, wb.Ops, docdb.TxnID{}, 0)
 			if err != nil {
 				release()
-				return 0, err
+				return 0, nil, err
 			}
-			return t.writeLatched(ctx, &docdb.WriteBatch{Ops: ops}, release)
+			if id == nil {
+				ht, err := t.writeLatched(ctx, &docdb.WriteBatch{Ops: ops}, release)
+				return ht, nil, err
+			}
+			res, err := t.resolveOnce(ctx, ops)
+			if err != nil {
+				release()
+				return 0, nil, err
+			}
+			if len(res.Ops) == 0 {
+				release() // no op found its row: nothing to write or remember
+				return 0, res.Missing, nil
+			}
+			ht, err := t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte {
+				return encodeWriteOnce(ht, *id, res.Missing, &docdb.WriteBatch{Ops: res.Ops})
+			}, release)
+			return ht, res.Missing, err
 		}
 		release()
 		pending, err := t.resolveConflicts(ctx, conflicts, nil)
@@ -231,7 +269,7 @@ func (t *Tablet) Write(ctx context.Context, wb *docdb.WriteBatch) (hlc.Timestamp
 			err = t.waitAny(ctx, pending)
 		}
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 }
@@ -377,6 +415,9 @@ func (sm *stateMachine) apply(b *pebble.Batch, e consensus.Entry) any {
 			inner.Data = cmd
 			return sm.apply(b, inner)
 		}})
+	}
+	if len(e.Data) > 0 && e.Data[0] == cmdWriteOnce {
+		return sm.applyWriteOnce(b, e.Index, e.Data)
 	}
 	if len(e.Data) < 9 || e.Data[0] != cmdWrite {
 		return fmt.Errorf("tablet %d: unknown command at index %d", sm.desc.ID, e.Index)

@@ -144,6 +144,17 @@ func (s *service) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 		if err := wb.Unmarshal(req.GetBatch()); err != nil {
 			return fmt.Errorf("%w: %v", errInvalid, err)
 		}
+		if rid := req.GetRequestId(); rid != nil {
+			if len(rid) != len(tablet.RequestID{}) {
+				return fmt.Errorf("%w: request id of %d bytes", errInvalid, len(rid))
+			}
+			ht, missing, err := tb.WriteOnce(ctx, tablet.RequestID(rid), &wb)
+			resp.WriteTime = uint64(ht)
+			for _, i := range missing {
+				resp.MissingOps = append(resp.MissingOps, uint32(i))
+			}
+			return err
+		}
 		ht, err := tb.Write(ctx, &wb)
 		resp.WriteTime = uint64(ht)
 		return err

@@ -707,6 +707,9 @@ func (r *runner) moveRow(tw *tableWriter, old, next plan.Row) error {
 
 // delete runs a DELETE.
 func (r *runner) delete(d *plan.Delete) (int64, []plan.Row, error) {
+	if n, ok, err := r.deleteAtTablet(d); ok || err != nil {
+		return n, nil, err
+	}
 	return r.readCommittedWrite(d.Source, false, func() (int64, []plan.Row, error) { return r.deleteRows(d) })
 }
 
@@ -766,13 +769,22 @@ func (r *runner) deleteRows(d *plan.Delete) (int64, []plan.Row, error) {
 // what PostgreSQL's READ COMMITTED update works on too. ok is false when
 // it does not apply: outside pushdown (yb_enable_expression_pushdown),
 // in serializable transactions (whose reads lock), or for a NULL delta.
+//
+// Without a transaction (the single-row fast path, Session.singleRowChange)
+// the add is one write that applies once (client.Table.ApplyExisting), and
+// so is an UPDATE setting values that do not depend on the row
+// (setAtTablet); any other fails with errNeedsTxn, and the statement runs
+// in a transaction.
 func (r *runner) updateAtTablet(u *plan.Update) (n int64, ok bool, err error) {
-	if r.txn == nil || r.txn.Isolation() == client.Serializable || !r.s.pushdownEnabled() {
+	if r.txn != nil && r.txn.Isolation() == client.Serializable {
 		return 0, false, nil
 	}
 	adds, ok := plan.TabletAdds(u)
-	if !ok {
-		return 0, false, nil
+	if !ok || !r.s.pushdownEnabled() {
+		if r.txn == nil && plan.TabletSets(u) {
+			return r.setAtTablet(u)
+		}
+		return r.needsTxn()
 	}
 	s := u.Source.(*plan.Scan)
 	t := u.Table
@@ -786,7 +798,7 @@ func (r *runner) updateAtTablet(u *plan.Update) (n int64, ok bool, err error) {
 			return 0, true, err
 		}
 		if d.Null || a.Negate && d.I == math.MinInt64 {
-			return 0, false, nil // the row's way: the column becomes NULL, or overflows
+			return r.needsTxn() // the row's way: the column becomes NULL, or overflows
 		}
 		delta := d.I
 		if a.Negate {
@@ -798,7 +810,13 @@ func (r *runner) updateAtTablet(u *plan.Update) (n int64, ok bool, err error) {
 	if err != nil {
 		return 0, true, err
 	}
-	missing, err := r.txn.ApplyMissing(r.ctx, tbl, []client.Op{{Kind: client.OpAdd, Row: row}})
+	ops := []client.Op{{Kind: client.OpAdd, Row: row}}
+	var missing []int
+	if r.txn != nil {
+		missing, err = r.txn.ApplyMissing(r.ctx, tbl, ops)
+	} else {
+		missing, err = tbl.ApplyExisting(r.ctx, ops)
+	}
 	var oor *client.OutOfRangeError
 	if errors.As(err, &oor) {
 		return 0, true, pgerror.New(pgerror.CodeNumericValueOutOfRange, "%s out of range", outOfRangeName(t, tbl, oor.Column))
@@ -808,6 +826,80 @@ func (r *runner) updateAtTablet(u *plan.Update) (n int64, ok bool, err error) {
 	}
 	r.s.noteRead(s, 0, 1-len(missing))
 	return int64(1 - len(missing)), true, nil
+}
+
+// setAtTablet runs an UPDATE of one row to values that do not depend on
+// it (plan.TabletSets) outside a transaction: one write of the set
+// columns that the tablet applies if the row exists, at most once
+// (client.Table.ApplyExisting). A NULL for a NOT NULL column fails the
+// row's way, whose message shows the row (errNeedsTxn).
+func (r *runner) setAtTablet(u *plan.Update) (int64, bool, error) {
+	s := u.Source.(*plan.Scan)
+	t := u.Table
+	row, found, err := r.keyValues(t, s.Access.Eq)
+	if err != nil || !found {
+		return 0, true, err // no row has that key
+	}
+	for col, e := range u.Set {
+		d, err := e.Eval(r.ec, nil)
+		if err != nil {
+			return 0, true, err
+		}
+		c := &t.Columns[col]
+		if d.Null {
+			if c.NotNull {
+				return 0, true, errNeedsTxn
+			}
+			row[catalog.StorageColumn(c)] = docdb.Null()
+			continue
+		}
+		v, err := types.ToStorage(d, c.Type)
+		if err != nil {
+			return 0, true, err
+		}
+		row[catalog.StorageColumn(c)] = v
+	}
+	return r.existingRow(s, client.Op{Kind: client.OpUpdate, Row: row})
+}
+
+// deleteAtTablet runs a DELETE of one row by its key (plan.PointDelete)
+// outside a transaction: one delete that the tablet applies if the row
+// exists, at most once (client.Table.ApplyExisting). ok is false when it
+// does not apply.
+func (r *runner) deleteAtTablet(d *plan.Delete) (n int64, ok bool, err error) {
+	if r.txn != nil || !plan.PointDelete(d) {
+		return 0, false, nil
+	}
+	s := d.Source.(*plan.Scan)
+	key, found, err := r.keyValues(d.Table, s.Access.Eq)
+	if err != nil || !found {
+		return 0, true, err // no row has that key
+	}
+	return r.existingRow(s, client.Op{Kind: client.OpDelete, Row: key})
+}
+
+// existingRow applies op, a change of the row s reads, if the row exists
+// (client.Table.ApplyExisting), and returns the rows changed.
+func (r *runner) existingRow(s *plan.Scan, op client.Op) (int64, bool, error) {
+	tbl, err := r.s.openTable(r.ctx, s.Table)
+	if err != nil {
+		return 0, true, err
+	}
+	missing, err := tbl.ApplyExisting(r.ctx, []client.Op{op})
+	if err != nil {
+		return 0, true, err
+	}
+	r.s.noteRead(s, 0, 1-len(missing))
+	return int64(1 - len(missing)), true, nil
+}
+
+// needsTxn is updateAtTablet's answer when the update is not an add: the
+// row's way in a transaction, or errNeedsTxn without one.
+func (r *runner) needsTxn() (int64, bool, error) {
+	if r.txn == nil {
+		return 0, true, errNeedsTxn
+	}
+	return 0, false, nil
 }
 
 // outOfRangeName names the type of the column (by storage id) whose sum

@@ -181,7 +181,7 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 				set = append(set, fmt.Sprintf("%s = %s %s %s", name, name, op, a.DeltaText()))
 			}
 			sort.Strings(set)
-			detail("Tablet Update: %s (computed at the tablet under the row's lock, no read first; not in SERIALIZABLE transactions)", strings.Join(set, ", "))
+			detail("Tablet Update: %s (computed at the tablet under the row's lock, no read first; alone outside a transaction block, one write and no distributed transaction; not in SERIALIZABLE transactions)", strings.Join(set, ", "))
 			// The tablet reads the row by its key: no filter or lock here.
 			sc := *x.Source.(*plan.Scan)
 			sc.Filter, sc.Lock = nil, plan.NoLock

@@ -44,6 +44,7 @@ type ServerInfo struct {
 // Engine creates sessions; one per node.
 type Engine struct {
 	cfg      Config
+	metrics  *engineMetrics
 	seqs     sequences
 	sessions atomic.Int64
 	defaults sync.Once
@@ -115,7 +116,13 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.Cache == nil {
 		cfg.Cache = catalog.NewCache(cfg.Client)
 	}
-	return &Engine{cfg: cfg}
+	return &Engine{cfg: cfg, metrics: newEngineMetrics()}
+}
+
+// begin starts a distributed transaction for a session.
+func (e *Engine) begin(ctx context.Context, iso client.Isolation) (*client.Txn, error) {
+	e.metrics.txns.Inc()
+	return e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: iso})
 }
 
 // Cache is the engine's catalog cache (the node notes catalog versions

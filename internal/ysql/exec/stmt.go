@@ -388,9 +388,11 @@ func (s *Session) run(ctx context.Context, st *Statement, params []types.Datum, 
 			return "", nil, nil, nil, err
 		}
 	}
-	if s.aloneInBatch(ctx) && singleRowInsert(st.node) {
+	fast := s.aloneInBatch(ctx) && (singleRowInsert(st.node) || s.singleRowChange(st.node))
+	if fast {
 		tag, rows, err = s.runFastPath(ctx, st, params)
-	} else {
+	}
+	if !fast || errors.Is(err, errNeedsTxn) {
 		// The batch's implicit transaction ends at Sync, which a stream
 		// could outlast.
 		s.streamOK = stream && (s.inBlock || s.aloneInBatch(ctx))
@@ -459,7 +461,7 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 	if s.inBlock {
 		first := s.txn == nil
 		if first {
-			tx, err := s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: s.blockIso})
+			tx, err := s.e.begin(ctx, s.blockIso)
 			if err != nil {
 				s.failed = true
 				return err
@@ -532,7 +534,7 @@ func (s *Session) ownTxn(ctx context.Context, fn func(tx *client.Txn) error) err
 	var tx *client.Txn
 	for attempt, restarts := 0, 0; attempt < maxStatementAttempts; {
 		if tx == nil {
-			if tx, err = s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: client.Snapshot}); err != nil {
+			if tx, err = s.e.begin(ctx, client.Snapshot); err != nil {
 				return err
 			}
 		}
@@ -584,12 +586,41 @@ func singleRowInsert(n plan.Node) bool {
 	return ok && len(v.Rows) == 1
 }
 
+// singleRowChange reports whether n is an UPDATE or DELETE of one row by
+// its primary key that the tablet does alone: an UPDATE adding to integer
+// columns (plan.TabletAdds) or setting columns to values that do not
+// depend on the row (plan.TabletSets), a DELETE with nothing else to do
+// (plan.PointDelete). The tablet applies it under the row's lock if the
+// row exists, at most once (client.Table.ApplyExisting), so alone in its
+// batch it needs no distributed transaction either. Its values decide at
+// run time (errNeedsTxn).
+func (s *Session) singleRowChange(n plan.Node) bool {
+	switch x := n.(type) {
+	case *plan.Update:
+		if _, ok := plan.TabletAdds(x); ok && s.pushdownEnabled() {
+			return true
+		}
+		return plan.TabletSets(x)
+	case *plan.Delete:
+		return plan.PointDelete(x)
+	}
+	return false
+}
+
+// errNeedsTxn: a statement the fast path took needs a transaction after
+// all: an add of NULL (the column becomes NULL the row's way), or a NULL
+// for a NOT NULL column (whose error shows the row).
+var errNeedsTxn = errors.New("the statement needs a transaction")
+
 // runFastPath runs a single-row write without a transaction, retrying it
 // after a retryable conflict (with a transaction's intents, say).
 func (s *Session) runFastPath(ctx context.Context, st *Statement, params []types.Datum) (string, []plan.Row, error) {
 	s.txnTime = time.Now()
 	for attempt := 0; ; attempt++ {
 		tag, rows, err := s.runPlan(ctx, st, params, nil)
+		if err == nil {
+			s.e.metrics.singleRow.Inc()
+		}
 		if err == nil || !retryStatement(ctx, err, attempt) {
 			return tag, rows, err
 		}
@@ -626,7 +657,7 @@ func (s *Session) inImplicitTxn(ctx context.Context, fn func(tx *client.Txn) err
 			if err != nil {
 				return err
 			}
-			tx, err := s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: iso})
+			tx, err := s.e.begin(ctx, iso)
 			if err != nil {
 				return err
 			}

@@ -299,7 +299,7 @@ func (s *Session) blockTxn(ctx context.Context) error {
 	if s.txn != nil {
 		return nil
 	}
-	tx, err := s.e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: s.blockIso})
+	tx, err := s.e.begin(ctx, s.blockIso)
 	if err != nil {
 		return err
 	}

@@ -20,25 +20,10 @@ func (a TabletAdd) DeltaText() string { return formatValue(a.Delta) }
 // values that do not depend on the row: pgbench's
 // `UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2`.
 // Then the statement needs no read of the row. Not when anything else
-// needs the old or new row here: RETURNING, a CHECK constraint on a set
-// column, secondary indexes (their entries follow the row), a filter
-// beyond the key.
+// needs the old or new row here (oneRowUpdate).
 func TabletAdds(u *Update) ([]TabletAdd, bool) {
-	s, ok := u.Source.(*Scan)
-	if !ok || s.Access.Kind != PointGet || s.Access.Index != nil || !onlyKey(s) ||
-		u.Returning != nil || len(u.Table.Indexes) > 0 || len(u.Set) == 0 {
+	if !oneRowUpdate(u) {
 		return nil, false
-	}
-	for _, c := range u.Checks {
-		used := map[int]bool{}
-		if !columnsUsed(c, used) {
-			return nil, false
-		}
-		for col := range u.Set {
-			if used[col] {
-				return nil, false
-			}
-		}
 	}
 	adds := make([]TabletAdd, 0, len(u.Set))
 	for col, e := range u.Set {
@@ -57,6 +42,62 @@ func TabletAdds(u *Update) ([]TabletAdd, bool) {
 		adds = append(adds, TabletAdd{Column: col, Delta: b.R, Negate: b.Name == "-"})
 	}
 	return adds, true
+}
+
+// TabletSets reports whether u is an UPDATE of one row by its whole
+// primary key that sets non-key columns to values that do not depend on
+// the row (constants, parameters and what stable functions make of them):
+// `UPDATE t SET v = $1 WHERE k = $2`. Outside a transaction block it is
+// then one write of those columns that the tablet applies if the row
+// exists (client.Table.ApplyExisting), with no read first. Not when
+// anything else needs the old or new row here (oneRowUpdate).
+func TabletSets(u *Update) bool {
+	if !oneRowUpdate(u) {
+		return false
+	}
+	for col, e := range u.Set {
+		if u.Table.IsKey(col) || !rowIndependent(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// oneRowUpdate reports whether u changes one row by its whole primary key
+// with nothing needing the row's old or new values but the tablet:
+// no RETURNING, no CHECK constraint on a set column, no secondary index
+// (its entries follow the row), no filter beyond the key.
+func oneRowUpdate(u *Update) bool {
+	if !onePointRow(u.Source) || u.Returning != nil || len(u.Table.Indexes) > 0 || len(u.Set) == 0 {
+		return false
+	}
+	for _, c := range u.Checks {
+		used := map[int]bool{}
+		if !columnsUsed(c, used) {
+			return false
+		}
+		for col := range u.Set {
+			if used[col] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// PointDelete reports whether d deletes one row by its whole primary key
+// with no RETURNING, secondary index or filter beyond the key: outside a
+// transaction block it is one delete the tablet applies if the row exists
+// (client.Table.ApplyExisting).
+func PointDelete(d *Delete) bool {
+	return onePointRow(d.Source) && d.Returning == nil && len(d.Table.Indexes) == 0
+}
+
+// onePointRow reports whether n reads one row of its table by the whole
+// primary key and filters on nothing else.
+func onePointRow(n Node) bool {
+	s, ok := n.(*Scan)
+	return ok && s.Access.Kind == PointGet && s.Access.Index == nil && onlyKey(s)
 }
 
 // addable: the integer types, whose sums the tablet checks against the

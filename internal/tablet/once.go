@@ -1,0 +1,284 @@
+package tablet
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
+)
+
+// Plain writes that must not apply twice (WriteOnce).
+//
+// A plain write is retried by its client after an attempt whose outcome it
+// does not know (a timeout, a lost connection, a leader change), so it
+// must be idempotent: a put or a delete is. An add (an autocommit UPDATE
+// c = c + x) is not: applied twice it adds twice; nor is the row count of
+// an UPDATE or DELETE (the second attempt finds the row deleted). Such a
+// write carries a request id that stays the same across the attempts;
+// every replica remembers, for onceWindow, the ids of the entries it
+// applied and what they found, and an attempt whose id is remembered
+// answers that instead of writing again (YugabyteDB's retryable requests).
+// The leader checks under the rows' write latches, which an attempt holds
+// until its entry is applied or its outcome is settled; a new leader
+// serves only once every entry of earlier terms is applied here (the
+// lease), so it knows every id an earlier leader wrote.
+//
+// The ids are kept in memory and, in the apply batch, on disk under the
+// group's node-local keys (storage.AppliedRequestKey, by 10-second bucket
+// of the entry's hybrid time, old buckets dropped by one range delete), so
+// that a restarted replica knows the ids its engine holds the writes of
+// (loadOnce) and the log replays the rest. Not covered: a replica filled
+// by snapshot and the children of a split start without the ids (node-
+// local keys do not travel); a retry across those (a split, or a new
+// replica leading, between an attempt and its retry) may apply an add
+// twice or report a deleted row as missing.
+
+// RequestID names a write that must apply at most once.
+type RequestID [16]byte
+
+// onceWindow is how long a replica remembers an applied request id: well
+// past the longest a client retries one write (its operation deadline).
+const onceWindow = time.Minute
+
+// onceBucket is the time span of one bucket of applied ids on disk.
+const onceBucket = 10 * time.Second
+
+func onceBucketOf(ht hlc.Timestamp) uint64 {
+	return uint64(ht.Physical() / onceBucket.Microseconds())
+}
+
+// cmdWriteOnce: a plain write with its request id and the indexes of the
+// ops that found no row.
+const cmdWriteOnce byte = 7
+
+// onceResult is what an applied request did.
+type onceResult struct {
+	ht      hlc.Timestamp
+	missing []int
+}
+
+// onceTracker remembers the request ids applied on this replica.
+type onceTracker struct {
+	mu    sync.Mutex
+	done  map[RequestID]onceResult
+	order []onceApplied // in apply order, for expiry
+	// dropped: the buckets on disk below it are deleted (0: none yet).
+	dropped uint64
+}
+
+type onceApplied struct {
+	id RequestID
+	ht hlc.Timestamp
+}
+
+func (o *onceTracker) get(id RequestID) (onceResult, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r, ok := o.done[id]
+	return r, ok
+}
+
+// record remembers id's result and forgets the ids older than onceWindow
+// before it.
+func (o *onceTracker) record(id RequestID, r onceResult) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done == nil {
+		o.done = map[RequestID]onceResult{}
+	}
+	cutoff := r.ht.Add(-onceWindow)
+	n := 0
+	for n < len(o.order) && o.order[n].ht < cutoff {
+		delete(o.done, o.order[n].id)
+		n++
+	}
+	if n > 0 {
+		o.order = append(o.order[:0], o.order[n:]...)
+	}
+	if _, ok := o.done[id]; !ok {
+		o.order = append(o.order, onceApplied{id: id, ht: r.ht})
+	}
+	o.done[id] = r
+}
+
+// drop returns the first bucket on disk to keep once r.ht is applied, and
+// whether the buckets below it are yet to be deleted.
+func (o *onceTracker) drop(ht hlc.Timestamp) (uint64, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	keep := onceBucketOf(ht.Add(-onceWindow))
+	if keep <= o.dropped {
+		return 0, false
+	}
+	o.dropped = keep
+	return keep, true
+}
+
+// loadOnce rebuilds the applied ids from disk (on open, before the log
+// replays what the engine does not hold).
+func (t *Tablet) loadOnce() error {
+	prefix := storage.AppliedRequestPrefix(t.desc.ID)
+	it, err := t.eng.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: storage.PrefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var loaded []onceApplied
+	results := map[RequestID]onceResult{}
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		var id RequestID
+		if len(k) != len(prefix)+8+len(id) {
+			return fmt.Errorf("tablet %d: applied request key %x", t.desc.ID, k)
+		}
+		copy(id[:], k[len(prefix)+8:])
+		r, err := decodeOnceResult(it.Value())
+		if err != nil {
+			return fmt.Errorf("tablet %d: applied request %x: %w", t.desc.ID, id, err)
+		}
+		loaded = append(loaded, onceApplied{id: id, ht: r.ht})
+		results[id] = r
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	sort.Slice(loaded, func(i, j int) bool { return loaded[i].ht < loaded[j].ht })
+	for _, a := range loaded {
+		t.once.record(a.id, results[a.id])
+	}
+	return nil
+}
+
+func encodeOnceResult(r onceResult) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(r.ht))
+	b = binary.AppendUvarint(b, uint64(len(r.missing)))
+	for _, i := range r.missing {
+		b = binary.AppendUvarint(b, uint64(i))
+	}
+	return b
+}
+
+func decodeOnceResult(b []byte) (onceResult, error) {
+	if len(b) < 8 {
+		return onceResult{}, fmt.Errorf("result of %d bytes", len(b))
+	}
+	r := onceResult{ht: hlc.Timestamp(binary.BigEndian.Uint64(b))}
+	missing, rest, err := decodeMissing(b[8:])
+	if err != nil {
+		return onceResult{}, err
+	}
+	if len(rest) != 0 {
+		return onceResult{}, fmt.Errorf("%d bytes after the result", len(rest))
+	}
+	r.missing = missing
+	return r, nil
+}
+
+// decodeMissing decodes a count and that many indexes (uvarints).
+func decodeMissing(b []byte) ([]int, []byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, nil, fmt.Errorf("bad count of missing ops")
+	}
+	b = b[k:]
+	var missing []int
+	for ; n > 0; n-- {
+		i, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, nil, fmt.Errorf("bad missing op")
+		}
+		missing = append(missing, int(i))
+		b = b[k:]
+	}
+	return missing, b, nil
+}
+
+// WriteOnce is Write for SQL's UPDATE and DELETE of rows outside a
+// transaction: its batch may hold adds (docdb.OpAddColumns), and it
+// applies at most once however often it is retried with the same id. Its
+// adds, column writes and row deletes of rows that do not exist write
+// nothing (docdb.ResolveExisting); it returns their indexes (into
+// wb.Ops). The rows are read, latest committed version, under their
+// write latches after every transaction's intent on them is resolved, as
+// a READ COMMITTED statement's locked rows are.
+func (t *Tablet) WriteOnce(ctx context.Context, id RequestID, wb *docdb.WriteBatch) (hlc.Timestamp, []int, error) {
+	return t.writePlain(ctx, wb, &id)
+}
+
+// resolveOnce resolves the ops of a WriteOnce (docdb.ResolveExisting),
+// reading each row's latest version. The caller holds the rows' write
+// latches and found no intent on them.
+func (t *Tablet) resolveOnce(ctx context.Context, ops []docdb.WriteOp) (docdb.Resolved, error) {
+	// Every applied version is at or below the clock (applies move it up).
+	if err := t.leaderReady(ctx); err != nil {
+		return docdb.Resolved{}, err
+	}
+	now := t.clock.Now()
+	return docdb.ResolveExisting(ops, func(rowKey []byte, cols []uint32) (docdb.Row, bool, error) {
+		return docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: now, Columns: cols})
+	})
+}
+
+// encodeWriteOnce encodes a cmdWriteOnce entry: the hybrid time, the id,
+// the missing adds, then the batch (adds resolved).
+func encodeWriteOnce(ht hlc.Timestamp, id RequestID, missing []int, wb *docdb.WriteBatch) []byte {
+	b := make([]byte, 0, 32+64*len(wb.Ops))
+	b = append(b, cmdWriteOnce)
+	b = binary.BigEndian.AppendUint64(b, uint64(ht))
+	b = append(b, id[:]...)
+	b = binary.AppendUvarint(b, uint64(len(missing)))
+	for _, i := range missing {
+		b = binary.AppendUvarint(b, uint64(i))
+	}
+	return append(b, wb.Marshal()...)
+}
+
+func decodeWriteOnce(data []byte) (ht hlc.Timestamp, id RequestID, missing []int, wb docdb.WriteBatch, err error) {
+	if len(data) < 1+8+16 {
+		return 0, id, nil, wb, fmt.Errorf("write-once entry of %d bytes", len(data))
+	}
+	ht = hlc.Timestamp(binary.BigEndian.Uint64(data[1:]))
+	copy(id[:], data[9:25])
+	missing, rest, err := decodeMissing(data[25:])
+	if err != nil {
+		return 0, id, nil, wb, fmt.Errorf("write-once entry: %w", err)
+	}
+	err = wb.Unmarshal(rest)
+	return ht, id, missing, wb, err
+}
+
+// applyWriteOnce applies a cmdWriteOnce entry and remembers its id, in
+// memory and in the apply batch.
+func (sm *stateMachine) applyWriteOnce(b *pebble.Batch, index uint64, data []byte) any {
+	t := (*Tablet)(sm)
+	ht, id, missing, wb, err := decodeWriteOnce(data)
+	if err != nil {
+		return fmt.Errorf("tablet %d: index %d: %w", sm.desc.ID, index, err)
+	}
+	if err := t.servable(); err != nil {
+		return err // a write that reached the log after the split
+	}
+	sm.clock.ForceUpdate(ht)
+	if err := docdb.ApplyWriteBatch(b, ht, &wb); err != nil {
+		return err
+	}
+	r := onceResult{ht: ht, missing: missing}
+	if err := b.Set(storage.AppliedRequestKey(t.desc.ID, onceBucketOf(ht), id[:]), encodeOnceResult(r), nil); err != nil {
+		return err
+	}
+	if keep, ok := t.once.drop(ht); ok {
+		if err := b.DeleteRange(storage.AppliedRequestPrefix(t.desc.ID), storage.AppliedRequestBucket(t.desc.ID, keep), nil); err != nil {
+			return err
+		}
+	}
+	t.noteApplied(ht)
+	t.once.record(id, r)
+	return ht
+}

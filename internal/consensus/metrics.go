@@ -18,16 +18,19 @@ type Metrics struct {
 	MessagesReceived    atomic.Uint64
 	VotesRefused        atomic.Uint64
 	DroppedUnknownGroup atomic.Uint64
-	ConfChanges         atomic.Uint64
-	LogTruncations      atomic.Uint64
-	Quiesces            atomic.Uint64
-	SnapshotsSent       atomic.Uint64
-	SnapshotsFailed     atomic.Uint64
-	SnapshotsApplied    atomic.Uint64
-	SnapshotBytesSent   atomic.Uint64
-	Syncs               atomic.Uint64
-	SyncNanos           atomic.Uint64
-	CycleNanos          atomic.Uint64
+	// DroppedVotes: the dropped vote and pre-vote requests among them (a
+	// new group's first campaign reaching a replica not created yet).
+	DroppedVotes      atomic.Uint64
+	ConfChanges       atomic.Uint64
+	LogTruncations    atomic.Uint64
+	Quiesces          atomic.Uint64
+	SnapshotsSent     atomic.Uint64
+	SnapshotsFailed   atomic.Uint64
+	SnapshotsApplied  atomic.Uint64
+	SnapshotBytesSent atomic.Uint64
+	Syncs             atomic.Uint64
+	SyncNanos         atomic.Uint64
+	CycleNanos        atomic.Uint64
 	// Proposals counts commands and membership changes handed to raft on
 	// this node (as leader).
 	Proposals atomic.Uint64
@@ -53,6 +56,7 @@ type Metrics struct {
 // MetricsSnapshot is a plain copy of Metrics.
 type MetricsSnapshot struct {
 	Cycles, CyclesOverlapped, MessagesSent, MessagesReceived, VotesRefused, DroppedUnknownGroup, ConfChanges uint64
+	DroppedVotes                                                                                             uint64
 	LogTruncations, Quiesces, CommitsHeld, CommitsReplaced                                                   uint64
 	SnapshotsSent, SnapshotsFailed, SnapshotsApplied, SnapshotBytesSent                                      uint64
 	Syncs                                                                                                    uint64
@@ -79,6 +83,7 @@ func (rt *Runtime) Metrics() MetricsSnapshot {
 	return MetricsSnapshot{
 		Cycles: m.Cycles.Load(), CyclesOverlapped: m.CyclesOverlapped.Load(), MessagesSent: m.MessagesSent.Load(), MessagesReceived: m.MessagesReceived.Load(),
 		VotesRefused: m.VotesRefused.Load(), DroppedUnknownGroup: m.DroppedUnknownGroup.Load(), ConfChanges: m.ConfChanges.Load(),
+		DroppedVotes:   m.DroppedVotes.Load(),
 		LogTruncations: m.LogTruncations.Load(), Quiesces: m.Quiesces.Load(),
 		CommitsHeld: m.CommitsHeld.Load(), CommitsReplaced: m.CommitsReplaced.Load(),
 		SnapshotsSent: m.SnapshotsSent.Load(), SnapshotsFailed: m.SnapshotsFailed.Load(),

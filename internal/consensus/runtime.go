@@ -318,6 +318,9 @@ func (rt *Runtime) HandleMessages(from uint64, msgs []transport.Message) {
 		g, ok := rt.mu.groups[m.Group]
 		if !ok {
 			rt.metrics.DroppedUnknownGroup.Add(1)
+			if t := m.Msg.GetType(); t == raftpb.MsgVote || t == raftpb.MsgPreVote {
+				rt.metrics.DroppedVotes.Add(1)
+			}
 			continue
 		}
 		g.mu.Lock()

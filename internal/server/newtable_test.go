@@ -4,26 +4,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shaledb/shaledb/internal/consensus"
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/server/servertest"
 )
 
 // TestNewTableTabletsElectAtOnce: the tablets of a table created on nodes
-// that have just started elect their leaders in one campaign each, with no
-// vote refused and no raft message dropped for a tablet a node did not have
-// yet. The master creates each tablet's first voter (which campaigns at
-// once) after the others; created together, its vote requests could find
-// no replica and the tablet waited an election timeout. And the nodes'
-// first VoteRefusalWindow refused every vote, new tablets' included.
+// that have just started elect their leaders in one campaign each: no vote
+// request is dropped for a tablet a node did not have yet, and every new
+// tablet's term is its first leader's. The master creates each tablet's
+// first voter (which campaigns at once) after the others; created
+// together, its vote requests could find no replica and the tablet waited
+// an election timeout. Other messages dropped for a missing tablet, and
+// votes refused (a new tablet's replicas, which never followed a leader,
+// refuse none in the nodes' first VoteRefusalWindow), are logged: a quiet
+// machine has none, but under the race detector on a loaded one the
+// masters' traffic drops some and a slow follower's pre-vote is refused.
 func TestNewTableTabletsElectAtOnce(t *testing.T) {
 	c := servertest.NewCluster(t, 3)
 	c.WaitMasters(10 * time.Second)
 	// Adding the masters may drop messages (for the catalog replica a
 	// node has not created yet): count from here.
-	before := map[uint64][2]uint64{}
+	before := map[uint64][3]uint64{}
 	for _, s := range c.Servers {
 		m := s.Node().Runtime().Metrics()
-		before[s.NodeID()] = [2]uint64{m.DroppedUnknownGroup, m.VotesRefused}
+		before[s.NodeID()] = [3]uint64{m.DroppedUnknownGroup, m.VotesRefused, m.DroppedVotes}
 	}
 	table := c.CreateKVTable(t, "kv", 12)
 	consensustest.WaitFor(t, 20*time.Second, "a leader for each of the 12 tablets on every replica", func() bool {
@@ -40,8 +45,11 @@ func TestNewTableTabletsElectAtOnce(t *testing.T) {
 	terms := map[uint64]bool{}
 	for _, s := range c.Servers {
 		m, b := s.Node().Runtime().Metrics(), before[s.NodeID()]
+		if votes := m.DroppedVotes - b[2]; votes != 0 {
+			t.Errorf("node %d: %d vote requests dropped for a missing tablet", s.NodeID(), votes)
+		}
 		if dropped, refused := m.DroppedUnknownGroup-b[0], m.VotesRefused-b[1]; dropped != 0 || refused != 0 {
-			t.Errorf("node %d: %d raft messages dropped for a missing tablet, %d votes refused", s.NodeID(), dropped, refused)
+			t.Logf("node %d: %d raft messages dropped for a missing tablet, %d votes refused", s.NodeID(), dropped, refused)
 		}
 		for _, tb := range s.Node().Tablets() {
 			if tb.Descriptor().TableID == table {
@@ -49,7 +57,7 @@ func TestNewTableTabletsElectAtOnce(t *testing.T) {
 			}
 		}
 	}
-	if len(terms) != 1 {
-		t.Errorf("the new tablets' terms differ (%v): some needed more than one election", terms)
+	if len(terms) != 1 || !terms[consensus.InitialTerm+1] {
+		t.Errorf("the new tablets' terms are %v, want all %d: some needed more than one election", terms, consensus.InitialTerm+1)
 	}
 }

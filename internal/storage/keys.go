@@ -28,7 +28,7 @@ const (
 	localAppliedState   byte = 'p' // applied index (and whatever the state machine keeps with it)
 	localDescriptor     byte = 'm' // tablet metadata owned by the tablet layer
 	localLastLeader     byte = 'e' // the last leader this replica followed (for vote refusal)
-	localAppliedRequest byte = 'o' // followed by a time bucket (8 bytes BE) and a request id
+	localAppliedRequest byte = 'o' // followed by a hybrid time (8 bytes BE) and a request id
 )
 
 const localGroupPrefixLen = 1 + 8
@@ -70,19 +70,21 @@ func DescriptorKey(group uint64) []byte { return localKey(group, localDescriptor
 func LastLeaderKey(group uint64) []byte { return localKey(group, localLastLeader) }
 
 // AppliedRequestPrefix is the prefix of the requests a group's state
-// machine applied and must not apply again (the tablet's WriteOnce), each
-// under a time bucket so that old ones go in one range delete.
+// machine applied and must not apply again (the tablet's WriteOnce), by
+// the hybrid time they applied at: new ones go at the end of the span (in
+// order, as the log's), old ones in one range delete.
 func AppliedRequestPrefix(group uint64) []byte { return localKey(group, localAppliedRequest) }
 
-// AppliedRequestBucket is the prefix of the applied requests of one time
-// bucket.
-func AppliedRequestBucket(group, bucket uint64) []byte {
-	return binary.BigEndian.AppendUint64(AppliedRequestPrefix(group), bucket)
+// AppliedRequestsBefore bounds the applied requests of a group before the
+// hybrid time at.
+func AppliedRequestsBefore(group, at uint64) []byte {
+	return binary.BigEndian.AppendUint64(AppliedRequestPrefix(group), at)
 }
 
-// AppliedRequestKey holds what the request id applied in bucket did.
-func AppliedRequestKey(group, bucket uint64, id []byte) []byte {
-	return append(AppliedRequestBucket(group, bucket), id...)
+// AppliedRequestKey holds what the request id applied at hybrid time at
+// did.
+func AppliedRequestKey(group, at uint64, id []byte) []byte {
+	return append(AppliedRequestsBefore(group, at), id...)
 }
 
 // RaftLogPrefix is the prefix of a group's raft log entries.

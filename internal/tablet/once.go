@@ -31,8 +31,9 @@ import (
 // lease), so it knows every id an earlier leader wrote.
 //
 // The ids are kept in memory and, in the apply batch, on disk under the
-// group's node-local keys (storage.AppliedRequestKey, by 10-second bucket
-// of the entry's hybrid time, old buckets dropped by one range delete), so
+// group's node-local keys (storage.AppliedRequestKey, by the entry's
+// hybrid time, those past the window dropped by a range delete every
+// onceBucket), so
 // that a restarted replica knows the ids its engine holds the writes of
 // (loadOnce) and the log replays the rest. Not covered: a replica filled
 // by snapshot and the children of a split start without the ids (node-
@@ -47,7 +48,8 @@ type RequestID [16]byte
 // past the longest a client retries one write (its operation deadline).
 const onceWindow = time.Minute
 
-// onceBucket is the time span of one bucket of applied ids on disk.
+// onceBucket: the applied ids on disk past onceWindow are dropped this
+// much at a time (one range delete each).
 const onceBucket = 10 * time.Second
 
 func onceBucketOf(ht hlc.Timestamp) uint64 {
@@ -68,8 +70,10 @@ type onceResult struct {
 type onceTracker struct {
 	mu    sync.Mutex
 	done  map[RequestID]onceResult
-	order []onceApplied // in apply order, for expiry
-	// dropped: the buckets on disk below it are deleted (0: none yet).
+	order []onceApplied // in apply order, for expiry, from head on
+	head  int
+	// dropped: the ids on disk in buckets below it are deleted (0: none
+	// yet).
 	dropped uint64
 }
 
@@ -94,13 +98,15 @@ func (o *onceTracker) record(id RequestID, r onceResult) {
 		o.done = map[RequestID]onceResult{}
 	}
 	cutoff := r.ht.Add(-onceWindow)
-	n := 0
-	for n < len(o.order) && o.order[n].ht < cutoff {
-		delete(o.done, o.order[n].id)
-		n++
+	for o.head < len(o.order) && o.order[o.head].ht < cutoff {
+		delete(o.done, o.order[o.head].id)
+		o.head++
 	}
-	if n > 0 {
-		o.order = append(o.order[:0], o.order[n:]...)
+	// Expired entries leave the front of order; it is compacted once they
+	// are half of it, not on every expiry (a copy of the whole window).
+	if o.head > 0 && o.head >= len(o.order)/2 {
+		o.order = append(o.order[:0], o.order[o.head:]...)
+		o.head = 0
 	}
 	if _, ok := o.done[id]; !ok {
 		o.order = append(o.order, onceApplied{id: id, ht: r.ht})
@@ -108,9 +114,10 @@ func (o *onceTracker) record(id RequestID, r onceResult) {
 	o.done[id] = r
 }
 
-// drop returns the first bucket on disk to keep once r.ht is applied, and
-// whether the buckets below it are yet to be deleted.
-func (o *onceTracker) drop(ht hlc.Timestamp) (uint64, bool) {
+// drop returns the hybrid time before which the ids on disk are to be
+// deleted once ht is applied: the start of the bucket onceWindow before
+// it, once per bucket (false otherwise).
+func (o *onceTracker) drop(ht hlc.Timestamp) (hlc.Timestamp, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	keep := onceBucketOf(ht.Add(-onceWindow))
@@ -118,7 +125,7 @@ func (o *onceTracker) drop(ht hlc.Timestamp) (uint64, bool) {
 		return 0, false
 	}
 	o.dropped = keep
-	return keep, true
+	return hlc.FromMicros(int64(keep)*onceBucket.Microseconds(), 0), true
 }
 
 // loadOnce rebuilds the applied ids from disk (on open, before the log
@@ -270,11 +277,11 @@ func (sm *stateMachine) applyWriteOnce(b *pebble.Batch, index uint64, data []byt
 		return err
 	}
 	r := onceResult{ht: ht, missing: missing}
-	if err := b.Set(storage.AppliedRequestKey(t.desc.ID, onceBucketOf(ht), id[:]), encodeOnceResult(r), nil); err != nil {
+	if err := b.Set(storage.AppliedRequestKey(t.desc.ID, uint64(ht), id[:]), encodeOnceResult(r), nil); err != nil {
 		return err
 	}
-	if keep, ok := t.once.drop(ht); ok {
-		if err := b.DeleteRange(storage.AppliedRequestPrefix(t.desc.ID), storage.AppliedRequestBucket(t.desc.ID, keep), nil); err != nil {
+	if before, ok := t.once.drop(ht); ok {
+		if err := b.DeleteRange(storage.AppliedRequestPrefix(t.desc.ID), storage.AppliedRequestsBefore(t.desc.ID, uint64(before)), nil); err != nil {
 			return err
 		}
 	}

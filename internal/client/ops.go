@@ -191,7 +191,9 @@ func (k *keyedOps) size() int {
 // ApplyExisting applies ops to rows that exist, SQL's UPDATE and DELETE
 // outside a transaction: its updates (OpUpdate), adds (OpAdd) and deletes
 // (OpDelete) of a row that does not exist write nothing, and it returns
-// their indexes (into ops). Each tablet's request carries an id of its
+// their indexes (into ops). Inserts (OpInsert) fail on an existing row as
+// Apply's do (CodeDuplicateKey, never CodeAmbiguous: an earlier attempt
+// of the request answers for itself). Each tablet's request carries an id of its
 // own, the same on every attempt, so that it applies at most once
 // (tablet.WriteOnce): an add applied twice would add twice, and a second
 // delete would find no row. The ops of one tablet apply atomically, over
@@ -263,7 +265,13 @@ func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps, once b
 				return err
 			}
 		}
-		return s.plainDuplicate(owner, s.toTablet(ctx, tab, func(ctx context.Context, r *replica) (*tspb.TabletError, error) {
+		done := s.plainDuplicate
+		if once {
+			// An attempt whose outcome was unknown answers for itself
+			// (its id): a duplicate key is another writer's row.
+			done = func(owner []int, err error) error { return remapDuplicate(err, owner) }
+		}
+		return done(owner, s.toTablet(ctx, tab, func(ctx context.Context, r *replica) (*tspb.TabletError, error) {
 			resp, err := t.c.writeAt(ctx, r.addr, &tspb.WriteRequest{TabletId: tab.id, Batch: batch, ClientTime: t.c.now(), RequestId: id})
 			if err != nil {
 				return nil, err

@@ -104,6 +104,10 @@ func uniqueViolation(t *catalog.Table, s *Session, row plan.Row) error {
 // locked first to apply the conflict action (insertChecked). Tables
 // without a primary key get random row ids and plain puts.
 func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
+	if r.txn == nil && ins.OnConflict != nil {
+		n, err := r.upsertAtTablet(ins)
+		return n, nil, err
+	}
 	t := ins.Table
 	tw, err := r.newTableWriter(t)
 	if err != nil {
@@ -164,6 +168,87 @@ func (r *runner) insert(ins *plan.Insert) (int64, []plan.Row, error) {
 		return 0, nil, err
 	}
 	return st.n, st.returned, r.flushTable(tw)
+}
+
+// upsertAtTablet runs an INSERT ... ON CONFLICT of one row that needs no
+// existing row (plan.TabletUpsert) outside a transaction: an insert the
+// tablet refuses if the key exists; then nothing (DO NOTHING), or an
+// update of the set columns the tablet applies if the row still exists,
+// and the insert again if it is gone meanwhile. Each write applies once
+// (client.Table.ApplyExisting). A NULL for a NOT NULL column of the update
+// fails the row's way (errNeedsTxn).
+func (r *runner) upsertAtTablet(ins *plan.Insert) (int64, error) {
+	t := ins.Table
+	if !plan.TabletUpsert(ins) {
+		return 0, errNeedsTxn
+	}
+	src, err := r.open(ins.Source)
+	if err != nil {
+		return 0, err
+	}
+	row, err := src.next()
+	if err != nil || row == nil {
+		return 0, err
+	}
+	if err := r.checkRow(t, row, ins.Checks); err != nil {
+		return 0, err
+	}
+	sr, err := storageRow(t, row, false)
+	if err != nil {
+		return 0, err
+	}
+	tbl, err := r.s.openTable(r.ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	var upd client.Row
+	if !ins.OnConflict.DoNothing {
+		if upd, err = storageRow(t, row, true); err != nil {
+			return 0, err
+		}
+		both := append(make(plan.Row, len(t.Columns)), row...) // the existing row is not read
+		for col, e := range ins.OnConflict.Set {
+			d, err := e.Eval(r.ec, both)
+			if err != nil {
+				return 0, err
+			}
+			c := &t.Columns[col]
+			if d.Null {
+				if c.NotNull {
+					return 0, errNeedsTxn
+				}
+				upd[catalog.StorageColumn(c)] = docdb.Null()
+				continue
+			}
+			v, err := types.ToStorage(d, c.Type)
+			if err != nil {
+				return 0, err
+			}
+			upd[catalog.StorageColumn(c)] = v
+		}
+	}
+	for {
+		_, err := tbl.ApplyExisting(r.ctx, []client.Op{{Kind: client.OpInsert, Row: sr}})
+		if _, dup := client.DuplicateIndex(err); !dup {
+			if err != nil {
+				return 0, err
+			}
+			return 1, nil
+		}
+		if ins.OnConflict.DoNothing {
+			return 0, nil
+		}
+		missing, err := tbl.ApplyExisting(r.ctx, []client.Op{{Kind: client.OpUpdate, Row: upd}})
+		if err != nil {
+			return 0, err
+		}
+		if len(missing) == 0 {
+			return 1, nil
+		}
+		if err := r.ctx.Err(); err != nil {
+			return 0, err // deleted and inserted again, over and over
+		}
+	}
 }
 
 // blindWrites keeps a statement's writes through tw out of its

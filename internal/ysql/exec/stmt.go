@@ -590,7 +590,8 @@ func singleRowInsert(n plan.Node) bool {
 // its primary key that the tablet does alone: an UPDATE adding to integer
 // columns (plan.TabletAdds) or setting columns to values that do not
 // depend on the row (plan.TabletSets), a DELETE with nothing else to do
-// (plan.PointDelete). The tablet applies it under the row's lock if the
+// (plan.PointDelete), an INSERT ... ON CONFLICT of one row that needs no
+// existing row (plan.TabletUpsert). The tablet applies it under the row's lock if the
 // row exists, at most once (client.Table.ApplyExisting), so alone in its
 // batch it needs no distributed transaction either. Its values decide at
 // run time (errNeedsTxn).
@@ -603,6 +604,8 @@ func (s *Session) singleRowChange(n plan.Node) bool {
 		return plan.TabletSets(x)
 	case *plan.Delete:
 		return plan.PointDelete(x)
+	case *plan.Insert:
+		return plan.TabletUpsert(x)
 	}
 	return false
 }

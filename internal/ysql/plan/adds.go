@@ -127,3 +127,51 @@ func onlyKey(s *Scan) bool {
 	}
 	return true
 }
+
+// TabletUpsert reports whether ins is an INSERT of one VALUES row with ON
+// CONFLICT on the primary key, DO NOTHING or DO UPDATE setting non-key
+// columns to what the EXCLUDED row, constants and parameters make, into a
+// table without secondary indexes or a hidden row id; with no RETURNING,
+// no WHERE on the update and no CHECK constraint on a column it sets.
+// Outside a transaction block it is then an insert the tablet refuses if
+// the key exists, and after a refusal an update the tablet applies if the
+// row still exists (client.Table.ApplyExisting): the existing row is
+// never needed here.
+func TabletUpsert(ins *Insert) bool {
+	oc, t := ins.OnConflict, ins.Table
+	if oc == nil || oc.Index != "" || ins.Returning != nil || len(t.Indexes) > 0 || t.RowID {
+		return false
+	}
+	if v, ok := ins.Source.(*Values); !ok || len(v.Rows) != 1 {
+		return false
+	}
+	if oc.DoNothing {
+		return true
+	}
+	if oc.Where != nil || len(oc.Set) == 0 {
+		return false
+	}
+	for col, e := range oc.Set {
+		used := map[int]bool{}
+		if t.IsKey(col) || !columnsUsed(e, used) {
+			return false
+		}
+		for c := range used {
+			if c < len(t.Columns) {
+				return false // a column of the existing row
+			}
+		}
+	}
+	for _, c := range ins.Checks {
+		used := map[int]bool{}
+		if !columnsUsed(c, used) {
+			return false
+		}
+		for col := range oc.Set {
+			if used[col] {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -27,8 +27,11 @@ import (
 // Meanwhile the intents stay, as they would while an apply is in flight:
 // readers and writers that meet them find the commit in the queue (no
 // status lookup) and apply at once, as they do for any committed
-// transaction (ApplyTxn; the queued applies ride along). A transaction
-// someone waits for here, and a large one, is applied at once. The queue
+// transaction (ApplyTxn; the queued applies ride along). Writers waiting
+// here for the transaction are woken when its apply is queued (nudge): the
+// first one's entry carries it, where it used to be applied at once in an
+// entry of its own, which each update of a hot row paid before its own. A
+// large transaction is applied at once. The queue
 // lives in the leader's memory only: a queued apply lost with the
 // leadership (or with a proposal that failed) is what a lost TxnResolve
 // always was, and is resolved the same way (readers, writers, the cleanup
@@ -75,9 +78,9 @@ type applyQueue struct {
 }
 
 // ApplyTxnLater applies txn's intents here at its commit time, soon: it
-// queues the apply to ride on the next entry (see above) unless txn is
-// large or waited for, in which case it applies at once (ApplyTxn). It
-// must run on the leader. Idempotent.
+// queues the apply to ride on the next entry (see above), and wakes the
+// writers waiting for txn, unless txn is large, in which case it applies
+// at once (ApplyTxn). It must run on the leader. Idempotent.
 func (t *Tablet) ApplyTxnLater(ctx context.Context, txn docdb.TxnID, commit hlc.Timestamp) error {
 	queued, err := t.QueueApply(ctx, txn, commit)
 	if err != nil || queued {
@@ -94,7 +97,7 @@ func (t *Tablet) QueueApply(ctx context.Context, txn docdb.TxnID, commit hlc.Tim
 	if !live {
 		return true, nil // applied or removed here already
 	}
-	if size > deferMaxIntents || waited {
+	if size > deferMaxIntents {
 		return false, nil
 	}
 	if err := t.leaderReady(ctx); err != nil {
@@ -114,6 +117,9 @@ func (t *Tablet) QueueApply(ctx context.Context, txn docdb.TxnID, commit hlc.Tim
 	q.mu.Unlock()
 	if arm {
 		lingerAfter(time.Duration(applyLinger.Load()), func() { t.flushApplies(gen) })
+	}
+	if waited {
+		t.txns.nudge(txn)
 	}
 	return true, nil
 }

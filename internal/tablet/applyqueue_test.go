@@ -234,3 +234,41 @@ func TestApplyLingerFromQueueing(t *testing.T) {
 		t.Fatalf("intents after the queued apply's linger: %d, want 0 (flushed)", n)
 	}
 }
+
+// TestWaiterCarriesApply: a writer waiting for a transaction's intent is
+// woken when that transaction's apply is queued, and its entry carries the
+// apply: one Raft entry for both, where the apply of a waited-for
+// transaction had one of its own (a pgbench branch's every update).
+func TestWaiterCarriesApply(t *testing.T) {
+	t.Cleanup(tablet.SetApplyLinger(time.Hour))
+	h, res := newTxnHarness(t)
+	id := desc.ID
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leader, clock := h.leaseholder(t, id)
+
+	x := testTxnID("holder")
+	h.writeIntents(t, id, x, 0, 1)
+	y := testTxnID("waiter")
+	done := make(chan error, 1)
+	go func() {
+		_, err := leader.WriteTxn(ctx, &tablet.TxnWrite{Txn: y, Ops: putBatch(0, 1, "y").Ops, Wait: tablet.WaitOnConflict})
+		done <- err
+	}()
+	consensustest.WaitFor(t, 20*time.Second, "the writer waits for x", func() bool { return leader.Waited(x) })
+	before := leader.Group().Status().LastIndex
+	commit := clock.Now()
+	res.set(x, tablet.TxnStatus{State: tablet.TxnCommitted, CommitHT: commit})
+	if err := leader.ApplyTxnLater(ctx, x, commit); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting write: %v", err)
+	}
+	if n := leader.Group().Status().LastIndex - before; n != 1 {
+		t.Fatalf("the apply and the woken write took %d entries, want 1", n)
+	}
+	if _, queued := leader.QueuedCommit(x); queued {
+		t.Fatal("x's apply is still queued after the write carried it")
+	}
+}

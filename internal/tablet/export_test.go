@@ -110,3 +110,9 @@ func (t *Tablet) HoldBackgroundApply(txn docdb.TxnID) (release func()) {
 	t.applying.Store(txn, struct{}{})
 	return func() { t.applying.Delete(txn) }
 }
+
+// Waited reports whether someone waits here for txn's intents.
+func (t *Tablet) Waited(txn docdb.TxnID) bool {
+	_, _, waited := t.txns.info(txn)
+	return waited
+}

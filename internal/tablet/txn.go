@@ -380,6 +380,17 @@ func (tr *txnTracker) waitFor(txn docdb.TxnID) <-chan struct{} {
 	return ch
 }
 
+// nudge wakes txn's waiters without forgetting txn: its intents are still
+// here, committed, their apply queued; a woken writer's entry carries it.
+func (tr *txnTracker) nudge(txn docdb.TxnID) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if ch := tr.done[txn]; ch != nil {
+		close(ch)
+		delete(tr.done, txn)
+	}
+}
+
 // wake forgets the transactions resolved by the apply cycle just committed
 // and wakes their waiters.
 func (tr *txnTracker) wake() {

@@ -257,18 +257,16 @@ func (t *Table) write(ctx context.Context, s *sender, pending []keyedOps, once b
 		}
 		batch := wb.Marshal()
 		var id []byte
+		done := s.plainDuplicate
 		if once {
 			// One id for every attempt of this request (toTablet retries
-			// it as it is); a request routed again is a new one.
+			// it as it is); a request routed again is a new one. An
+			// attempt whose outcome was unknown answers for itself (its
+			// id): a duplicate key is another writer's row.
 			id = make([]byte, 16)
 			if _, err := crand.Read(id); err != nil {
 				return err
 			}
-		}
-		done := s.plainDuplicate
-		if once {
-			// An attempt whose outcome was unknown answers for itself
-			// (its id): a duplicate key is another writer's row.
 			done = func(owner []int, err error) error { return remapDuplicate(err, owner) }
 		}
 		return done(owner, s.toTablet(ctx, tab, func(ctx context.Context, r *replica) (*tspb.TabletError, error) {

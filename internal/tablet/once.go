@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -137,8 +136,7 @@ func (t *Tablet) loadOnce() error {
 		return err
 	}
 	defer it.Close()
-	var loaded []onceApplied
-	results := map[RequestID]onceResult{}
+	// The keys are in hybrid-time order, as record wants them.
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
 		var id RequestID
@@ -150,23 +148,19 @@ func (t *Tablet) loadOnce() error {
 		if err != nil {
 			return fmt.Errorf("tablet %d: applied request %x: %w", t.desc.ID, id, err)
 		}
-		loaded = append(loaded, onceApplied{id: id, ht: r.ht})
-		results[id] = r
+		t.once.record(id, r)
 	}
-	if err := it.Error(); err != nil {
-		return err
-	}
-	sort.Slice(loaded, func(i, j int) bool { return loaded[i].ht < loaded[j].ht })
-	for _, a := range loaded {
-		t.once.record(a.id, results[a.id])
-	}
-	return nil
+	return it.Error()
 }
 
 func encodeOnceResult(r onceResult) []byte {
-	b := binary.BigEndian.AppendUint64(nil, uint64(r.ht))
-	b = binary.AppendUvarint(b, uint64(len(r.missing)))
-	for _, i := range r.missing {
+	return appendMissing(binary.BigEndian.AppendUint64(nil, uint64(r.ht)), r.missing)
+}
+
+// appendMissing appends a count and that many indexes (uvarints).
+func appendMissing(b []byte, missing []int) []byte {
+	b = binary.AppendUvarint(b, uint64(len(missing)))
+	for _, i := range missing {
 		b = binary.AppendUvarint(b, uint64(i))
 	}
 	return b
@@ -240,10 +234,7 @@ func encodeWriteOnce(ht hlc.Timestamp, id RequestID, missing []int, wb *docdb.Wr
 	b = append(b, cmdWriteOnce)
 	b = binary.BigEndian.AppendUint64(b, uint64(ht))
 	b = append(b, id[:]...)
-	b = binary.AppendUvarint(b, uint64(len(missing)))
-	for _, i := range missing {
-		b = binary.AppendUvarint(b, uint64(i))
-	}
+	b = appendMissing(b, missing)
 	return append(b, wb.Marshal()...)
 }
 
@@ -269,11 +260,7 @@ func (sm *stateMachine) applyWriteOnce(b *pebble.Batch, index uint64, data []byt
 	if err != nil {
 		return fmt.Errorf("tablet %d: index %d: %w", sm.desc.ID, index, err)
 	}
-	if err := t.servable(); err != nil {
-		return err // a write that reached the log after the split
-	}
-	sm.clock.ForceUpdate(ht)
-	if err := docdb.ApplyWriteBatch(b, ht, &wb); err != nil {
+	if err := sm.applyPlain(b, ht, &wb); err != nil {
 		return err
 	}
 	r := onceResult{ht: ht, missing: missing}
@@ -285,7 +272,6 @@ func (sm *stateMachine) applyWriteOnce(b *pebble.Batch, index uint64, data []byt
 			return err
 		}
 	}
-	t.noteApplied(ht)
 	t.once.record(id, r)
 	return ht
 }

@@ -422,20 +422,28 @@ func (sm *stateMachine) apply(b *pebble.Batch, e consensus.Entry) any {
 	if len(e.Data) < 9 || e.Data[0] != cmdWrite {
 		return fmt.Errorf("tablet %d: unknown command at index %d", sm.desc.ID, e.Index)
 	}
-	if err := (*Tablet)(sm).servable(); err != nil {
-		return err // a write that reached the log after the split
-	}
 	ht := hlc.Timestamp(binary.BigEndian.Uint64(e.Data[1:]))
 	var wb docdb.WriteBatch
 	if err := wb.Unmarshal(e.Data[9:]); err != nil {
 		return fmt.Errorf("tablet %d: index %d: %w", sm.desc.ID, e.Index, err)
 	}
+	if err := sm.applyPlain(b, ht, &wb); err != nil {
+		return err
+	}
+	return ht
+}
+
+// applyPlain applies a plain write (cmdWrite, cmdWriteOnce) at ht.
+func (sm *stateMachine) applyPlain(b *pebble.Batch, ht hlc.Timestamp, wb *docdb.WriteBatch) error {
+	if err := (*Tablet)(sm).servable(); err != nil {
+		return err // a write that reached the log after the split
+	}
 	sm.clock.ForceUpdate(ht)
-	if err := docdb.ApplyWriteBatch(b, ht, &wb); err != nil {
+	if err := docdb.ApplyWriteBatch(b, ht, wb); err != nil {
 		return err
 	}
 	(*Tablet)(sm).noteApplied(ht)
-	return ht
+	return nil
 }
 
 func (sm *stateMachine) SnapshotSpans() []storage.Span {

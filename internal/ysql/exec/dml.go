@@ -207,24 +207,8 @@ func (r *runner) upsertAtTablet(ins *plan.Insert) (int64, error) {
 			return 0, err
 		}
 		both := append(make(plan.Row, len(t.Columns)), row...) // the existing row is not read
-		for col, e := range ins.OnConflict.Set {
-			d, err := e.Eval(r.ec, both)
-			if err != nil {
-				return 0, err
-			}
-			c := &t.Columns[col]
-			if d.Null {
-				if c.NotNull {
-					return 0, errNeedsTxn
-				}
-				upd[catalog.StorageColumn(c)] = docdb.Null()
-				continue
-			}
-			v, err := types.ToStorage(d, c.Type)
-			if err != nil {
-				return 0, err
-			}
-			upd[catalog.StorageColumn(c)] = v
+		if err := r.setValues(t, ins.OnConflict.Set, both, upd); err != nil {
+			return 0, err
 		}
 	}
 	for {
@@ -925,26 +909,37 @@ func (r *runner) setAtTablet(u *plan.Update) (int64, bool, error) {
 	if err != nil || !found {
 		return 0, true, err // no row has that key
 	}
-	for col, e := range u.Set {
-		d, err := e.Eval(r.ec, nil)
+	if err := r.setValues(t, u.Set, nil, row); err != nil {
+		return 0, true, err
+	}
+	return r.existingRow(s, client.Op{Kind: client.OpUpdate, Row: row})
+}
+
+// setValues evaluates the SET list of a single-row fast path over in
+// (nil, or the EXCLUDED row of an upsert) into out's storage columns. A
+// NULL for a NOT NULL column is errNeedsTxn: the row's way reports it
+// with the row.
+func (r *runner) setValues(t *catalog.Table, set map[int]plan.Expr, in plan.Row, out client.Row) error {
+	for col, e := range set {
+		d, err := e.Eval(r.ec, in)
 		if err != nil {
-			return 0, true, err
+			return err
 		}
 		c := &t.Columns[col]
 		if d.Null {
 			if c.NotNull {
-				return 0, true, errNeedsTxn
+				return errNeedsTxn
 			}
-			row[catalog.StorageColumn(c)] = docdb.Null()
+			out[catalog.StorageColumn(c)] = docdb.Null()
 			continue
 		}
 		v, err := types.ToStorage(d, c.Type)
 		if err != nil {
-			return 0, true, err
+			return err
 		}
-		row[catalog.StorageColumn(c)] = v
+		out[catalog.StorageColumn(c)] = v
 	}
-	return r.existingRow(s, client.Op{Kind: client.OpUpdate, Row: row})
+	return nil
 }
 
 // deleteAtTablet runs a DELETE of one row by its key (plan.PointDelete)

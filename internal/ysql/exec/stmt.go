@@ -591,10 +591,10 @@ func singleRowInsert(n plan.Node) bool {
 // columns (plan.TabletAdds) or setting columns to values that do not
 // depend on the row (plan.TabletSets), a DELETE with nothing else to do
 // (plan.PointDelete), an INSERT ... ON CONFLICT of one row that needs no
-// existing row (plan.TabletUpsert). The tablet applies it under the row's lock if the
-// row exists, at most once (client.Table.ApplyExisting), so alone in its
-// batch it needs no distributed transaction either. Its values decide at
-// run time (errNeedsTxn).
+// existing row (plan.TabletUpsert). The tablet applies it under the row's
+// lock if the row exists, at most once (client.Table.ApplyExisting), so
+// alone in its batch it needs no distributed transaction either. Its
+// values decide at run time (errNeedsTxn).
 func (s *Session) singleRowChange(n plan.Node) bool {
 	switch x := n.(type) {
 	case *plan.Update:

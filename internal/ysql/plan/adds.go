@@ -71,18 +71,24 @@ func oneRowUpdate(u *Update) bool {
 	if !onePointRow(u.Source) || u.Returning != nil || len(u.Table.Indexes) > 0 || len(u.Set) == 0 {
 		return false
 	}
-	for _, c := range u.Checks {
+	return !checksSet(u.Checks, u.Set)
+}
+
+// checksSet reports whether a CHECK constraint may read a column set
+// (one it cannot tell counts).
+func checksSet(checks []Expr, set map[int]Expr) bool {
+	for _, c := range checks {
 		used := map[int]bool{}
 		if !columnsUsed(c, used) {
-			return false
+			return true
 		}
-		for col := range u.Set {
+		for col := range set {
 			if used[col] {
-				return false
+				return true
 			}
 		}
 	}
-	return true
+	return false
 }
 
 // PointDelete reports whether d deletes one row by its whole primary key
@@ -162,16 +168,5 @@ func TabletUpsert(ins *Insert) bool {
 			}
 		}
 	}
-	for _, c := range ins.Checks {
-		used := map[int]bool{}
-		if !columnsUsed(c, used) {
-			return false
-		}
-		for col := range oc.Set {
-			if used[col] {
-				return false
-			}
-		}
-	}
-	return true
+	return !checksSet(ins.Checks, oc.Set)
 }

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -23,8 +25,9 @@ import (
 
 // A snapshot travels as a header and a body. The header names the group, the
 // MsgSnap (its metadata rewritten to the applied state captured by the Pebble
-// snapshot), the group's descriptor and the spans. The body is a sequence of
-// records (span index, key, value) in key order, span after span.
+// snapshot), the group's descriptor, the spans and the state machine's
+// local spans. The body is a sequence of records (span index, key, value)
+// in key order, span after span, then local span after local span.
 
 const snapshotChunkSize = 1 << 20
 
@@ -33,6 +36,10 @@ type snapshotHeader struct {
 	msg        *raftpb.Message
 	descriptor []byte // nil when the group has none
 	spans      []storage.Span
+	// locals: node-local spans of the group the state machine keeps with
+	// its data (LocalSnapshotter); their records follow the spans', with
+	// span indexes len(spans) on.
+	locals []storage.Span
 }
 
 func (h *snapshotHeader) marshal() ([]byte, error) {
@@ -53,6 +60,11 @@ func (h *snapshotHeader) marshal() ([]byte, error) {
 		b = appendBytes(b, s.Start)
 		b = appendBytes(b, s.End)
 	}
+	b = binary.AppendUvarint(b, uint64(len(h.locals)))
+	for _, s := range h.locals {
+		b = appendBytes(b, s.Start)
+		b = appendBytes(b, s.End)
+	}
 	return b, nil
 }
 
@@ -63,18 +75,28 @@ func (h *snapshotHeader) unmarshal(b []byte) error {
 	if r.byte() == 1 {
 		h.descriptor = r.bytes()
 	}
-	n := r.uvarint()
-	if r.err == nil && n > 1024 {
-		r.err = fmt.Errorf("too many spans: %d", n)
-	}
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		h.spans = append(h.spans, storage.Span{Start: r.bytes(), End: r.bytes()})
+	h.spans = r.spans()
+	if len(r.b) > 0 { // absent in a header from a node that sends none
+		h.locals = r.spans()
 	}
 	if r.err != nil {
 		return fmt.Errorf("consensus: bad snapshot header: %w", r.err)
 	}
 	h.msg = &raftpb.Message{}
 	return proto.Unmarshal(mb, h.msg)
+}
+
+// spans reads a count and that many spans.
+func (r *byteReader) spans() []storage.Span {
+	n := r.uvarint()
+	if r.err == nil && n > 1024 {
+		r.err = fmt.Errorf("too many spans: %d", n)
+	}
+	var spans []storage.Span
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		spans = append(spans, storage.Span{Start: r.bytes(), End: r.bytes()})
+	}
+	return spans
 }
 
 func appendBytes(b, v []byte) []byte {
@@ -173,6 +195,9 @@ func (rt *Runtime) sendSnapshot(g *Group, m *raftpb.Message) {
 		Index: proto.Uint64(idx), Term: proto.Uint64(term), ConfState: cs,
 	}}
 	h := snapshotHeader{group: g.id, msg: msg, spans: g.sm.SnapshotSpans()}
+	if ls, ok := g.sm.(LocalSnapshotter); ok && len(h.spans) > 0 {
+		h.locals = ls.SnapshotLocalSpans()
+	}
 	if hasDesc {
 		h.descriptor = desc
 	}
@@ -198,7 +223,7 @@ func (rt *Runtime) sendSnapshot(g *Group, m *raftpb.Message) {
 		var sent uint64
 		err := rt.tr.SendSnapshot(ctx, m.GetTo(), hb, func(send func([]byte) error) error {
 			chunk := make([]byte, 0, snapshotChunkSize+4096)
-			for i, span := range h.spans {
+			for i, span := range append(slices.Clip(h.spans), h.locals...) {
 				it, err := snap.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
 				if err != nil {
 					return err
@@ -276,6 +301,9 @@ func (rt *Runtime) HandleSnapshot(ctx context.Context, from uint64, s *transport
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	if err := checkLocalSpans(h.group, h.locals); err != nil {
+		return err
+	}
 	in := &incomingSnapshot{msg: h.msg, dir: dir, fs: fs, done: make(chan error, 1)}
 	cleanup := true
 	defer func() {
@@ -298,6 +326,7 @@ func (rt *Runtime) HandleSnapshot(ctx context.Context, from uint64, s *transport
 	// Records may straddle chunks (the transport re-splits large chunks):
 	// decode what is complete and carry the rest over.
 	var pending []byte
+	var locals []localRecord
 	for {
 		chunk, err := s.Recv()
 		if errors.Is(err, io.EOF) {
@@ -315,11 +344,17 @@ func (rt *Runtime) HandleSnapshot(ctx context.Context, from uint64, s *transport
 			if r.err != nil {
 				break // incomplete record: wait for the next chunk
 			}
-			if i >= uint64(len(writers)) || !h.spans[i].Contains(k) {
+			switch {
+			case i < uint64(len(writers)) && h.spans[i].Contains(k):
+				if err := writers[i].w.Set(k, v); err != nil {
+					return err
+				}
+			case i-uint64(len(writers)) < uint64(len(h.locals)) && h.locals[i-uint64(len(writers))].Contains(k):
+				// Local keys go into local.sst with the runtime's own,
+				// in key order, once all are here.
+				locals = append(locals, localRecord{key: slices.Clone(k), value: slices.Clone(v)})
+			default:
 				return fmt.Errorf("consensus: snapshot record outside its span: %x", k)
-			}
-			if err := writers[i].w.Set(k, v); err != nil {
-				return err
 			}
 			consumed = len(pending) - len(r.b)
 		}
@@ -340,20 +375,24 @@ func (rt *Runtime) HandleSnapshot(ctx context.Context, from uint64, s *transport
 		return err
 	}
 	logPrefix := storage.RaftLogPrefix(h.group)
-	if err := lw.w.DeleteRange(logPrefix, storage.PrefixEnd(logPrefix)); err != nil {
-		return err
-	}
-	// Local keys in order: descriptor ('m'), applied state ('p'), truncated state ('t').
-	if h.descriptor != nil {
-		if err := lw.w.Set(storage.DescriptorKey(h.group), h.descriptor); err != nil {
+	cleared := append([]storage.Span{{Start: logPrefix, End: storage.PrefixEnd(logPrefix)}}, h.locals...)
+	slices.SortFunc(cleared, func(a, b storage.Span) int { return bytes.Compare(a.Start, b.Start) })
+	for _, s := range cleared {
+		if err := lw.w.DeleteRange(s.Start, s.End); err != nil {
 			return err
 		}
 	}
-	if err := lw.w.Set(storage.AppliedStateKey(h.group), encodeAppliedState(meta.GetIndex(), meta.GetTerm(), meta.GetConfState())); err != nil {
-		return err
+	if h.descriptor != nil {
+		locals = append(locals, localRecord{key: storage.DescriptorKey(h.group), value: h.descriptor})
 	}
-	if err := lw.w.Set(storage.TruncatedStateKey(h.group), encodeTruncatedState(meta.GetIndex(), meta.GetTerm())); err != nil {
-		return err
+	locals = append(locals,
+		localRecord{key: storage.AppliedStateKey(h.group), value: encodeAppliedState(meta.GetIndex(), meta.GetTerm(), meta.GetConfState())},
+		localRecord{key: storage.TruncatedStateKey(h.group), value: encodeTruncatedState(meta.GetIndex(), meta.GetTerm())})
+	slices.SortFunc(locals, func(a, b localRecord) int { return bytes.Compare(a.key, b.key) })
+	for _, r := range locals {
+		if err := lw.w.Set(r.key, r.value); err != nil {
+			return err
+		}
 	}
 	if err := lw.close(); err != nil {
 		return err
@@ -375,6 +414,29 @@ func (rt *Runtime) HandleSnapshot(ctx context.Context, from uint64, s *transport
 	case <-rt.stopped:
 		return ErrStopped
 	}
+}
+
+// localRecord is a node-local key of a received snapshot.
+type localRecord struct{ key, value []byte }
+
+// checkLocalSpans refuses local spans of a snapshot outside the group's
+// local span or over the keys the runtime writes itself.
+func checkLocalSpans(group uint64, locals []storage.Span) error {
+	own := storage.LocalGroupSpan(group)
+	logPrefix := storage.RaftLogPrefix(group)
+	for _, s := range locals {
+		inside := bytes.Compare(s.Start, own.Start) >= 0 && bytes.Compare(s.End, own.End) <= 0 && bytes.Compare(s.Start, s.End) < 0
+		overLog := bytes.Compare(s.Start, storage.PrefixEnd(logPrefix)) < 0 && bytes.Compare(logPrefix, s.End) < 0
+		if !inside || overLog {
+			return fmt.Errorf("consensus: snapshot of group %d: bad local span %s", group, s)
+		}
+		for _, k := range [][]byte{storage.HardStateKey(group), storage.TruncatedStateKey(group), storage.AppliedStateKey(group), storage.DescriptorKey(group), storage.LastLeaderKey(group)} {
+			if s.Contains(k) {
+				return fmt.Errorf("consensus: snapshot of group %d: local span %s holds the runtime's key %x", group, s, k)
+			}
+		}
+	}
+	return nil
 }
 
 type sstWriter struct {

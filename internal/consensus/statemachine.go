@@ -37,6 +37,17 @@ type StateMachine interface {
 	Restored() error
 }
 
+// LocalSnapshotter is implemented by state machines that keep node-local
+// state under the group's local span (storage.LocalGroupSpan) which a
+// replica filled by snapshot needs too (the tablet's applied request ids).
+// A snapshot carries those spans' keys, and the receiver replaces its own
+// with them, in the same atomic ingest as the data. The spans must not
+// hold the raft log or the keys the runtime keeps (hard, applied and
+// truncated state, descriptor, last leader).
+type LocalSnapshotter interface {
+	SnapshotLocalSpans() []storage.Span
+}
+
 // PostApplier is implemented by state machines that act on what they
 // applied once it is committed to the engine (for example a split opening
 // its children). PostApply is called from the scheduler goroutine after

@@ -3,6 +3,7 @@ package tablet
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -32,13 +33,12 @@ import (
 // The ids are kept in memory and, in the apply batch, on disk under the
 // group's node-local keys (storage.AppliedRequestKey, by the entry's
 // hybrid time, those past the window dropped by a range delete every
-// onceBucket), so
-// that a restarted replica knows the ids its engine holds the writes of
-// (loadOnce) and the log replays the rest. Not covered: a replica filled
-// by snapshot and the children of a split start without the ids (node-
-// local keys do not travel); a retry across those (a split, or a new
-// replica leading, between an attempt and its retry) may apply an add
-// twice or report a deleted row as missing.
+// onceBucket), so that a restarted replica knows the ids its engine holds
+// the writes of (loadOnce) and the log replays the rest. A snapshot
+// carries them with the data (SnapshotLocalSpans), and a split copies the
+// parent's to both children in the split's apply batch (copyOnce): a
+// retry that reaches a replica filled by snapshot, or the child owning its
+// rows, finds its id.
 
 // RequestID names a write that must apply at most once.
 type RequestID [16]byte
@@ -88,6 +88,13 @@ func (o *onceTracker) get(id RequestID) (onceResult, bool) {
 	return r, ok
 }
 
+// reset forgets every id (a snapshot replaced them on disk).
+func (o *onceTracker) reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done, o.order, o.head, o.dropped = nil, nil, 0, 0
+}
+
 // record remembers id's result and forgets the ids older than onceWindow
 // before it.
 func (o *onceTracker) record(id RequestID, r onceResult) {
@@ -127,8 +134,37 @@ func (o *onceTracker) drop(ht hlc.Timestamp) (hlc.Timestamp, bool) {
 	return hlc.FromMicros(int64(keep)*onceBucket.Microseconds(), 0), true
 }
 
+// copyOnce writes the applied ids of group from into the groups to
+// (a split's children), reading r (the apply batch, which holds what this
+// cycle applied before the split, over the engine).
+func copyOnce(r pebble.Reader, w pebble.Writer, from uint64, to ...uint64) error {
+	prefix := storage.AppliedRequestPrefix(from)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: storage.PrefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	var keys, values [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		keys = append(keys, append([]byte(nil), it.Key()[len(prefix):]...))
+		values = append(values, append([]byte(nil), it.Value()...))
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	// Written after the iterator is closed: w may be the batch it reads.
+	for _, g := range to {
+		childPrefix := storage.AppliedRequestPrefix(g)
+		for i, k := range keys {
+			if err := w.Set(append(childPrefix[:len(childPrefix):len(childPrefix)], k...), values[i], nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // loadOnce rebuilds the applied ids from disk (on open, before the log
-// replays what the engine does not hold).
+// replays what the engine does not hold; after a snapshot).
 func (t *Tablet) loadOnce() error {
 	prefix := storage.AppliedRequestPrefix(t.desc.ID)
 	it, err := t.eng.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: storage.PrefixEnd(prefix)})

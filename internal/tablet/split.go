@@ -202,6 +202,11 @@ func (sm *stateMachine) applySplit(b *pebble.Batch, e consensus.Entry) any {
 	if _, err := docdb.SplitRangeLocks(b, b, t.desc.ID, key, left, right); err != nil {
 		return err
 	}
+	// A retry of a write applied here goes to the child owning its rows
+	// now: both children get the applied request ids.
+	if err := copyOnce(b, b, t.desc.ID, left, right); err != nil {
+		return err
+	}
 	t.ranges.set(nil)   // the children have them now
 	t.txns.clearKnown() // the children load theirs from disk
 	parent := t.desc

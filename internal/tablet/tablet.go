@@ -453,10 +453,26 @@ func (sm *stateMachine) SnapshotSpans() []storage.Span {
 	return []storage.Span{sm.desc.Span, docdb.IntentSpanOf(sm.desc.Span), docdb.TxnIndexSpan(sm.desc.ID), docdb.RangeLockSpan(sm.desc.ID)}
 }
 
-// Restored picks up a split that arrived by snapshot: the children are
-// opened empty here and filled by their own leaders.
+// SnapshotLocalSpans: the applied request ids travel with a snapshot, so
+// that a replica filled by one knows the writes its data holds
+// (consensus.LocalSnapshotter).
+func (sm *stateMachine) SnapshotLocalSpans() []storage.Span {
+	if sm.split.Load() != nil {
+		return nil
+	}
+	prefix := storage.AppliedRequestPrefix(sm.desc.ID)
+	return []storage.Span{{Start: prefix, End: storage.PrefixEnd(prefix)}}
+}
+
+// Restored reloads what the snapshot replaced (the applied request ids)
+// and picks up a split that arrived by snapshot: the children are opened
+// empty here and filled by their own leaders.
 func (sm *stateMachine) Restored() error {
 	t := (*Tablet)(sm)
+	t.once.reset()
+	if err := t.loadOnce(); err != nil {
+		return err
+	}
 	v, closer, err := t.eng.Get(storage.DescriptorKey(t.desc.ID))
 	if err != nil {
 		return nil // no descriptor in the snapshot: nothing changed

@@ -26,6 +26,13 @@ type Config struct {
 	// AttemptTimeout bounds one RPC attempt inside an operation, so that a
 	// hung node costs a retry rather than the whole deadline. Default 3 s.
 	AttemptTimeout time.Duration
+	// LeaseProbeAfter: an attempt at a tablet's leader unanswered this
+	// long makes the client ask the tablet's other replicas whether one
+	// of them holds the lease now; if one does, the attempt is given up
+	// (as a timed-out one would be) and the request goes there, instead
+	// of waiting out AttemptTimeout on a hung or cut-off leader. Default
+	// 1 s; negative: never.
+	LeaseProbeAfter time.Duration
 	// Clock is the client's hybrid clock; nil: a new wall clock.
 	Clock *hlc.Clock
 	// Local, when set, serves the data calls to LocalAddr (the tserver
@@ -61,6 +68,10 @@ type Client struct {
 	data             dataConns // data streams to tservers
 	status           statusTable
 	resolves         resolveQueues // APPLY notifications waiting for a call to ride on
+	leaseMoves       atomic.Int64  // Stats.LeaseMoves
+	// hung, set by tests, makes the calls it picks go unanswered, as a
+	// hung node's would.
+	hung atomic.Pointer[func(addr string, req *tspb.DataRequest) bool]
 }
 
 // Open returns a client of the cluster whose masters are cfg.Masters and
@@ -74,6 +85,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = 3 * time.Second
+	}
+	if cfg.LeaseProbeAfter == 0 {
+		cfg.LeaseProbeAfter = time.Second
 	}
 	c := &Client{cfg: cfg, pool: cfg.Pool, clock: cfg.Clock}
 	if c.pool == nil {
@@ -282,7 +296,13 @@ func (t *Table) IsHash() bool { return len(t.schema.HashKey) > 0 }
 type Stats struct {
 	// TableLoads counts table location lookups at the master.
 	TableLoads int64
+	// LeaseMoves counts attempts given up because, asked while the
+	// attempt went unanswered, another replica held the lease
+	// (Config.LeaseProbeAfter).
+	LeaseMoves int64
 }
 
 // Stats returns the client's counters.
-func (c *Client) Stats() Stats { return Stats{TableLoads: c.cache.loads.Load()} }
+func (c *Client) Stats() Stats {
+	return Stats{TableLoads: c.cache.loads.Load(), LeaseMoves: c.leaseMoves.Load()}
+}

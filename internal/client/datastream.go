@@ -242,6 +242,11 @@ func (ds *dataStream) forget(id uint64) {
 // dataCall runs one data request at addr: in process when addr is this
 // node, else over the framed data connection to addr.
 func (c *Client) dataCall(ctx context.Context, addr string, req *tspb.DataRequest) (*tspb.DataResponse, error) {
+	if hung := c.hung.Load(); hung != nil && (*hung)(addr, req) {
+		// A test's hung node: no answer until the caller gives up.
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
 	if c.cfg.Local != nil && addr == c.cfg.LocalAddr {
 		return c.localCall(ctx, addr, req)
 	}
@@ -305,6 +310,11 @@ func (c *Client) txnWriteAt(ctx context.Context, addr string, req *tspb.TxnWrite
 // txnResolveAt is the TxnResolve of one replica.
 func (c *Client) txnResolveAt(ctx context.Context, addr string, req *tspb.TxnResolveRequest) (*tspb.TxnResolveResponse, error) {
 	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnResolve{TxnResolve: req}}, (*tspb.DataResponse).GetTxnResolve)
+}
+
+// leaseAt asks one replica whether it holds its tablet's lease.
+func (c *Client) leaseAt(ctx context.Context, addr string, req *tspb.LeaseRequest) (*tspb.LeaseResponse, error) {
+	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_Lease{Lease: req}}, (*tspb.DataResponse).GetLease)
 }
 
 // txnStatusAt is the TxnStatus of one replica.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 	"github.com/shaledb/shaledb/internal/txn"
 )
 
@@ -78,3 +79,20 @@ func (t *Table) LeaderOf(ctx context.Context, key Row) (uint64, error) {
 
 // OwnWrites is how many writes tx keeps for reading back.
 func OwnWrites(tx *Txn) int { return len(tx.writes) }
+
+// SetHung makes the calls hung picks go unanswered until their caller
+// gives up, as a hung node's would.
+func (c *Client) SetHung(hung func(addr string, req *tspb.DataRequest) bool) { c.hung.Store(&hung) }
+
+// LeaderAddrOf returns the address of the replica the client believes
+// leads the tablet holding the row of key ("": unknown).
+func (t *Table) LeaderAddrOf(ctx context.Context, key Row) (string, error) {
+	tm, err := t.tabletFor(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	if r := tm.leader.Load(); r != nil {
+		return r.addr, nil
+	}
+	return "", nil
+}

@@ -141,7 +141,7 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 			continue
 		}
 		tried[r.addr] = true
-		te, err := s.attempt(ctx, r, f)
+		te, err := s.leaderAttempt(ctx, tab, r, f)
 		if err != nil {
 			if ctx.Err() != nil {
 				s.note(err, sentMaybe(err))
@@ -205,6 +205,116 @@ func (s *sender) attempt(ctx context.Context, r *replica, f call) (*tspb.TabletE
 		return nil, fmt.Errorf("%s (node %d): %w", r.addr, r.node, err)
 	}
 	return te, nil
+}
+
+// leaderAttempt is attempt at r, the replica taken for tab's leader.
+// Unanswered after Config.LeaseProbeAfter, the other replicas are asked
+// whether one of them holds the lease (probeLease); one that does ends
+// the attempt at once, as a timeout would (a write in it may have been
+// sent), and is the leader the retry goes to: leases do not overlap, so
+// r cannot answer as leader any more. Without that, a hung leader (a
+// paused process, a partition) held every request for the whole attempt
+// timeout though a new leader was serving a second or two after it hung.
+func (s *sender) leaderAttempt(ctx context.Context, tab *tabletMeta, r *replica, f call) (*tspb.TabletError, error) {
+	after := s.c.cfg.LeaseProbeAfter
+	if after < 0 || len(tab.replicas) < 2 {
+		return s.attempt(ctx, r, f)
+	}
+	actx, cancel := attemptContext(ctx, s.c.cfg.AttemptTimeout+s.slack)
+	defer cancel()
+	p := &leaseProbe{}
+	timer := time.AfterFunc(after, func() { s.probeLease(ctx, tab, r, p, cancel) })
+	te, err := f(actx, r)
+	timer.Stop()
+	holder := p.end()
+	if err != nil {
+		if holder != nil {
+			err = fmt.Errorf("%w (node %d holds the lease now)", err, holder.node)
+		}
+		return nil, fmt.Errorf("%s (node %d): %w", r.addr, r.node, err)
+	}
+	return te, nil
+}
+
+// leaseProbe is the state of one attempt's lease probe.
+type leaseProbe struct {
+	mu     sync.Mutex
+	over   bool               // the attempt returned: probe no more
+	stop   context.CancelFunc // ends the probe's calls
+	holder *replica           // the replica found holding the lease
+}
+
+// begin registers the probe's cancel; false if the attempt is over.
+func (p *leaseProbe) begin(stop context.CancelFunc) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.over {
+		return false
+	}
+	p.stop = stop
+	return true
+}
+
+// found records holder; false if the attempt is over (it answered).
+func (p *leaseProbe) found(holder *replica) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.over {
+		return false
+	}
+	p.holder = holder
+	return true
+}
+
+// end stops the probe and returns the holder it found, if any.
+func (p *leaseProbe) end() *replica {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.over = true
+	if p.stop != nil {
+		p.stop()
+	}
+	return p.holder
+}
+
+// leaseProbeTimeout bounds one lease question: a replica that does not
+// answer it soon is as hung as the leader.
+const leaseProbeTimeout = 500 * time.Millisecond
+
+// probeLease asks tab's replicas other than slow, round after round, until
+// one holds the lease or the attempt at slow ends. Found, it becomes the
+// tablet's leader and giveUp ends the attempt.
+func (s *sender) probeLease(ctx context.Context, tab *tabletMeta, slow *replica, p *leaseProbe, giveUp context.CancelFunc) {
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if !p.begin(stop) {
+		return
+	}
+	var b backoff
+	for {
+		for i := range tab.replicas {
+			o := &tab.replicas[i]
+			if o.addr == slow.addr {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(pctx, leaseProbeTimeout)
+			resp, err := s.c.leaseAt(cctx, o.addr, &tspb.LeaseRequest{TabletId: tab.id, ClientTime: s.c.now()})
+			cancel()
+			if err != nil || resp.GetError() != nil {
+				continue
+			}
+			s.c.observe(resp.GetServerTime())
+			if p.found(o) {
+				tab.leader.Store(o)
+				s.c.leaseMoves.Add(1)
+				giveUp()
+			}
+			return
+		}
+		if !b.wait(pctx) {
+			return
+		}
+	}
 }
 
 // slowRequestRate is the rate, in bytes a second, at which a request's

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"github.com/shaledb/shaledb/internal/client"
@@ -261,6 +262,7 @@ func (s *Server) openTxnClient(rpcAddr string) {
 		cancel()
 		if err == nil {
 			s.node.SetClient(c)
+			s.registerClientMetrics(c)
 			s.startYSQL(c)
 			go func() {
 				<-s.ctx.Done()
@@ -273,6 +275,18 @@ func (s *Server) openTxnClient(rpcAddr string) {
 		case <-time.After(b):
 		}
 		b = min(2*b, 2*time.Second)
+	}
+}
+
+// registerClientMetrics exports the counters of the node's client (the
+// YSQL and YCQL gateways' and the tablets' resolver).
+func (s *Server) registerClientMetrics(c *client.Client) {
+	moves := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "shale_client_lease_moves_total",
+		Help: "Requests given up at an unanswering leader because another replica held the lease (client.Config.LeaseProbeAfter).",
+	}, func() float64 { return float64(c.Stats().LeaseMoves) })
+	if err := s.reg.Prometheus().Register(moves); err != nil {
+		s.log.Warn("client metrics", "err", err)
 	}
 }
 

@@ -135,6 +135,8 @@ func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataRe
 	case *pb.DataRequest_TxnStatus:
 		resp, _ := s.TxnStatus(ctx, r.TxnStatus)
 		out.Resp = &pb.DataResponse_TxnStatus{TxnStatus: resp}
+	case *pb.DataRequest_Lease:
+		out.Resp = &pb.DataResponse_Lease{Lease: s.lease(r.Lease)}
 	default:
 		// A request kind this node does not know: answer as the unary
 		// call of an unknown kind would, with an error the client sees.

@@ -259,6 +259,22 @@ func (s *service) read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRespon
 	return resp, err
 }
 
+// lease answers whether this replica holds the tablet's leader lease.
+func (s *service) lease(req *pb.LeaseRequest) *pb.LeaseResponse {
+	n := s.n
+	err := func() error {
+		tb, err := n.dataTablet(req.GetClientTime(), req.GetTabletId())
+		if err != nil {
+			return err
+		}
+		if g := tb.Group(); !g.HasLease() {
+			return &consensus.NotLeaderError{Group: g.ID(), Leader: g.Status().Leader}
+		}
+		return nil
+	}()
+	return &pb.LeaseResponse{Error: n.tabletErr(err), ServerTime: uint64(n.cfg.Clock.Now())}
+}
+
 func (s *service) Scan(ctx context.Context, req *pb.ScanRequest) (*pb.ScanResponse, error) {
 	n := s.n
 	resp := &pb.ScanResponse{}

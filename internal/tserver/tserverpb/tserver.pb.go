@@ -3296,6 +3296,7 @@ type DataRequest struct {
 	//	*DataRequest_TxnWrite
 	//	*DataRequest_TxnResolve
 	//	*DataRequest_TxnStatus
+	//	*DataRequest_Lease
 	Req isDataRequest_Req `protobuf_oneof:"req"`
 	// resolves: APPLY notifications of committed transactions (TxnResolve
 	// requests of kind APPLY) riding on this call, handled before it and
@@ -3419,6 +3420,15 @@ func (x *DataRequest) GetTxnStatus() *TxnStatusRequest {
 	return nil
 }
 
+func (x *DataRequest) GetLease() *LeaseRequest {
+	if x != nil {
+		if x, ok := x.Req.(*DataRequest_Lease); ok {
+			return x.Lease
+		}
+	}
+	return nil
+}
+
 func (x *DataRequest) GetResolves() []*TxnResolveRequest {
 	if x != nil {
 		return x.Resolves
@@ -3454,6 +3464,10 @@ type DataRequest_TxnStatus struct {
 	TxnStatus *TxnStatusRequest `protobuf:"bytes,9,opt,name=txn_status,json=txnStatus,proto3,oneof"`
 }
 
+type DataRequest_Lease struct {
+	Lease *LeaseRequest `protobuf:"bytes,11,opt,name=lease,proto3,oneof"`
+}
+
 func (*DataRequest_Read) isDataRequest_Req() {}
 
 func (*DataRequest_Write) isDataRequest_Req() {}
@@ -3465,6 +3479,8 @@ func (*DataRequest_TxnWrite) isDataRequest_Req() {}
 func (*DataRequest_TxnResolve) isDataRequest_Req() {}
 
 func (*DataRequest_TxnStatus) isDataRequest_Req() {}
+
+func (*DataRequest_Lease) isDataRequest_Req() {}
 
 // DataResponse answers the DataRequest with the same id.
 type DataResponse struct {
@@ -3478,6 +3494,7 @@ type DataResponse struct {
 	//	*DataResponse_TxnWrite
 	//	*DataResponse_TxnResolve
 	//	*DataResponse_TxnStatus
+	//	*DataResponse_Lease
 	Resp          isDataResponse_Resp `protobuf_oneof:"resp"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3581,6 +3598,15 @@ func (x *DataResponse) GetTxnStatus() *TxnStatusResponse {
 	return nil
 }
 
+func (x *DataResponse) GetLease() *LeaseResponse {
+	if x != nil {
+		if x, ok := x.Resp.(*DataResponse_Lease); ok {
+			return x.Lease
+		}
+	}
+	return nil
+}
+
 type isDataResponse_Resp interface {
 	isDataResponse_Resp()
 }
@@ -3609,6 +3635,10 @@ type DataResponse_TxnStatus struct {
 	TxnStatus *TxnStatusResponse `protobuf:"bytes,7,opt,name=txn_status,json=txnStatus,proto3,oneof"`
 }
 
+type DataResponse_Lease struct {
+	Lease *LeaseResponse `protobuf:"bytes,8,opt,name=lease,proto3,oneof"`
+}
+
 func (*DataResponse_Read) isDataResponse_Resp() {}
 
 func (*DataResponse_Write) isDataResponse_Resp() {}
@@ -3620,6 +3650,119 @@ func (*DataResponse_TxnWrite) isDataResponse_Resp() {}
 func (*DataResponse_TxnResolve) isDataResponse_Resp() {}
 
 func (*DataResponse_TxnStatus) isDataResponse_Resp() {}
+
+func (*DataResponse_Lease) isDataResponse_Resp() {}
+
+// LeaseRequest asks a replica whether it holds its tablet's leader lease.
+// A client whose attempt at the leader it knows goes unanswered asks the
+// other replicas: one that holds the lease now means the old leader lost
+// it (leases do not overlap), so the attempt is given up without waiting
+// out its timeout.
+type LeaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TabletId      uint64                 `protobuf:"varint,1,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	ClientTime    uint64                 `protobuf:"varint,2,opt,name=client_time,json=clientTime,proto3" json:"client_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRequest) Reset() {
+	*x = LeaseRequest{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRequest) ProtoMessage() {}
+
+func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
+func (*LeaseRequest) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *LeaseRequest) GetTabletId() uint64 {
+	if x != nil {
+		return x.TabletId
+	}
+	return 0
+}
+
+func (x *LeaseRequest) GetClientTime() uint64 {
+	if x != nil {
+		return x.ClientTime
+	}
+	return 0
+}
+
+// LeaseResponse: no error when the replica holds the lease; NOT_LEADER
+// with the leader it knows of otherwise.
+type LeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	ServerTime    uint64                 `protobuf:"varint,2,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseResponse) Reset() {
+	*x = LeaseResponse{}
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseResponse) ProtoMessage() {}
+
+func (x *LeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_tserver_tserverpb_tserver_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseResponse.ProtoReflect.Descriptor instead.
+func (*LeaseResponse) Descriptor() ([]byte, []int) {
+	return file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *LeaseResponse) GetError() *TabletError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *LeaseResponse) GetServerTime() uint64 {
+	if x != nil {
+		return x.ServerTime
+	}
+	return 0
+}
 
 var File_internal_tserver_tserverpb_tserver_proto protoreflect.FileDescriptor
 
@@ -3931,7 +4074,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\aLEARNER\x10\x02\x12\r\n" +
 	"\tCANDIDATE\x10\x03\"N\n" +
 	"\x13ListTabletsResponse\x127\n" +
-	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\x86\x04\n" +
+	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\xbd\x04\n" +
 	"\vDataRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
@@ -3944,10 +4087,11 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vtxn_resolve\x18\b \x01(\v2\".shaledb.tserver.TxnResolveRequestH\x00R\n" +
 	"txnResolve\x12B\n" +
 	"\n" +
-	"txn_status\x18\t \x01(\v2!.shaledb.tserver.TxnStatusRequestH\x00R\ttxnStatus\x12>\n" +
+	"txn_status\x18\t \x01(\v2!.shaledb.tserver.TxnStatusRequestH\x00R\ttxnStatus\x125\n" +
+	"\x05lease\x18\v \x01(\v2\x1d.shaledb.tserver.LeaseRequestH\x00R\x05lease\x12>\n" +
 	"\bresolves\x18\n" +
 	" \x03(\v2\".shaledb.tserver.TxnResolveRequestR\bresolvesB\x05\n" +
-	"\x03req\"\x97\x03\n" +
+	"\x03req\"\xcf\x03\n" +
 	"\fDataResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x123\n" +
 	"\x04read\x18\x02 \x01(\v2\x1d.shaledb.tserver.ReadResponseH\x00R\x04read\x126\n" +
@@ -3957,8 +4101,17 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vtxn_resolve\x18\x06 \x01(\v2#.shaledb.tserver.TxnResolveResponseH\x00R\n" +
 	"txnResolve\x12C\n" +
 	"\n" +
-	"txn_status\x18\a \x01(\v2\".shaledb.tserver.TxnStatusResponseH\x00R\ttxnStatusB\x06\n" +
-	"\x04resp*=\n" +
+	"txn_status\x18\a \x01(\v2\".shaledb.tserver.TxnStatusResponseH\x00R\ttxnStatus\x126\n" +
+	"\x05lease\x18\b \x01(\v2\x1e.shaledb.tserver.LeaseResponseH\x00R\x05leaseB\x06\n" +
+	"\x04resp\"L\n" +
+	"\fLeaseRequest\x12\x1b\n" +
+	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x1f\n" +
+	"\vclient_time\x18\x02 \x01(\x04R\n" +
+	"clientTime\"d\n" +
+	"\rLeaseResponse\x122\n" +
+	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12\x1f\n" +
+	"\vserver_time\x18\x02 \x01(\x04R\n" +
+	"serverTime*=\n" +
 	"\x0fReadConsistency\x12\n" +
 	"\n" +
 	"\x06LEADER\x10\x00\x12\x1e\n" +
@@ -4009,7 +4162,7 @@ func file_internal_tserver_tserverpb_tserver_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_tserver_tserverpb_tserver_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_internal_tserver_tserverpb_tserver_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_internal_tserver_tserverpb_tserver_proto_goTypes = []any{
 	(ReadConsistency)(0),           // 0: shaledb.tserver.ReadConsistency
 	(LockMode)(0),                  // 1: shaledb.tserver.LockMode
@@ -4060,7 +4213,9 @@ var file_internal_tserver_tserverpb_tserver_proto_goTypes = []any{
 	(*ListTabletsResponse)(nil),    // 46: shaledb.tserver.ListTabletsResponse
 	(*DataRequest)(nil),            // 47: shaledb.tserver.DataRequest
 	(*DataResponse)(nil),           // 48: shaledb.tserver.DataResponse
-	nil,                            // 49: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	(*LeaseRequest)(nil),           // 49: shaledb.tserver.LeaseRequest
+	(*LeaseResponse)(nil),          // 50: shaledb.tserver.LeaseResponse
+	nil,                            // 51: shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
 }
 var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	4,  // 0: shaledb.tserver.TabletError.code:type_name -> shaledb.tserver.TabletError.Code
@@ -4095,7 +4250,7 @@ var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	3,  // 29: shaledb.tserver.TxnStatusResponse.state:type_name -> shaledb.tserver.TxnState
 	11, // 30: shaledb.tserver.SafeTimeResponse.error:type_name -> shaledb.tserver.TabletError
 	13, // 31: shaledb.tserver.CreateTabletRequest.tablet:type_name -> shaledb.tserver.TabletDescriptor
-	49, // 32: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
+	51, // 32: shaledb.tserver.CreateTabletRequest.peer_addrs:type_name -> shaledb.tserver.CreateTabletRequest.PeerAddrsEntry
 	11, // 33: shaledb.tserver.CreateTabletResponse.error:type_name -> shaledb.tserver.TabletError
 	11, // 34: shaledb.tserver.DeleteTabletResponse.error:type_name -> shaledb.tserver.TabletError
 	9,  // 35: shaledb.tserver.ChangeReplicasRequest.op:type_name -> shaledb.tserver.ChangeReplicasRequest.Op
@@ -4113,46 +4268,49 @@ var file_internal_tserver_tserverpb_tserver_proto_depIdxs = []int32{
 	26, // 47: shaledb.tserver.DataRequest.txn_write:type_name -> shaledb.tserver.TxnWriteRequest
 	28, // 48: shaledb.tserver.DataRequest.txn_resolve:type_name -> shaledb.tserver.TxnResolveRequest
 	30, // 49: shaledb.tserver.DataRequest.txn_status:type_name -> shaledb.tserver.TxnStatusRequest
-	28, // 50: shaledb.tserver.DataRequest.resolves:type_name -> shaledb.tserver.TxnResolveRequest
-	21, // 51: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
-	18, // 52: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
-	25, // 53: shaledb.tserver.DataResponse.scan:type_name -> shaledb.tserver.ScanResponse
-	27, // 54: shaledb.tserver.DataResponse.txn_write:type_name -> shaledb.tserver.TxnWriteResponse
-	29, // 55: shaledb.tserver.DataResponse.txn_resolve:type_name -> shaledb.tserver.TxnResolveResponse
-	31, // 56: shaledb.tserver.DataResponse.txn_status:type_name -> shaledb.tserver.TxnStatusResponse
-	17, // 57: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
-	19, // 58: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
-	22, // 59: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
-	32, // 60: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
-	47, // 61: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
-	26, // 62: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
-	28, // 63: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
-	30, // 64: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
-	34, // 65: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
-	36, // 66: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
-	38, // 67: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
-	40, // 68: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
-	42, // 69: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
-	44, // 70: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
-	18, // 71: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
-	21, // 72: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
-	25, // 73: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
-	33, // 74: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
-	48, // 75: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
-	27, // 76: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
-	29, // 77: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
-	31, // 78: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
-	35, // 79: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
-	37, // 80: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
-	39, // 81: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
-	41, // 82: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
-	43, // 83: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
-	46, // 84: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
-	71, // [71:85] is the sub-list for method output_type
-	57, // [57:71] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	49, // 50: shaledb.tserver.DataRequest.lease:type_name -> shaledb.tserver.LeaseRequest
+	28, // 51: shaledb.tserver.DataRequest.resolves:type_name -> shaledb.tserver.TxnResolveRequest
+	21, // 52: shaledb.tserver.DataResponse.read:type_name -> shaledb.tserver.ReadResponse
+	18, // 53: shaledb.tserver.DataResponse.write:type_name -> shaledb.tserver.WriteResponse
+	25, // 54: shaledb.tserver.DataResponse.scan:type_name -> shaledb.tserver.ScanResponse
+	27, // 55: shaledb.tserver.DataResponse.txn_write:type_name -> shaledb.tserver.TxnWriteResponse
+	29, // 56: shaledb.tserver.DataResponse.txn_resolve:type_name -> shaledb.tserver.TxnResolveResponse
+	31, // 57: shaledb.tserver.DataResponse.txn_status:type_name -> shaledb.tserver.TxnStatusResponse
+	50, // 58: shaledb.tserver.DataResponse.lease:type_name -> shaledb.tserver.LeaseResponse
+	11, // 59: shaledb.tserver.LeaseResponse.error:type_name -> shaledb.tserver.TabletError
+	17, // 60: shaledb.tserver.TabletServer.Write:input_type -> shaledb.tserver.WriteRequest
+	19, // 61: shaledb.tserver.TabletServer.Read:input_type -> shaledb.tserver.ReadRequest
+	22, // 62: shaledb.tserver.TabletServer.Scan:input_type -> shaledb.tserver.ScanRequest
+	32, // 63: shaledb.tserver.TabletServer.SafeTime:input_type -> shaledb.tserver.SafeTimeRequest
+	47, // 64: shaledb.tserver.TabletServer.Data:input_type -> shaledb.tserver.DataRequest
+	26, // 65: shaledb.tserver.TabletServer.TxnWrite:input_type -> shaledb.tserver.TxnWriteRequest
+	28, // 66: shaledb.tserver.TabletServer.TxnResolve:input_type -> shaledb.tserver.TxnResolveRequest
+	30, // 67: shaledb.tserver.TabletServer.TxnStatus:input_type -> shaledb.tserver.TxnStatusRequest
+	34, // 68: shaledb.tserver.TabletServer.CreateTablet:input_type -> shaledb.tserver.CreateTabletRequest
+	36, // 69: shaledb.tserver.TabletServer.DeleteTablet:input_type -> shaledb.tserver.DeleteTabletRequest
+	38, // 70: shaledb.tserver.TabletServer.ChangeReplicas:input_type -> shaledb.tserver.ChangeReplicasRequest
+	40, // 71: shaledb.tserver.TabletServer.TransferLeader:input_type -> shaledb.tserver.TransferLeaderRequest
+	42, // 72: shaledb.tserver.TabletServer.SplitTablet:input_type -> shaledb.tserver.SplitTabletRequest
+	44, // 73: shaledb.tserver.TabletServer.ListTablets:input_type -> shaledb.tserver.ListTabletsRequest
+	18, // 74: shaledb.tserver.TabletServer.Write:output_type -> shaledb.tserver.WriteResponse
+	21, // 75: shaledb.tserver.TabletServer.Read:output_type -> shaledb.tserver.ReadResponse
+	25, // 76: shaledb.tserver.TabletServer.Scan:output_type -> shaledb.tserver.ScanResponse
+	33, // 77: shaledb.tserver.TabletServer.SafeTime:output_type -> shaledb.tserver.SafeTimeResponse
+	48, // 78: shaledb.tserver.TabletServer.Data:output_type -> shaledb.tserver.DataResponse
+	27, // 79: shaledb.tserver.TabletServer.TxnWrite:output_type -> shaledb.tserver.TxnWriteResponse
+	29, // 80: shaledb.tserver.TabletServer.TxnResolve:output_type -> shaledb.tserver.TxnResolveResponse
+	31, // 81: shaledb.tserver.TabletServer.TxnStatus:output_type -> shaledb.tserver.TxnStatusResponse
+	35, // 82: shaledb.tserver.TabletServer.CreateTablet:output_type -> shaledb.tserver.CreateTabletResponse
+	37, // 83: shaledb.tserver.TabletServer.DeleteTablet:output_type -> shaledb.tserver.DeleteTabletResponse
+	39, // 84: shaledb.tserver.TabletServer.ChangeReplicas:output_type -> shaledb.tserver.ChangeReplicasResponse
+	41, // 85: shaledb.tserver.TabletServer.TransferLeader:output_type -> shaledb.tserver.TransferLeaderResponse
+	43, // 86: shaledb.tserver.TabletServer.SplitTablet:output_type -> shaledb.tserver.SplitTabletResponse
+	46, // 87: shaledb.tserver.TabletServer.ListTablets:output_type -> shaledb.tserver.ListTabletsResponse
+	74, // [74:88] is the sub-list for method output_type
+	60, // [60:74] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_internal_tserver_tserverpb_tserver_proto_init() }
@@ -4167,6 +4325,7 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 		(*DataRequest_TxnWrite)(nil),
 		(*DataRequest_TxnResolve)(nil),
 		(*DataRequest_TxnStatus)(nil),
+		(*DataRequest_Lease)(nil),
 	}
 	file_internal_tserver_tserverpb_tserver_proto_msgTypes[37].OneofWrappers = []any{
 		(*DataResponse_Read)(nil),
@@ -4175,6 +4334,7 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 		(*DataResponse_TxnWrite)(nil),
 		(*DataResponse_TxnResolve)(nil),
 		(*DataResponse_TxnStatus)(nil),
+		(*DataResponse_Lease)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4182,7 +4342,7 @@ func file_internal_tserver_tserverpb_tserver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_tserver_tserverpb_tserver_proto_rawDesc), len(file_internal_tserver_tserverpb_tserver_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -281,6 +281,11 @@ func (p *leaseProbe) end() *replica {
 // answer it soon is as hung as the leader.
 const leaseProbeTimeout = 500 * time.Millisecond
 
+// leaseProbeInterval is the pause between rounds of lease questions: a new
+// leader is found this soon after it serves (the questions are cheap; a
+// backoff that doubled found it up to a second late).
+const leaseProbeInterval = 100 * time.Millisecond
+
 // probeLease asks tab's replicas other than slow, round after round, until
 // one holds the lease or the attempt at slow ends. Found, it becomes the
 // tablet's leader and giveUp ends the attempt.
@@ -290,7 +295,8 @@ func (s *sender) probeLease(ctx context.Context, tab *tabletMeta, slow *replica,
 	if !p.begin(stop) {
 		return
 	}
-	var b backoff
+	pause := time.NewTimer(leaseProbeInterval)
+	defer pause.Stop()
 	for {
 		for i := range tab.replicas {
 			o := &tab.replicas[i]
@@ -311,7 +317,10 @@ func (s *sender) probeLease(ctx context.Context, tab *tabletMeta, slow *replica,
 			}
 			return
 		}
-		if !b.wait(pctx) {
+		pause.Reset(leaseProbeInterval)
+		select {
+		case <-pause.C:
+		case <-pctx.Done():
 			return
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -275,6 +276,24 @@ func (c *Client) OpenTable(ctx context.Context, namespace, name string) (*Table,
 		return nil, err
 	}
 	return &Table{c: c, id: m.info.GetTableId(), name: tableName(namespace, name), info: m.info, schema: s}, nil
+}
+
+// OpenTableAs opens namespace.name as the table with id, which the
+// caller's catalog names so (0: any). A cached table of that name with another id
+// (dropped and created again through another client) is forgotten and the
+// name looked up again; if the master's table of that name is still not
+// id, the caller's catalog is the stale one: CodeTableNotFound.
+func (c *Client) OpenTableAs(ctx context.Context, namespace, name string, id uint32) (*Table, error) {
+	t, err := c.OpenTable(ctx, namespace, name)
+	if err != nil || t.id == id || id == 0 {
+		return t, err
+	}
+	c.cache.forgetName(namespace, name)
+	if t, err = c.OpenTable(ctx, namespace, name); err != nil || t.id == id {
+		return t, err
+	}
+	return nil, &Error{Code: CodeTableNotFound, Op: "open", Table: tableName(namespace, name),
+		Message: fmt.Sprintf("table id %d was dropped (the name is table %d now)", id, t.id)}
 }
 
 // ID is the table's id.

@@ -237,5 +237,5 @@ func (c *Cache) AlterTable(ctx context.Context, t, next *Table) error {
 
 // Open opens t's storage table through the client.
 func (c *Cache) Open(ctx context.Context, t *Table) (*client.Table, error) {
-	return c.cl.OpenTable(ctx, MasterNamespace(t.Database), MasterName(t.Schema, t.Name))
+	return c.cl.OpenTableAs(ctx, MasterNamespace(t.Database), MasterName(t.Schema, t.Name), t.MasterID)
 }

@@ -76,11 +76,11 @@ func (s *Session) openIndex(ctx context.Context, t *catalog.Table, ix *catalog.I
 	if tbl, ok := s.tables[ix.MasterID]; ok {
 		return tbl, nil
 	}
-	tbl, err := s.e.cfg.Client.OpenTable(ctx, catalog.MasterNamespace(t.Database), catalog.MasterName(t.Schema, ix.Name))
+	tbl, err := s.e.cfg.Client.OpenTableAs(ctx, catalog.MasterNamespace(t.Database), catalog.MasterName(t.Schema, ix.Name), ix.MasterID)
 	if err != nil {
 		if client.IsTableNotFound(err) {
 			s.e.cfg.Cache.Refresh()
-			return nil, pgerror.New(pgerror.CodeUndefinedTable, "index %q does not exist", ix.Name)
+			return nil, tableGone(err, "index %q does not exist", ix.Name)
 		}
 		return nil, err
 	}

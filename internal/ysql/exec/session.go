@@ -482,12 +482,21 @@ func (s *Session) openTable(ctx context.Context, t *catalog.Table) (*client.Tabl
 		var ce *client.Error
 		if errors.As(err, &ce) && ce.Code == client.CodeTableNotFound || client.IsCode(err, masterpb.MasterError_NOT_FOUND) {
 			s.e.cfg.Cache.Refresh()
-			return nil, pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", t.Name)
+			return nil, tableGone(err, "relation %q does not exist", t.Name)
 		}
 		return nil, err
 	}
 	s.tables[t.MasterID] = tbl
 	return tbl, nil
+}
+
+// tableGone is 42P01 for a storage table the master no longer has, keeping
+// the client's error as its cause: a statement run on a stale catalog
+// snapshot runs again on a fresh one (Session.run).
+func tableGone(err error, format string, args ...any) error {
+	e := pgerror.Wrap(pgerror.CodeUndefinedTable, err)
+	e.Message = fmt.Sprintf(format, args...)
+	return e
 }
 
 // isolation maps a PostgreSQL level name to the client's.

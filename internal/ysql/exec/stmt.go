@@ -378,14 +378,45 @@ func (s *Session) run(ctx context.Context, st *Statement, params []types.Datum, 
 	}
 	s.pin()
 	defer s.unpinStatement()
+	for again := true; ; again = false {
+		tag, rows, rest, err = s.runPlanned(ctx, st, params, stream)
+		if err == nil || !client.IsTableNotFound(err) {
+			break
+		}
+		// A table the statement's catalog snapshot names is gone at the
+		// master: dropped (and maybe created again) through another node,
+		// whose new catalog version this node's heartbeat has not brought
+		// yet. Its own statement wrote nothing (the table's tablets are
+		// gone): it runs once more on the current catalog. In a block the
+		// transaction may have used the old table: the client retries it.
+		s.e.cfg.Cache.Refresh()
+		if !again || s.inBlock || !s.aloneInBatch(ctx) {
+			err = pgerror.New(pgerror.CodeSerializationFailure, "the catalog snapshot used for this transaction has been invalidated: a table it reads or writes was dropped").
+				WithDetail("%v", err).WithHint("Run the transaction again.")
+			if s.inBlock {
+				s.failed = true
+			}
+			break
+		}
+	}
+	if err != nil {
+		return "", nil, nil, nil, internalTimeout(ctx, err)
+	}
+	return tag, st.cols, rows, rest, nil
+}
+
+// runPlanned runs a planned statement (planned again if the catalog
+// changed): on the single-row fast path when it can take it, else in a
+// transaction.
+func (s *Session) runPlanned(ctx context.Context, st *Statement, params []types.Datum, stream bool) (tag string, rows []plan.Row, rest *resultStream, err error) {
 	if snap, err := s.snapshot(ctx); err != nil {
-		return "", nil, nil, nil, err
+		return "", nil, nil, err
 	} else if snap.Version != st.version {
 		if err := st.replan(ctx); err != nil {
 			if s.inBlock {
 				s.failed = true
 			}
-			return "", nil, nil, nil, err
+			return "", nil, nil, err
 		}
 	}
 	fast := s.aloneInBatch(ctx) && (singleRowInsert(st.node) || s.singleRowChange(st.node))
@@ -403,10 +434,7 @@ func (s *Session) run(ctx context.Context, st *Statement, params []types.Datum, 
 		})
 		s.streamOK, rest, s.stream = false, s.stream, nil
 	}
-	if err != nil {
-		return "", nil, nil, nil, internalTimeout(ctx, err)
-	}
-	return tag, st.cols, rows, rest, nil
+	return tag, rows, rest, err
 }
 
 // statementContext bounds ctx by statement_timeout.

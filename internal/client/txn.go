@@ -230,8 +230,22 @@ func (tx *Txn) readLocked(read func() error) error {
 	if tx.opts.Isolation != ReadCommitted {
 		return read()
 	}
+	was := tx.lockedReads
 	tx.lockedReads = true
-	defer func() { tx.lockedReads = false }()
+	defer func() { tx.lockedReads = was }()
+	return read()
+}
+
+// ReadLatest runs reads that must see the newest committed data whatever
+// the isolation level (with the transaction's own writes over it), not
+// its snapshot: the search for rows referencing a key a statement deleted
+// or changed, after it locked that key, must find those committed since
+// the snapshot. Writes based on such reads still fail with a conflict
+// where the snapshot would have missed a change.
+func (tx *Txn) ReadLatest(read func() error) error {
+	was := tx.lockedReads
+	tx.lockedReads = true
+	defer func() { tx.lockedReads = was }()
 	return read()
 }
 

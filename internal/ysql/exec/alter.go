@@ -76,6 +76,7 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 	var newPK []keySpec
 	var addUnique []*indexRequest // ADD CONSTRAINT ... UNIQUE, built after the rest
 	var dropIndexes []string      // DROP CONSTRAINT of UNIQUE constraints
+	var validateFKs []string      // foreign keys added, to check the rows against
 	for _, cn := range at.GetCmds() {
 		cmd := cn.GetAlterTableCmd()
 		switch cmd.GetSubtype() {
@@ -113,6 +114,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 			}
 			if next.IsKey(i) {
 				return pgerror.Unsupported("dropping a primary key column")
+			}
+			if err := s.dropColumnReferences(ctx, snap, next, next.Columns[i].ID, cmd.GetBehavior() == pg.DropBehavior_DROP_CASCADE); err != nil {
+				return err
 			}
 			// As in PostgreSQL, indexes on the column go with it.
 			id := next.Columns[i].ID
@@ -194,15 +198,35 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 					return err
 				}
 				addUnique = append(addUnique, req)
+			case pg.ConstrType_CONSTR_FOREIGN:
+				fk, err := s.foreignKey(snap, next, fkRequest{c: c}, constraintNames(next))
+				if err != nil {
+					return err
+				}
+				next.ForeignKeys = append(next.ForeignKeys, *fk)
+				if !c.GetSkipValidation() {
+					validateFKs = append(validateFKs, fk.Name)
+				}
 			default:
 				return pgerror.Unsupported("this ALTER TABLE ADD CONSTRAINT")
 			}
 		case pg.AlterTableType_AT_DropConstraint:
 			if ix, ok := next.Index(cmd.GetName()); ok && ix.Constraint {
+				what := fmt.Sprintf("constraint %s on table %s", ix.Name, t.Name)
+				if err := s.dropIndexReferences(ctx, snap, t, ix, what, cmd.GetBehavior() == pg.DropBehavior_DROP_CASCADE); err != nil {
+					return err
+				}
 				dropIndexes = append(dropIndexes, ix.Name)
 				continue
 			}
 			found := false
+			for i, fk := range next.ForeignKeys {
+				if fk.Name == cmd.GetName() {
+					next.ForeignKeys = append(next.ForeignKeys[:i], next.ForeignKeys[i+1:]...)
+					found = true
+					break
+				}
+			}
 			for i, ck := range next.Checks {
 				if ck.Name == cmd.GetName() {
 					next.Checks = append(next.Checks[:i], next.Checks[i+1:]...)
@@ -255,6 +279,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		if err := s.backfill(ctx, t, backfill); err != nil {
 			return err
 		}
+	}
+	if err := s.validateForeignKeys(ctx, t, validateFKs); err != nil {
+		return err
 	}
 	for _, req := range addUnique {
 		cur, err := s.currentTable(ctx, t)

@@ -181,6 +181,20 @@ func (tx *Txn) ownOf(table uint32, rowKey []byte) []int {
 	return tx.own[ownKey{table, string(rowKey)}]
 }
 
+// Wrote reports whether the transaction has written the row (and kept the
+// write for reading back): it holds the row's lock until it ends, so a
+// lock taken now would add nothing.
+func (tx *Txn) Wrote(t *Table, key Row) (bool, error) {
+	if len(tx.own) == 0 {
+		return false, nil
+	}
+	rk, err := t.RowKey(key)
+	if err != nil {
+		return false, err
+	}
+	return tx.hasOwn(t.id, rk), nil
+}
+
 type savepoint struct {
 	name    string
 	writeID uint32

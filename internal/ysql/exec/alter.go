@@ -70,8 +70,8 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		}
 	}
 	next := cloneTable(t)
-	s.pendingSeqs = nil
-	defer func() { s.pendingSeqs = nil }()
+	s.pendingSeqs, s.pendingFKs = nil, nil
+	defer func() { s.pendingSeqs, s.pendingFKs = nil, nil }()
 	var backfill []int // new columns with a default to fill in
 	var newPK []keySpec
 	var addUnique []*indexRequest // ADD CONSTRAINT ... UNIQUE, built after the rest
@@ -240,6 +240,15 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		default:
 			return pgerror.Unsupported("ALTER TABLE " + strings.TrimPrefix(cmd.GetSubtype().String(), "AT_"))
 		}
+	}
+	// REFERENCES clauses of columns added.
+	for _, req := range s.pendingFKs {
+		fk, err := s.foreignKey(snap, next, req, constraintNames(next))
+		if err != nil {
+			return err
+		}
+		next.ForeignKeys = append(next.ForeignKeys, *fk)
+		validateFKs = append(validateFKs, fk.Name)
 	}
 	if newPK != nil {
 		if len(t.Indexes) > 0 || len(addUnique) > 0 {

@@ -416,8 +416,12 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 		col.NotNull = true
 	}
 	pk := false
+	var lastFK *pg.Constraint // the clause DEFERRABLE / INITIALLY apply to
 	for _, cn := range cd.GetConstraints() {
 		c := cn.GetConstraint()
+		if !isDeferrability(c.GetContype()) {
+			lastFK = nil
+		}
 		switch c.GetContype() {
 		case pg.ConstrType_CONSTR_NOTNULL:
 			col.NotNull = true
@@ -449,7 +453,15 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 			s.pendingUniques = append(s.pendingUniques, &indexRequest{name: c.GetConname(), cols: []idxCol{{name: col.Name}},
 				include: stringList(c.GetIncluding()), unique: true, constraint: true})
 		case pg.ConstrType_CONSTR_FOREIGN:
-			s.pendingFKs = append(s.pendingFKs, fkRequest{c: c, column: col.Name})
+			lastFK = proto.Clone(c).(*pg.Constraint)
+			s.pendingFKs = append(s.pendingFKs, fkRequest{c: lastFK, column: col.Name})
+		case pg.ConstrType_CONSTR_ATTR_DEFERRABLE, pg.ConstrType_CONSTR_ATTR_NOT_DEFERRABLE,
+			pg.ConstrType_CONSTR_ATTR_DEFERRED, pg.ConstrType_CONSTR_ATTR_IMMEDIATE:
+			// The grammar gives a column constraint's DEFERRABLE and
+			// INITIALLY clauses as constraints of their own after it.
+			if lastFK != nil {
+				setDeferrability(lastFK, c.GetContype())
+			}
 		case pg.ConstrType_CONSTR_IDENTITY:
 			q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: objectName(t.Name, col.Name, "seq"), OwnedBy: t.Name + "." + col.Name}
 			if err := seqOptions(q, c.GetOptions(), typ); err != nil {

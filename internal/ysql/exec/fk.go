@@ -42,6 +42,7 @@ type fkCheck struct {
 	fk            *catalog.ForeignKey
 	child, parent *catalog.Table
 	cols, refCols []int
+	deferred      bool // checked at COMMIT (fkdefer.go)
 	// pending are the keys (child's values) to check, distinct.
 	pending [][]types.Datum
 	seen    map[string]bool
@@ -54,7 +55,7 @@ type fkAction struct {
 	parent        *catalog.Table
 	cols, refCols []int
 	pending       []fkChange
-	stmts         map[string]*Statement // the internal statements, planned once
+	deferred      bool // NO ACTION checked at COMMIT (fkdefer.go)
 }
 
 // fkChange is a referenced key deleted (next nil) or changed.
@@ -86,12 +87,12 @@ func (r *runner) newFKWriter(t *catalog.Table) (*fkWriter, error) {
 		if !ok {
 			return nil, pgerror.New(pgerror.CodeUndefinedTable, "relation referenced by foreign key constraint %q does not exist", fk.Name)
 		}
-		w.checks = append(w.checks, &fkCheck{fk: fk, child: t, parent: parent,
+		w.checks = append(w.checks, &fkCheck{fk: fk, child: t, parent: parent, deferred: r.s.fkDeferredNow(fk),
 			cols: t.ColumnIndexes(fk.Columns), refCols: parent.ColumnIndexes(fk.RefColumns), seen: map[string]bool{}})
 	}
 	for _, ref := range refs {
 		w.actions = append(w.actions, &fkAction{ref: ref, parent: t, cols: ref.Child.ColumnIndexes(ref.FK.Columns),
-			refCols: t.ColumnIndexes(ref.FK.RefColumns), stmts: map[string]*Statement{}})
+			refCols: t.ColumnIndexes(ref.FK.RefColumns), deferred: r.s.fkDeferredNow(ref.FK)})
 	}
 	return w, nil
 }
@@ -161,8 +162,30 @@ func (r *runner) fkRowChange(tw *tableWriter, old, next plan.Row) error {
 				continue
 			}
 		}
+		if c.deferred {
+			if vals, ok := values(next, c.cols); ok {
+				key, err := storageRow(c.child, next, true)
+				if err != nil {
+					return err
+				}
+				r.s.deferChild(c, vals, key)
+			}
+			continue
+		}
 		c.add(next)
 		n += len(c.pending)
+	}
+	if n >= fkPending {
+		// Many child keys: check them now. The parents' actions wait for
+		// the statement's end (NO ACTION looks at its whole effect).
+		if err := r.flushWrites(tw); err != nil {
+			return err
+		}
+		for _, c := range w.checks {
+			if err := r.checkParents(c); err != nil {
+				return err
+			}
+		}
 	}
 	for _, a := range w.actions {
 		if old == nil {
@@ -180,10 +203,6 @@ func (r *runner) fkRowChange(tw *tableWriter, old, next plan.Row) error {
 			}
 		}
 		a.pending = append(a.pending, ch)
-		n += len(a.pending)
-	}
-	if n >= fkPending {
-		return r.flushTable(tw)
 	}
 	return nil
 }
@@ -280,8 +299,22 @@ func (r *runner) missingParents(c *fkCheck, keys [][]types.Datum) ([]types.Datum
 		}
 		rows, asked = append(rows, key), append(asked, vals)
 	}
-	if _, err := r.txn.Lock(r.ctx, tbl, rows, client.ForShare, client.WaitOnConflict); err != nil {
-		return nil, err
+	// Rows the transaction wrote are locked already (pgbench's history
+	// row references the account, teller and branch it just updated).
+	var lock []client.Row
+	for _, k := range rows {
+		wrote, err := r.txn.Wrote(tbl, k)
+		if err != nil {
+			return nil, err
+		}
+		if !wrote {
+			lock = append(lock, k)
+		}
+	}
+	if len(lock) > 0 {
+		if _, err := r.txn.Lock(r.ctx, tbl, lock, client.ForShare, client.WaitOnConflict); err != nil {
+			return nil, err
+		}
 	}
 	_, found, err := r.txn.GetLocked(r.ctx, tbl, rows)
 	if err != nil {
@@ -349,13 +382,115 @@ func (s *Session) formatKey(t *catalog.Table, cols []int, vals []types.Datum) st
 func (r *runner) referencingRows(a *fkAction) error {
 	pending := a.pending
 	a.pending = nil
+	// Without an index on the child's key column each key's statement
+	// would read the whole child: one statement reads it for many keys.
+	many := len(a.cols) == 1 && !fkIndexed(a.ref.Child, a.cols[0])
+	batches := map[string][]fkChange{}
+	var order []string
 	for _, ch := range pending {
 		action := a.ref.FK.OnDelete
 		if ch.next != nil {
 			action = a.ref.FK.OnUpdate
 		}
+		if action == catalog.FKNoAction && a.deferred {
+			r.s.deferParent(a, ch.old)
+			continue
+		}
+		if many && !(action == catalog.FKCascade && ch.next != nil) {
+			kind := actionKind(action)
+			if batches[kind] == nil {
+				order = append(order, kind)
+			}
+			batches[kind] = append(batches[kind], ch)
+			continue
+		}
 		if err := r.fkAct(a, action, ch); err != nil {
 			return err
+		}
+	}
+	for _, kind := range order {
+		for chs := batches[kind]; len(chs) > 0; {
+			n := min(len(chs), lockBatch)
+			if err := r.fkActMany(a, kind, chs[:n]); err != nil {
+				return err
+			}
+			chs = chs[n:]
+		}
+	}
+	return nil
+}
+
+// actionKind names the internal statement of an action that needs no new
+// key: "check" for NO ACTION and RESTRICT, else the action's letter.
+func actionKind(action string) string {
+	if action == catalog.FKNoAction || action == catalog.FKRestrict {
+		return "check"
+	}
+	return action
+}
+
+// fkIndexed reports whether rows of t with a value of column col are
+// found without reading all of t: col leads its primary key or a readable
+// full index (alone among the hash columns).
+func fkIndexed(t *catalog.Table, col int) bool {
+	if !t.RowID && t.Key[0].Column == col && t.HashKeyCount() <= 1 {
+		return true
+	}
+	id := t.Columns[col].ID
+	for i := range t.Indexes {
+		ix := &t.Indexes[i]
+		hashes := 0
+		for _, c := range ix.Columns {
+			if c.Hash {
+				hashes++
+			}
+		}
+		if ix.Readable() && ix.Predicate == "" && ix.Columns[0].ID == id && hashes <= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// fkActMany runs one action for many changed parent keys of a one-column
+// foreign key at once (WHERE col = ANY($1)).
+func (r *runner) fkActMany(a *fkAction, kind string, chs []fkChange) error {
+	var keys []types.Datum
+	var asked []fkChange
+	for _, ch := range chs {
+		if k, ok := a.childKey(ch.old); ok {
+			keys, asked = append(keys, k[0]), append(asked, ch)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	params := []types.Datum{types.DArray(keys)}
+	if kind != "check" {
+		if err := r.fkRead(a, kind+"-any", params, nil); err != nil {
+			return err
+		}
+		if kind != catalog.FKSetDefault {
+			return nil
+		}
+	}
+	// The keys still referenced (after SET DEFAULT: those the default is).
+	var referenced map[string]bool
+	if err := r.fkRead(a, "check-any", params, func(rows []plan.Row) {
+		referenced = map[string]bool{}
+		ts := []types.T{a.ref.Child.Columns[a.cols[0]].Type}
+		for _, row := range rows {
+			referenced[rowKey(row[:1], ts)] = true
+		}
+	}); err != nil {
+		return err
+	}
+	ts := []types.T{a.ref.Child.Columns[a.cols[0]].Type}
+	for i, ch := range asked {
+		if referenced[rowKey(keys[i:i+1], ts)] {
+			if err := r.stillReferenced(a, ch); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -364,13 +499,9 @@ func (r *runner) referencingRows(a *fkAction) error {
 // fkAct runs one action for one changed parent key.
 func (r *runner) fkAct(a *fkAction, action string, ch fkChange) error {
 	child := a.ref.Child
-	params := make([]types.Datum, 0, 2*len(a.cols))
-	for i, c := range a.cols {
-		d, err := types.Coerce(ch.old[i], a.parent.Columns[a.refCols[i]].Type, child.Columns[c].Type, types.CastExplicit)
-		if err != nil {
-			return nil // no child value can equal it
-		}
-		params = append(params, d)
+	params, ok := a.childKey(ch.old)
+	if !ok {
+		return nil // no child value can equal it
 	}
 	kind := action
 	if action == catalog.FKNoAction || action == catalog.FKRestrict {
@@ -385,20 +516,55 @@ func (r *runner) fkAct(a *fkAction, action string, ch fkChange) error {
 			params = append(params, d)
 		}
 	}
-	if err := r.runFKStatement(a, kind, params, ch); err != nil {
+	if err := r.runFKStatement(a, kind, params, &ch); err != nil {
 		return err
 	}
 	if kind == catalog.FKSetDefault {
 		// Rows whose default is the key just removed still reference it
 		// (PostgreSQL runs its NO ACTION check after SET DEFAULT).
-		return r.runFKStatement(a, "check", params[:len(a.cols)], ch)
+		return r.runFKStatement(a, "check", params[:len(a.cols)], &ch)
 	}
 	return nil
 }
 
+// parentKeyExists reports whether a row of parent has the key vals in
+// refCols (locking it FOR SHARE).
+func (r *runner) parentKeyExists(parent *catalog.Table, refCols []int, fk *catalog.ForeignKey, vals []types.Datum) (bool, error) {
+	// The parent looked up as if a child of itself held the key.
+	self := &fkCheck{fk: fk, child: parent, parent: parent, cols: refCols, refCols: refCols}
+	missing, err := r.missingParents(self, [][]types.Datum{vals})
+	return missing == nil && err == nil, err
+}
+
+// childKey is a parent key as the child's column values; ok is false when
+// a child column cannot hold it.
+func (a *fkAction) childKey(vals []types.Datum) (key []types.Datum, ok bool) {
+	child := a.ref.Child
+	key = make([]types.Datum, 0, 2*len(a.cols))
+	for i, c := range a.cols {
+		d, err := types.Coerce(vals[i], a.parent.Columns[a.refCols[i]].Type, child.Columns[c].Type, types.CastExplicit)
+		if err != nil {
+			return nil, false
+		}
+		key = append(key, d)
+	}
+	return key, true
+}
+
 // runFKStatement runs the internal statement of an action, reading the
-// newest data.
-func (r *runner) runFKStatement(a *fkAction, kind string, params []types.Datum, ch fkChange) error {
+// newest data; a check that finds a row fails for ch's key.
+func (r *runner) runFKStatement(a *fkAction, kind string, params []types.Datum, ch *fkChange) error {
+	var found bool
+	err := r.fkRead(a, kind, params, func(rows []plan.Row) { found = len(rows) > 0 })
+	if err != nil || !found {
+		return err
+	}
+	return r.stillReferenced(a, *ch)
+}
+
+// fkRead runs the internal statement kind of a (reading the newest
+// data), and hands a query's rows to got.
+func (r *runner) fkRead(a *fkAction, kind string, params []types.Datum, got func([]plan.Row)) error {
 	st, err := r.fkStatement(a, kind)
 	if err != nil {
 		return err
@@ -415,11 +581,23 @@ func (r *runner) runFKStatement(a *fkAction, kind string, params []types.Datum, 
 			return err
 		}
 		rows, err := sub.rows(st.node)
-		if err != nil || len(rows) == 0 {
+		if err == nil && got != nil {
+			got(rows)
+		}
+		return err
+	})
+}
+
+// stillReferenced is the error for a parent key removed while rows
+// reference it, unless NO ACTION finds a row with the key again (an
+// UPDATE shifting keys, a row deleted and inserted again).
+func (r *runner) stillReferenced(a *fkAction, ch fkChange) error {
+	if a.ref.FK.OnDelete == catalog.FKNoAction && ch.next == nil || a.ref.FK.OnUpdate == catalog.FKNoAction && ch.next != nil {
+		if again, err := r.parentKeyExists(a.parent, a.refCols, a.ref.FK, ch.old); err != nil || again {
 			return err
 		}
-		return r.s.fkStillReferenced(a, ch.old)
-	})
+	}
+	return r.s.fkStillReferenced(a, ch.old)
 }
 
 // fkStillReferenced is 23503 for a parent key deleted or changed while
@@ -431,21 +609,33 @@ func (s *Session) fkStillReferenced(a *fkAction, old []types.Datum) error {
 		Detail:  fmt.Sprintf("Key %s is still referenced from table %q.", s.formatKey(a.parent, a.refCols, old), child.Name)}
 }
 
-// fkStatement plans (once per statement) the internal statement of an
-// action on the child: its parameters are the old key, then for a
+// fkStatement plans (once per session and catalog version) the internal
+// statement of an action on the child: its parameters are the old key, then for a
 // cascaded update the new one.
 func (r *runner) fkStatement(a *fkAction, kind string) (*Statement, error) {
-	if st, ok := a.stmts[kind]; ok {
+	snap, err := r.s.snapshot(r.ctx)
+	if err != nil {
+		return nil, err
+	}
+	cacheKey := fmt.Sprintf("%d/%d/%s/%s", snap.Version, a.ref.Child.MasterID, a.ref.FK.Name, kind)
+	if st, ok := r.s.fkStmts[cacheKey]; ok {
 		return st, nil
 	}
 	child := a.ref.Child
 	var where, set []string
 	var oids []uint32
+	base, many := strings.CutSuffix(kind, "-any")
 	for i, c := range a.cols {
 		col := &child.Columns[c]
+		if many { // one column: WHERE col = ANY($1)
+			where = append(where, quoteIdent(col.Name)+" = ANY($1)")
+			oids = append(oids, types.ArrayOf(col.Type).OID)
+			continue
+		}
 		where = append(where, fmt.Sprintf("%s = $%d", quoteIdent(col.Name), i+1))
 		oids = append(oids, col.Type.OID)
 	}
+	kind = base
 	for i, c := range a.cols {
 		col := &child.Columns[c]
 		switch kind {
@@ -461,10 +651,12 @@ func (r *runner) fkStatement(a *fkAction, kind string) (*Statement, error) {
 	name := quoteIdent(child.Schema) + "." + quoteIdent(child.Name)
 	cond := strings.Join(where, " AND ")
 	var sql string
-	switch kind {
-	case "check":
+	switch {
+	case kind == "check" && many:
+		sql = "SELECT DISTINCT " + quoteIdent(child.Columns[a.cols[0]].Name) + " FROM " + name + " WHERE " + cond
+	case kind == "check":
 		sql = "SELECT 1 FROM " + name + " WHERE " + cond + " LIMIT 1"
-	case catalog.FKCascade:
+	case kind == catalog.FKCascade:
 		sql = "DELETE FROM " + name + " WHERE " + cond
 	default:
 		sql = "UPDATE " + name + " SET " + strings.Join(set, ", ") + " WHERE " + cond
@@ -473,6 +665,9 @@ func (r *runner) fkStatement(a *fkAction, kind string) (*Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.stmts[kind] = st
+	if r.s.fkStmts == nil || r.s.fkStmtsVersion != snap.Version {
+		r.s.fkStmts, r.s.fkStmtsVersion = map[string]*Statement{}, snap.Version
+	}
+	r.s.fkStmts[cacheKey] = st
 	return st, nil
 }

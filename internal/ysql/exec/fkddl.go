@@ -83,9 +83,6 @@ func (s *Session) foreignKey(snap *catalog.Snapshot, child *catalog.Table, req f
 	if fk.Deferred && !fk.Deferrable {
 		return nil, pgerror.New(pgerror.CodeSyntaxError, "constraint declared INITIALLY DEFERRED must be DEFERRABLE")
 	}
-	if fk.Deferred {
-		return nil, pgerror.Unsupported("INITIALLY DEFERRED foreign keys")
-	}
 	fk.RefTable = parent.MasterID
 	if parent == child && child.MasterID == 0 {
 		fk.RefTable = 0
@@ -289,4 +286,30 @@ func (s *Session) validateForeignKeys(ctx context.Context, t *catalog.Table, nam
 		return alterErr(uerr, cur)
 	}
 	return err
+}
+
+// isDeferrability reports whether a column constraint is a DEFERRABLE or
+// INITIALLY clause.
+func isDeferrability(t pg.ConstrType) bool {
+	switch t {
+	case pg.ConstrType_CONSTR_ATTR_DEFERRABLE, pg.ConstrType_CONSTR_ATTR_NOT_DEFERRABLE,
+		pg.ConstrType_CONSTR_ATTR_DEFERRED, pg.ConstrType_CONSTR_ATTR_IMMEDIATE:
+		return true
+	}
+	return false
+}
+
+// setDeferrability applies a column constraint's DEFERRABLE / INITIALLY
+// clause to its foreign key.
+func setDeferrability(c *pg.Constraint, attr pg.ConstrType) {
+	switch attr {
+	case pg.ConstrType_CONSTR_ATTR_DEFERRABLE:
+		c.Deferrable = true
+	case pg.ConstrType_CONSTR_ATTR_NOT_DEFERRABLE:
+		c.Deferrable = false
+	case pg.ConstrType_CONSTR_ATTR_DEFERRED:
+		c.Initdeferred = true
+	case pg.ConstrType_CONSTR_ATTR_IMMEDIATE:
+		c.Initdeferred = false
+	}
 }

@@ -94,6 +94,14 @@ func (s *Session) openIndex(ctx context.Context, t *catalog.Table, ix *catalog.I
 // flush sends every pending write of the table and its indexes, then
 // does the foreign-key work they need.
 func (r *runner) flushTable(tw *tableWriter) error {
+	if err := r.flushWrites(tw); err != nil {
+		return err
+	}
+	return r.fkFlush(tw)
+}
+
+// flushWrites sends every pending write of the table and its indexes.
+func (r *runner) flushWrites(tw *tableWriter) error {
 	if err := r.flush(&tw.base); err != nil {
 		return err
 	}
@@ -102,7 +110,7 @@ func (r *runner) flushTable(tw *tableWriter) error {
 			return err
 		}
 	}
-	return r.fkFlush(tw)
+	return nil
 }
 
 func (r *runner) flushIndex(tw *tableWriter, w *indexWriter) error {

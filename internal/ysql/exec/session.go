@@ -319,6 +319,12 @@ type Session struct {
 	pendingUniques []*indexRequest
 	// pendingFKs: the FOREIGN KEY constraints of the CREATE TABLE being run.
 	pendingFKs []fkRequest
+	// deferred: the block's foreign-key checks put off to COMMIT.
+	deferred *fkDeferred
+	// fkStmts: the internal statements of foreign-key actions, by catalog
+	// version (fkStmtsVersion), child, constraint and kind.
+	fkStmts        map[string]*Statement
+	fkStmtsVersion uint64
 }
 
 // derivedSettings is what statements read of the settings, as of

@@ -241,9 +241,9 @@ func (s *Session) fixSelfReferences(ctx context.Context, t *catalog.Table) error
 	return alterErr(s.e.cfg.Cache.AlterTable(ctx, cur, next), cur)
 }
 
-// validateForeignKeys checks the rows of t against the foreign keys just
-// added to it (names): each row's key must have a parent row, else 23503
-// and the keys are taken out again. Writers check every row from the
+// validateForeignKeys checks the rows of t (as it was before the ALTER)
+// against the foreign keys just added to it (names): each row's key must
+// have a parent row, else 23503 and the keys are taken out again. Writers check every row from the
 // catalog version that added them on; the rows before are read after.
 func (s *Session) validateForeignKeys(ctx context.Context, t *catalog.Table, names []string) error {
 	if len(names) == 0 {
@@ -280,8 +280,11 @@ func (s *Session) validateForeignKeys(ctx context.Context, t *catalog.Table, nam
 	if pgerror.Code(err) != pgerror.CodeForeignKeyViolation {
 		return err
 	}
+	// Out again: the keys, and the columns the ALTER added (whose
+	// REFERENCES failed), as PostgreSQL's rolled back ALTER leaves none.
 	undo := cloneTable(cur)
 	undo.ForeignKeys = slices.DeleteFunc(undo.ForeignKeys, func(fk catalog.ForeignKey) bool { return slices.Contains(names, fk.Name) })
+	undo.Columns = slices.DeleteFunc(undo.Columns, func(c catalog.Column) bool { return t.ColumnByID(c.ID) < 0 })
 	if uerr := s.e.cfg.Cache.AlterTable(context.WithoutCancel(ctx), cur, undo); uerr != nil {
 		return alterErr(uerr, cur)
 	}

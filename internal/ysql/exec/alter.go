@@ -545,6 +545,10 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 		for k := range next.Indexes {
 			next.Indexes[k].Predicate = re.ReplaceAllString(next.Indexes[k].Predicate, rs.GetNewname())
 		}
+	case pg.ObjectType_OBJECT_TABCONSTRAINT:
+		if err := renameConstraint(next, rs.GetSubname(), rs.GetNewname()); err != nil {
+			return "", err
+		}
 	default:
 		return "", pgerror.Unsupported("this RENAME")
 	}

@@ -316,3 +316,28 @@ func setDeferrability(c *pg.Constraint, attr pg.ConstrType) {
 		c.Initdeferred = false
 	}
 }
+
+// renameConstraint is ALTER TABLE ... RENAME CONSTRAINT of a foreign key
+// or CHECK constraint of t (the others are indexes, renamed with them).
+func renameConstraint(t *catalog.Table, old, name string) error {
+	var target *string
+	if fk, ok := t.ForeignKey(old); ok {
+		target = &fk.Name
+	}
+	for i := range t.Checks {
+		if t.Checks[i].Name == old {
+			target = &t.Checks[i].Name
+		}
+	}
+	if target == nil {
+		if _, ok := t.Index(old); ok || !t.RowID && t.PKName == old {
+			return pgerror.Unsupported("renaming a PRIMARY KEY or UNIQUE constraint")
+		}
+		return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q for table %q does not exist", old, t.Name)
+	}
+	if constraintNames(t)[name] {
+		return pgerror.New(pgerror.CodeDuplicateObject, "constraint %q for relation %q already exists", name, t.Name)
+	}
+	*target = name
+	return nil
+}

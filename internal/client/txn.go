@@ -181,6 +181,20 @@ func (tx *Txn) ownOf(table uint32, rowKey []byte) []int {
 	return tx.own[ownKey{table, string(rowKey)}]
 }
 
+// Wrote reports whether the transaction has written the row (and kept the
+// write for reading back): it holds the row's lock until it ends, so a
+// lock taken now would add nothing.
+func (tx *Txn) Wrote(t *Table, key Row) (bool, error) {
+	if len(tx.own) == 0 {
+		return false, nil
+	}
+	rk, err := t.RowKey(key)
+	if err != nil {
+		return false, err
+	}
+	return tx.hasOwn(t.id, rk), nil
+}
+
 type savepoint struct {
 	name    string
 	writeID uint32
@@ -230,8 +244,22 @@ func (tx *Txn) readLocked(read func() error) error {
 	if tx.opts.Isolation != ReadCommitted {
 		return read()
 	}
+	was := tx.lockedReads
 	tx.lockedReads = true
-	defer func() { tx.lockedReads = false }()
+	defer func() { tx.lockedReads = was }()
+	return read()
+}
+
+// ReadLatest runs reads that must see the newest committed data whatever
+// the isolation level (with the transaction's own writes over it), not
+// its snapshot: the search for rows referencing a key a statement deleted
+// or changed, after it locked that key, must find those committed since
+// the snapshot. Writes based on such reads still fail with a conflict
+// where the snapshot would have missed a change.
+func (tx *Txn) ReadLatest(read func() error) error {
+	was := tx.lockedReads
+	tx.lockedReads = true
+	defer func() { tx.lockedReads = was }()
 	return read()
 }
 

@@ -30,6 +30,8 @@ type Snapshot struct {
 	// Views by database, then "schema.name"; ViewByOID by pg_class oid.
 	Views     map[string]map[string]*View
 	ViewByOID map[uint32]*View
+	// referencing: the foreign keys referencing a table, by its MasterID.
+	referencing map[uint32][]FKRef
 }
 
 // View returns schema.name in db.
@@ -226,5 +228,6 @@ func build(version uint64, objs map[string][]byte, tables []*masterpb.TableInfo)
 			s.IndexByOID[t.Indexes[i].OID()] = ref
 		}
 	}
+	s.indexReferences()
 	return s, nil
 }

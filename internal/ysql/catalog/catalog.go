@@ -84,6 +84,8 @@ type Table struct {
 	PKName string `json:"pk_name,omitempty"`
 	// Indexes are the table's secondary indexes (index.go).
 	Indexes []Index `json:"indexes,omitempty"`
+	// ForeignKeys are the table's FOREIGN KEY constraints (foreignkey.go).
+	ForeignKeys []ForeignKey `json:"foreign_keys,omitempty"`
 	// IndexOf, in the metadata of an index's own storage table, names
 	// (schema.table) the table it was created for; such tables are not
 	// tables of the snapshot.

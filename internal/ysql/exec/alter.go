@@ -70,12 +70,13 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		}
 	}
 	next := cloneTable(t)
-	s.pendingSeqs = nil
-	defer func() { s.pendingSeqs = nil }()
+	s.pendingSeqs, s.pendingFKs = nil, nil
+	defer func() { s.pendingSeqs, s.pendingFKs = nil, nil }()
 	var backfill []int // new columns with a default to fill in
 	var newPK []keySpec
 	var addUnique []*indexRequest // ADD CONSTRAINT ... UNIQUE, built after the rest
 	var dropIndexes []string      // DROP CONSTRAINT of UNIQUE constraints
+	var validateFKs []string      // foreign keys added, to check the rows against
 	for _, cn := range at.GetCmds() {
 		cmd := cn.GetAlterTableCmd()
 		switch cmd.GetSubtype() {
@@ -113,6 +114,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 			}
 			if next.IsKey(i) {
 				return pgerror.Unsupported("dropping a primary key column")
+			}
+			if err := s.dropColumnReferences(ctx, snap, next, next.Columns[i].ID, cmd.GetBehavior() == pg.DropBehavior_DROP_CASCADE); err != nil {
+				return err
 			}
 			// As in PostgreSQL, indexes on the column go with it.
 			id := next.Columns[i].ID
@@ -194,15 +198,35 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 					return err
 				}
 				addUnique = append(addUnique, req)
+			case pg.ConstrType_CONSTR_FOREIGN:
+				fk, err := s.foreignKey(snap, next, fkRequest{c: c}, constraintNames(next))
+				if err != nil {
+					return err
+				}
+				next.ForeignKeys = append(next.ForeignKeys, *fk)
+				if !c.GetSkipValidation() {
+					validateFKs = append(validateFKs, fk.Name)
+				}
 			default:
 				return pgerror.Unsupported("this ALTER TABLE ADD CONSTRAINT")
 			}
 		case pg.AlterTableType_AT_DropConstraint:
 			if ix, ok := next.Index(cmd.GetName()); ok && ix.Constraint {
+				what := fmt.Sprintf("constraint %s on table %s", ix.Name, t.Name)
+				if err := s.dropIndexReferences(ctx, snap, t, ix, what, cmd.GetBehavior() == pg.DropBehavior_DROP_CASCADE); err != nil {
+					return err
+				}
 				dropIndexes = append(dropIndexes, ix.Name)
 				continue
 			}
 			found := false
+			for i, fk := range next.ForeignKeys {
+				if fk.Name == cmd.GetName() {
+					next.ForeignKeys = append(next.ForeignKeys[:i], next.ForeignKeys[i+1:]...)
+					found = true
+					break
+				}
+			}
 			for i, ck := range next.Checks {
 				if ck.Name == cmd.GetName() {
 					next.Checks = append(next.Checks[:i], next.Checks[i+1:]...)
@@ -216,6 +240,15 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		default:
 			return pgerror.Unsupported("ALTER TABLE " + strings.TrimPrefix(cmd.GetSubtype().String(), "AT_"))
 		}
+	}
+	// REFERENCES clauses of columns added.
+	for _, req := range s.pendingFKs {
+		fk, err := s.foreignKey(snap, next, req, constraintNames(next))
+		if err != nil {
+			return err
+		}
+		next.ForeignKeys = append(next.ForeignKeys, *fk)
+		validateFKs = append(validateFKs, fk.Name)
 	}
 	if newPK != nil {
 		if len(t.Indexes) > 0 || len(addUnique) > 0 {
@@ -255,6 +288,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		if err := s.backfill(ctx, t, backfill); err != nil {
 			return err
 		}
+	}
+	if err := s.validateForeignKeys(ctx, t, validateFKs); err != nil {
+		return err
 	}
 	for _, req := range addUnique {
 		cur, err := s.currentTable(ctx, t)
@@ -508,6 +544,10 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 		}
 		for k := range next.Indexes {
 			next.Indexes[k].Predicate = re.ReplaceAllString(next.Indexes[k].Predicate, rs.GetNewname())
+		}
+	case pg.ObjectType_OBJECT_TABCONSTRAINT:
+		if err := renameConstraint(next, rs.GetSubname(), rs.GetNewname()); err != nil {
+			return "", err
 		}
 	default:
 		return "", pgerror.Unsupported("this RENAME")

@@ -135,9 +135,40 @@ func (s *Session) pgGetSerialSequence(table, column string) (types.Datum, error)
 // as the master knows them (what YugabyteDB's smart drivers read to
 // balance connections).
 func (s *Session) sessionSRF(name string) (plan.SRF, bool) {
-	if name != "yb_servers" {
-		return plan.SRF{}, false
+	switch name {
+	case "pg_partition_ancestors":
+		return s.partitionAncestors(), true
+	case "yb_servers":
+		return s.ybServers(), true
 	}
+	return plan.SRF{}, false
+}
+
+// partitionAncestors is pg_partition_ancestors(regclass): without
+// partitioning, the relation alone (psql's \d asks it for "Referenced by").
+func (s *Session) partitionAncestors() plan.SRF {
+	regclass := types.T{OID: types.OIDRegclass, Mod: -1}
+	return plan.SRF{
+		Cols: func(args []types.T) ([]plan.Column, bool) {
+			return []plan.Column{{Name: "relid", T: regclass}}, len(args) == 1
+		},
+		Rows: func(args []types.T, vals []types.Datum) ([]plan.Row, error) {
+			d := vals[0]
+			if d.Null {
+				return nil, nil
+			}
+			if args[0].Family() == types.FamString || args[0].OID == types.OIDUnknown {
+				var err error
+				if d, err = s.RegIn(regclass, d.S); err != nil {
+					return nil, err
+				}
+			}
+			return []plan.Row{{d}}, nil
+		}}
+}
+
+// ybServers is yb_servers(): the nodes serving YSQL.
+func (s *Session) ybServers() plan.SRF {
 	t := func(oid uint32) types.T { return types.T{OID: oid, Mod: -1} }
 	cols := []plan.Column{{Name: "host", T: t(types.OIDText)}, {Name: "port", T: t(types.OIDInt8)},
 		{Name: "num_connections", T: t(types.OIDInt4)}, {Name: "node_type", T: t(types.OIDText)},
@@ -162,5 +193,5 @@ func (s *Session) sessionSRF(name string) (plan.SRF, bool) {
 					types.DString(sv.PublicIP), types.DString(sv.UUID)})
 			}
 			return out, nil
-		}}, true
+		}}
 }

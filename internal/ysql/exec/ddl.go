@@ -116,8 +116,8 @@ type keySpec struct {
 }
 
 func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOptions) error {
-	s.pendingSeqs, s.pendingUniques = nil, nil
-	defer func() { s.pendingSeqs, s.pendingUniques = nil, nil }()
+	s.pendingSeqs, s.pendingUniques, s.pendingFKs = nil, nil, nil
+	defer func() { s.pendingSeqs, s.pendingUniques, s.pendingFKs = nil, nil, nil }()
 	if len(cs.GetInhRelations()) > 0 || cs.GetPartspec() != nil || cs.GetPartbound() != nil || cs.GetOfTypename() != nil {
 		return pgerror.Unsupported("inheritance and partitioned tables")
 	}
@@ -196,7 +196,7 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 			}
 			s.pendingUniques = append(s.pendingUniques, req)
 		case pg.ConstrType_CONSTR_FOREIGN:
-			return pgerror.Unsupported("FOREIGN KEY constraints")
+			s.pendingFKs = append(s.pendingFKs, fkRequest{c: c})
 		default:
 			return pgerror.Unsupported("this table constraint")
 		}
@@ -286,6 +286,15 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 		created = append(created, ix)
 		t.Indexes = append(t.Indexes, *ix)
 	}
+	taken := constraintNames(t)
+	for _, req := range s.pendingFKs {
+		fk, err := s.foreignKey(snap, t, req, taken)
+		if err != nil {
+			dropCreated()
+			return err
+		}
+		t.ForeignKeys = append(t.ForeignKeys, *fk)
+	}
 	err = s.e.cfg.Cache.CreateTable(ctx, t, part, false)
 	if err != nil {
 		dropCreated()
@@ -305,6 +314,10 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 			_ = s.e.cfg.Cache.DropTable(ctx, t)
 			return err
 		}
+	}
+	if err := s.fixSelfReferences(ctx, t); err != nil {
+		_ = s.e.cfg.Cache.DropTable(context.WithoutCancel(ctx), t)
+		return err
 	}
 	return nil
 }
@@ -403,8 +416,12 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 		col.NotNull = true
 	}
 	pk := false
+	var lastFK *pg.Constraint // the clause DEFERRABLE / INITIALLY apply to
 	for _, cn := range cd.GetConstraints() {
 		c := cn.GetConstraint()
+		if !isDeferrability(c.GetContype()) {
+			lastFK = nil
+		}
 		switch c.GetContype() {
 		case pg.ConstrType_CONSTR_NOTNULL:
 			col.NotNull = true
@@ -436,7 +453,15 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 			s.pendingUniques = append(s.pendingUniques, &indexRequest{name: c.GetConname(), cols: []idxCol{{name: col.Name}},
 				include: stringList(c.GetIncluding()), unique: true, constraint: true})
 		case pg.ConstrType_CONSTR_FOREIGN:
-			return nil, false, pgerror.Unsupported("FOREIGN KEY constraints")
+			lastFK = proto.Clone(c).(*pg.Constraint)
+			s.pendingFKs = append(s.pendingFKs, fkRequest{c: lastFK, column: col.Name})
+		case pg.ConstrType_CONSTR_ATTR_DEFERRABLE, pg.ConstrType_CONSTR_ATTR_NOT_DEFERRABLE,
+			pg.ConstrType_CONSTR_ATTR_DEFERRED, pg.ConstrType_CONSTR_ATTR_IMMEDIATE:
+			// The grammar gives a column constraint's DEFERRABLE and
+			// INITIALLY clauses as constraints of their own after it.
+			if lastFK != nil {
+				setDeferrability(lastFK, c.GetContype())
+			}
 		case pg.ConstrType_CONSTR_IDENTITY:
 			q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: objectName(t.Name, col.Name, "seq"), OwnedBy: t.Name + "." + col.Name}
 			if err := seqOptions(q, c.GetOptions(), typ); err != nil {
@@ -597,6 +622,9 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if err := s.dropReferences(ctx, snap, tables, ds.GetBehavior() == pg.DropBehavior_DROP_CASCADE); err != nil {
+			return "", err
+		}
 		if err := s.e.cfg.Cache.DropViews(ctx, views); err != nil {
 			return "", err
 		}
@@ -651,9 +679,13 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 				return "", pgerror.New(pgerror.CodeDependentObjectsStillExist, "cannot drop schema %s because other objects depend on it", name).
 					WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
 			}
-			// Views elsewhere that read what goes go too.
+			// Views elsewhere that read what goes go too, and foreign keys
+			// elsewhere that reference it.
 			views, err := s.withDependents(snap, views, inside, true)
 			if err != nil {
+				return "", err
+			}
+			if err := s.dropReferences(ctx, snap, inside, true); err != nil {
 				return "", err
 			}
 			if err := s.e.cfg.Cache.DropViews(ctx, views); err != nil {
@@ -687,6 +719,12 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 					WithHint("You can drop constraint %s on table %s instead.", ref.Index.Name, ref.Table.Name)
 			}
 			refs = append(refs, ref)
+		}
+		for _, ref := range refs {
+			what := "index " + ref.Index.Name
+			if err := s.dropIndexReferences(ctx, snap, ref.Table, ref.Index, what, ds.GetBehavior() == pg.DropBehavior_DROP_CASCADE); err != nil {
+				return "", err
+			}
 		}
 		for _, ref := range refs {
 			if err := s.dropIndex(ctx, ref); err != nil {
@@ -743,9 +781,20 @@ func (s *Session) truncate(ctx context.Context, ts *pg.TruncateStmt) error {
 		}
 		tables = append(tables, t)
 	}
+	tables, err = s.truncateReferences(snap, tables, ts.GetBehavior() == pg.DropBehavior_DROP_CASCADE)
+	if err != nil {
+		return err
+	}
+	moved := map[uint32]string{}
 	for _, t := range tables {
 		if err := s.recreate(ctx, t, t); err != nil {
 			return err
+		}
+		moved[t.MasterID] = t.QualifiedName()
+	}
+	for _, t := range tables {
+		if len(snap.ReferencedBy(t)) > 0 {
+			return s.repointForeignKeys(ctx, moved)
 		}
 	}
 	return nil
@@ -757,13 +806,23 @@ func (s *Session) truncateInTxn(ctx context.Context, tx *client.Txn, ts *pg.Trun
 	if err != nil {
 		return err
 	}
+	var tables []*catalog.Table
 	for _, r := range ts.GetRelations() {
 		rv := r.GetRangeVar()
 		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
 		if !ok {
 			return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
 		}
-		run := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
+		tables = append(tables, t)
+	}
+	tables, err = s.truncateReferences(snap, tables, ts.GetBehavior() == pg.DropBehavior_DROP_CASCADE)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		// Every table on either side of a foreign key goes: nothing to
+		// check or cascade.
+		run := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil), skipFKs: true}
 		if _, _, err := run.delete(&plan.Delete{Table: t, Source: plan.NewScan(t)}); err != nil {
 			return err
 		}

@@ -76,19 +76,22 @@ func (r *runner) checkRow(t *catalog.Table, row plan.Row, checks []plan.Expr) er
 }
 
 func uniqueViolation(t *catalog.Table, s *Session, row plan.Row) error {
-	var names, vals string
+	cols := make([]int, len(t.Key))
 	for i, k := range t.Key {
-		if i > 0 {
-			names += ", "
-			vals += ", "
-		}
-		c := &t.Columns[k.Column]
-		names += c.Name
-		vals += s.formatDatum(row[k.Column], c.Type)
+		cols[i] = k.Column
 	}
 	return &pgerror.Error{Code: pgerror.CodeUniqueViolation, Table: t.Name, Constraint: t.PKName,
 		Message: fmt.Sprintf("duplicate key value violates unique constraint %q", t.PKName),
-		Detail:  fmt.Sprintf("Key (%s)=(%s) already exists.", names, vals)}
+		Detail:  fmt.Sprintf("Key %s already exists.", s.formatKey(t, cols, pick(row, cols)))}
+}
+
+// pick is the values of row's columns cols.
+func pick(row plan.Row, cols []int) []types.Datum {
+	out := make([]types.Datum, len(cols))
+	for i, c := range cols {
+		out[i] = row[c]
+	}
+	return out
 }
 
 // insert runs an INSERT; it returns the number of rows and the RETURNING
@@ -247,8 +250,8 @@ func (r *runner) upsertAtTablet(ins *plan.Insert) (int64, error) {
 // An INSERT ... SELECT of millions of rows then holds a batch of them, not
 // every one.
 func (r *runner) blindWrites(tw *tableWriter, reads bool) {
-	if !r.s.ownStatement || r.txn == nil || reads {
-		return
+	if !r.s.ownStatement || r.txn == nil || reads || tw.fk != nil {
+		return // foreign-key work reads the statement's writes
 	}
 	for _, w := range tw.idx {
 		if w.ix.Unique {
@@ -849,6 +852,17 @@ func (r *runner) updateAtTablet(u *plan.Update) (n int64, ok bool, err error) {
 		return 0, false, nil
 	}
 	adds, ok := plan.TabletAdds(u)
+	if ok {
+		cols := make([]int, len(adds))
+		for i, a := range adds {
+			cols[i] = a.Column
+		}
+		snap, err := r.s.snapshot(r.ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		ok = !fkColumnsWritten(snap, u.Table, cols) // checked the row's way
+	}
 	if !ok || !r.s.pushdownEnabled() {
 		if r.txn == nil && plan.TabletSets(u) {
 			return r.setAtTablet(u)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/docdb"
@@ -36,6 +35,7 @@ type tableWriter struct {
 	t    *catalog.Table
 	base writeBatch
 	idx  []*indexWriter
+	fk   *fkWriter // nil: no foreign key has t on either side
 }
 
 // newTableWriter opens t and its indexes for writing.
@@ -45,6 +45,9 @@ func (r *runner) newTableWriter(t *catalog.Table) (*tableWriter, error) {
 		return nil, err
 	}
 	tw := &tableWriter{t: t, base: writeBatch{tbl: tbl}}
+	if tw.fk, err = r.newFKWriter(t); err != nil {
+		return nil, err
+	}
 	for i := range t.Indexes {
 		ix := &t.Indexes[i]
 		itbl, err := r.s.openIndex(r.ctx, t, ix)
@@ -88,8 +91,17 @@ func (s *Session) openIndex(ctx context.Context, t *catalog.Table, ix *catalog.I
 	return tbl, nil
 }
 
-// flush sends every pending write of the table and its indexes.
+// flush sends every pending write of the table and its indexes, then
+// does the foreign-key work they need.
 func (r *runner) flushTable(tw *tableWriter) error {
+	if err := r.flushWrites(tw); err != nil {
+		return err
+	}
+	return r.fkFlush(tw)
+}
+
+// flushWrites sends every pending write of the table and its indexes.
+func (r *runner) flushWrites(tw *tableWriter) error {
 	if err := r.flush(&tw.base); err != nil {
 		return err
 	}
@@ -266,6 +278,9 @@ func (r *runner) indexWrites(tw *tableWriter, old, next plan.Row) error {
 			}
 		}
 	}
+	if tw.fk != nil {
+		return r.fkRowChange(tw, old, next)
+	}
 	return nil
 }
 
@@ -283,15 +298,13 @@ func sameIndexKey(w *indexWriter, a, b client.Row) (bool, error) {
 
 // indexViolation is 23505 for a row colliding in a unique index.
 func (s *Session) indexViolation(t *catalog.Table, ix *catalog.Index, row plan.Row) *pgerror.Error {
-	var names, vals []string
-	for _, c := range ix.Columns {
-		i := t.ColumnByID(c.ID)
-		names = append(names, t.Columns[i].Name)
-		vals = append(vals, s.formatDatum(row[i], t.Columns[i].Type))
+	cols := make([]int, len(ix.Columns))
+	for i, c := range ix.Columns {
+		cols[i] = t.ColumnByID(c.ID)
 	}
 	return &pgerror.Error{Code: pgerror.CodeUniqueViolation, Table: t.Name, Constraint: ix.Name,
 		Message: fmt.Sprintf("duplicate key value violates unique constraint %q", ix.Name),
-		Detail:  fmt.Sprintf("Key (%s)=(%s) already exists.", strings.Join(names, ", "), strings.Join(vals, ", "))}
+		Detail:  fmt.Sprintf("Key %s already exists.", s.formatKey(t, cols, pick(row, cols)))}
 }
 
 // indexScan reads a table through a secondary index: a key-range scan of

@@ -31,6 +31,9 @@ type runner struct {
 	// closers release what the statement's sources hold (a sort's run
 	// files) when it ends.
 	closers *closers
+	// skipFKs: the statement's writes need no foreign-key work (TRUNCATE
+	// in a block, of every table on both sides).
+	skipFKs bool
 }
 
 // subRows runs n, a subquery or the inner side of a lateral join, whole

@@ -317,6 +317,14 @@ type Session struct {
 	pendingSeqs []*catalog.Sequence
 	// pendingUniques: the UNIQUE constraints of the CREATE TABLE being run.
 	pendingUniques []*indexRequest
+	// pendingFKs: the FOREIGN KEY constraints of the CREATE TABLE being run.
+	pendingFKs []fkRequest
+	// deferred: the block's foreign-key checks put off to COMMIT.
+	deferred *fkDeferred
+	// fkStmts: the internal statements of foreign-key actions, by catalog
+	// version (fkStmtsVersion), child, constraint and kind.
+	fkStmts        map[string]*Statement
+	fkStmtsVersion uint64
 }
 
 // derivedSettings is what statements read of the settings, as of
@@ -448,7 +456,12 @@ func noticeLevel(level string) int {
 }
 
 func (s *Session) notice(severity, code, format string, args ...any) {
-	s.notices = append(s.notices, &pgwire.Notice{Severity: severity, Code: code, Message: fmt.Sprintf(format, args...)})
+	s.noticeDetail(severity, code, "", format, args...)
+}
+
+// noticeDetail is notice with a DETAIL.
+func (s *Session) noticeDetail(severity, code, detail, format string, args ...any) {
+	s.notices = append(s.notices, &pgwire.Notice{Severity: severity, Code: code, Message: fmt.Sprintf(format, args...), Detail: detail})
 }
 
 // Close rolls back an open transaction.

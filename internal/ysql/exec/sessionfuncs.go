@@ -115,6 +115,9 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 				if err != nil {
 					return types.NullDatum, err
 				}
+				if def, ok := s.fkConstraintDef(snap, oid); ok {
+					return types.DString(def), nil
+				}
 				for _, t := range snap.Tables[s.db] {
 					for i, ck := range t.Checks {
 						if checkOID(t, i) == oid {

@@ -10,6 +10,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/shaledb/shaledb/internal/client"
+	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/pgwire"
@@ -419,7 +420,7 @@ func (s *Session) runPlanned(ctx context.Context, st *Statement, params []types.
 			return "", nil, nil, err
 		}
 	}
-	fast := s.aloneInBatch(ctx) && (singleRowInsert(st.node) || s.singleRowChange(st.node))
+	fast := s.aloneInBatch(ctx) && (singleRowInsert(st.node) || s.singleRowChange(st.node)) && !s.writesFKTable(ctx, st.node)
 	if fast {
 		tag, rows, err = s.runFastPath(ctx, st, params)
 	}
@@ -636,6 +637,25 @@ func (s *Session) singleRowChange(n plan.Node) bool {
 		return plan.TabletUpsert(x)
 	}
 	return false
+}
+
+// writesFKTable reports whether n writes a table with foreign keys or
+// referenced by one: its checks and actions read other rows and need a
+// transaction, which the single-row fast path does without.
+func (s *Session) writesFKTable(ctx context.Context, n plan.Node) bool {
+	var t *catalog.Table
+	switch x := n.(type) {
+	case *plan.Insert:
+		t = x.Table
+	case *plan.Update:
+		t = x.Table
+	case *plan.Delete:
+		t = x.Table
+	default:
+		return false
+	}
+	snap, err := s.snapshot(ctx)
+	return err != nil || tableHasFKs(snap, t)
 }
 
 // errNeedsTxn: a statement the fast path took needs a transaction after

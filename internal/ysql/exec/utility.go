@@ -47,6 +47,8 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 	case n.GetVariableSetStmt() != nil:
 		tag, err := s.variableSet(n.GetVariableSetStmt())
 		return tag, nil, nil, err
+	case n.GetConstraintsSetStmt() != nil:
+		return "SET CONSTRAINTS", nil, nil, s.setConstraints(ctx, n.GetConstraintsSetStmt())
 	case n.GetVariableShowStmt() != nil:
 		name := n.GetVariableShowStmt().GetName()
 		if strings.EqualFold(name, "all") {
@@ -256,6 +258,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		if err := s.blockTxn(ctx); err != nil {
 			return "", err
 		}
+		s.savepointDeferred(ts.GetSavepointName())
 		return "SAVEPOINT", s.txn.Savepoint(ts.GetSavepointName())
 	case pg.TransactionStmtKind_TRANS_STMT_RELEASE:
 		if !s.inBlock {
@@ -278,6 +281,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		if err := s.txn.RollbackToSavepoint(ctx, ts.GetSavepointName()); err != nil {
 			return "", savepointErr(err, ts.GetSavepointName())
 		}
+		s.rollbackDeferred(ts.GetSavepointName())
 		s.failed = false
 		return "ROLLBACK", nil
 	case pg.TransactionStmtKind_TRANS_STMT_PREPARE, pg.TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED,
@@ -310,16 +314,21 @@ func (s *Session) blockTxn(ctx context.Context) error {
 // endBlock commits or rolls back the block.
 func (s *Session) endBlock(ctx context.Context, commit bool) error {
 	tx := s.txn
-	s.inBlock, s.failed, s.txn = false, false, nil
+	var deferredErr error
+	if commit && tx != nil {
+		deferredErr = s.runDeferred(ctx, tx, nil) // a violation rolls the block back
+	}
+	s.inBlock, s.failed, s.txn, s.deferred = false, false, nil, nil
 	s.dropBlockCursors()
 	defer s.unpin()
 	if tx == nil {
 		return nil
 	}
-	if commit {
+	if commit && deferredErr == nil {
 		return tx.Commit(ctx)
 	}
-	return tx.Rollback(context.WithoutCancel(ctx))
+	rollback(ctx, tx)
+	return deferredErr
 }
 
 // endImplicit ends the implicit transaction early: COMMIT or ROLLBACK

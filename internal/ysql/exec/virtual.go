@@ -125,6 +125,9 @@ var virtualDefs = []vdef{
 			}
 			for _, t := range sortedTables(s, snap) {
 				add(t.OID(), t.Name, ns[t.Schema], "r", visibleCount(t), len(t.Checks), !t.RowID || len(t.Indexes) > 0)
+				// PostgreSQL's foreign keys are triggers on both tables;
+				// psql looks for them only then.
+				out[len(out)-1][13] = dBool(tableHasFKs(snap, t))
 				if !t.RowID {
 					add(pkeyOID(t), t.PKName, ns[t.Schema], "i", len(t.Key), 0, false)
 				}
@@ -229,10 +232,12 @@ var virtualDefs = []vdef{
 	{schema: "pg_catalog", name: "pg_constraint", oid: 2606,
 		cols: []vcol{{"oid", oidT}, {"conname", nameT}, {"connamespace", oidT}, {"contype", charT}, {"condeferrable", boolT},
 			{"condeferred", boolT}, {"convalidated", boolT}, {"conrelid", oidT}, {"contypid", oidT}, {"conindid", oidT},
-			{"confrelid", oidT}, {"conkey", types.OIDInt2Array}, {"consrc", textT}, {"conbin", textT}},
-		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
+			{"confrelid", oidT}, {"conkey", types.OIDInt2Array}, {"consrc", textT}, {"conbin", textT},
+			{"confupdtype", charT}, {"confdeltype", charT}, {"confmatchtype", charT}, {"confkey", types.OIDInt2Array},
+			{"conparentid", oidT}, {"conislocal", boolT}, {"coninhcount", int4T}, {"connoinherit", boolT}},
+		rows: func(s *Session, snap *catalog.Snapshot) (out []plan.Row) {
+			defer func() { out = append(withoutFKColumns(out), fkConstraintRows(s, snap)...) }()
 			ns := namespaces(s, snap)
-			var out []plan.Row
 			for _, t := range sortedTables(s, snap) {
 				if !t.RowID {
 					var keys []types.Datum
@@ -411,10 +416,15 @@ var virtualDefs = []vdef{
 		}},
 	{schema: "information_schema", name: "table_constraints", oid: 13103,
 		cols: []vcol{{"constraint_catalog", nameT}, {"constraint_schema", nameT}, {"constraint_name", nameT},
-			{"table_catalog", nameT}, {"table_schema", nameT}, {"table_name", nameT}, {"constraint_type", textT}},
-		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
-			var out []plan.Row
+			{"table_catalog", nameT}, {"table_schema", nameT}, {"table_name", nameT}, {"constraint_type", textT},
+			{"is_deferrable", textT}, {"initially_deferred", textT}, {"enforced", textT}, {"nulls_distinct", textT}},
+		rows: func(s *Session, snap *catalog.Snapshot) (out []plan.Row) {
+			defer func() { out = tableConstraintExtras(out) }()
 			for _, t := range sortedTables(s, snap) {
+				for _, fk := range t.ForeignKeys {
+					out = append(out, plan.Row{dStr(s.db), dStr(t.Schema), dStr(fk.Name), dStr(s.db), dStr(t.Schema), dStr(t.Name),
+						dStr("FOREIGN KEY"), yesNo(fk.Deferrable), yesNo(fk.Deferred)})
+				}
 				if !t.RowID {
 					out = append(out, plan.Row{dStr(s.db), dStr(t.Schema), dStr(t.PKName), dStr(s.db), dStr(t.Schema), dStr(t.Name), dStr("PRIMARY KEY")})
 				}
@@ -429,9 +439,10 @@ var virtualDefs = []vdef{
 		}},
 	{schema: "information_schema", name: "key_column_usage", oid: 13104,
 		cols: []vcol{{"constraint_catalog", nameT}, {"constraint_schema", nameT}, {"constraint_name", nameT},
-			{"table_catalog", nameT}, {"table_schema", nameT}, {"table_name", nameT}, {"column_name", nameT}, {"ordinal_position", int4T}},
-		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
-			var out []plan.Row
+			{"table_catalog", nameT}, {"table_schema", nameT}, {"table_name", nameT}, {"column_name", nameT}, {"ordinal_position", int4T},
+			{"position_in_unique_constraint", int4T}},
+		rows: func(s *Session, snap *catalog.Snapshot) (out []plan.Row) {
+			defer func() { out = append(withNullPosition(out), fkKeyColumnRows(s, snap)...) }()
 			for _, t := range sortedTables(s, snap) {
 				if t.RowID {
 					continue
@@ -449,6 +460,11 @@ var virtualDefs = []vdef{
 			}
 			return out
 		}},
+	{schema: "information_schema", name: "referential_constraints", oid: 13105,
+		cols: []vcol{{"constraint_catalog", nameT}, {"constraint_schema", nameT}, {"constraint_name", nameT},
+			{"unique_constraint_catalog", nameT}, {"unique_constraint_schema", nameT}, {"unique_constraint_name", nameT},
+			{"match_option", textT}, {"update_rule", textT}, {"delete_rule", textT}},
+		rows: referentialConstraintRows},
 }
 
 // virtualList breaks the initialisation cycle of pg_class listing the

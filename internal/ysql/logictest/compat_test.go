@@ -28,6 +28,7 @@ func TestClientCompat(t *testing.T) {
 	t.Run("psql", func(t *testing.T) {
 		newDB(t, "psqldb")
 		testPsqlDescribe(t, addrs[1], "psqldb")
+		testPsqlForeignKeys(t, addrs[1], "psqldb")
 	})
 	t.Run("psycopg2", func(t *testing.T) {
 		py := pythonWith(t, "psycopg2")
@@ -175,7 +176,7 @@ func testPsqlDescribe(t *testing.T, addr, db string) {
 		`CREATE TABLE r (a bigint, b varchar(20) DEFAULT 'hi', PRIMARY KEY (a HASH, b DESC))`,
 		`CREATE SCHEMA s1`,
 		`CREATE TABLE s1.hidden (id int PRIMARY KEY)`)
-	for _, tc := range []struct{ cmd, want string }{
+	checkPsql(t, addr, db, []psqlCase{
 		{`\d t`, `
                                     Table "public.t"
  Column |           Type           | Collation | Nullable |           Default            
@@ -274,17 +275,12 @@ Owned by: public.t.s
 --------+------+------------------+---------------------+------
 (0 rows)
 `},
-	} {
-		got := psqlRun(t, addr, db, tc.cmd)
-		if strings.TrimSpace(got) != strings.TrimSpace(tc.want) {
-			t.Errorf("psql %s:\n%s\nwant:\n%s", tc.cmd, got, tc.want)
-		}
-	}
+	})
 	// A view: \dv lists it, \d+ shows its columns and its stored query
 	// (PostgreSQL prints the analysed query, one column a line; ours is
 	// the stored text, names qualified).
 	psqlRun(t, addr, db, `CREATE VIEW tv AS SELECT k, v FROM t WHERE n > 1`)
-	for _, tc := range []struct{ cmd, want string }{
+	checkPsql(t, addr, db, []psqlCase{
 		{`\dv`, `
         List of relations
  Schema | Name | Type |  Owner   
@@ -301,12 +297,7 @@ Owned by: public.t.s
 View definition:
  SELECT k, v FROM public.t WHERE n > 1;
 `},
-	} {
-		got := psqlRun(t, addr, db, tc.cmd)
-		if strings.TrimSpace(got) != strings.TrimSpace(tc.want) {
-			t.Errorf("psql %s:\n%s\nwant:\n%s", tc.cmd, got, tc.want)
-		}
-	}
+	})
 	psqlRun(t, addr, db, `DROP VIEW tv`)
 	// \l lists every database; the columns and this one's row.
 	l := psqlRun(t, addr, db, `\l`)
@@ -323,5 +314,56 @@ View definition:
 	got := psqlRun(t, addr, db, `INSERT INTO t (k, v, n) VALUES (1, 'a', 2.5)`, `\x`, `SELECT k, v, n, s FROM t`)
 	if want := "INSERT 0 1\nExpanded display is on.\n-[ RECORD 1 ]\nk | 1\nv | a\nn | 2.50\ns | 1\n\n"; got != want {
 		t.Errorf("psql \\x:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// testPsqlForeignKeys checks \d of a table with foreign keys and of the
+// table they reference: PostgreSQL 15's output but for the lsm indexes.
+func testPsqlForeignKeys(t *testing.T, addr, db string) {
+	psqlRun(t, addr, db,
+		`CREATE TABLE fp (k int PRIMARY KEY, u text UNIQUE)`,
+		`CREATE TABLE fc (id int PRIMARY KEY, p int REFERENCES fp ON DELETE CASCADE, pu text REFERENCES fp (u))`)
+	checkPsql(t, addr, db, []psqlCase{
+		{`\d fc`, `
+                 Table "public.fc"
+ Column |  Type   | Collation | Nullable | Default 
+--------+---------+-----------+----------+---------
+ id     | integer |           | not null | 
+ p      | integer |           |          | 
+ pu     | text    |           |          | 
+Indexes:
+    "fc_pkey" PRIMARY KEY, lsm (id HASH)
+Foreign-key constraints:
+    "fc_p_fkey" FOREIGN KEY (p) REFERENCES fp(k) ON DELETE CASCADE
+    "fc_pu_fkey" FOREIGN KEY (pu) REFERENCES fp(u)
+`},
+		{`\d fp`, `
+                 Table "public.fp"
+ Column |  Type   | Collation | Nullable | Default 
+--------+---------+-----------+----------+---------
+ k      | integer |           | not null | 
+ u      | text    |           |          | 
+Indexes:
+    "fp_pkey" PRIMARY KEY, lsm (k HASH)
+    "fp_u_key" UNIQUE CONSTRAINT, lsm (u HASH)
+Referenced by:
+    TABLE "fc" CONSTRAINT "fc_p_fkey" FOREIGN KEY (p) REFERENCES fp(k) ON DELETE CASCADE
+    TABLE "fc" CONSTRAINT "fc_pu_fkey" FOREIGN KEY (pu) REFERENCES fp(u)
+`},
+	})
+	psqlRun(t, addr, db, `DROP TABLE fc, fp`)
+}
+
+// psqlCase is a psql command and its whole expected output.
+type psqlCase struct{ cmd, want string }
+
+// checkPsql runs each command and compares its output.
+func checkPsql(t *testing.T, addr, db string, cases []psqlCase) {
+	t.Helper()
+	for _, tc := range cases {
+		got := psqlRun(t, addr, db, tc.cmd)
+		if strings.TrimSpace(got) != strings.TrimSpace(tc.want) {
+			t.Errorf("psql %s:\n%s\nwant:\n%s", tc.cmd, got, tc.want)
+		}
 	}
 }

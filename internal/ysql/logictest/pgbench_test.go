@@ -13,9 +13,10 @@ import (
 	"github.com/shaledb/shaledb/internal/server/servertest"
 )
 
-// TestPgbench runs the real pgbench against a 3-node cluster: `pgbench -i`
-// (tables, client-side COPY of the accounts in one transaction, VACUUM,
-// ALTER TABLE ADD PRIMARY KEY), then the TPC-B-like script with 8 clients
+// TestPgbench runs the real pgbench against a 3-node cluster: `pgbench -i
+// --foreign-keys` (tables, client-side COPY of the accounts in one
+// transaction, VACUUM, ALTER TABLE ADD PRIMARY KEY, then ADD FOREIGN KEY,
+// which checks the rows), then the TPC-B-like script with 8 clients
 // at READ COMMITTED. No transaction may fail, and afterwards the balances
 // must agree: sum(abalance) = sum(bbalance) = sum(tbalance) = sum(delta).
 // Scale 1 here; SHALE_LONG=1 (make test-long) runs scale 10, the issue's
@@ -49,8 +50,12 @@ func TestPgbench(t *testing.T) {
 		t.Logf("pgbench %v took %v", args, time.Since(start).Round(time.Millisecond))
 		return string(out)
 	}
-	run("-i", "-s", strconv.Itoa(scale))
+	run("-i", "--foreign-keys", "-s", strconv.Itoa(scale))
 	conn := connect(t, addr, "yugabyte")
+	var fks int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE contype = 'f'`).Scan(&fks); err != nil || fks != 5 {
+		t.Fatalf("pgbench -i --foreign-keys: %d foreign keys (want 5) %v", fks, err)
+	}
 	out := run("-c", "8", "-j", "2", "-T", duration)
 	t.Logf("%s", out)
 	processed := regexp.MustCompile(`number of transactions actually processed: (\d+)`).FindStringSubmatch(out)

@@ -45,6 +45,7 @@ const (
 	CodeAmbiguousFunction            = "42725"
 	CodeGroupingError                = "42803"
 	CodeDatatypeMismatch             = "42804"
+	CodeInvalidForeignKey            = "42830"
 	CodeWrongObjectType              = "42809"
 	CodeInvalidColumnReference       = "42P10"
 	CodeInvalidTableDefinition       = "42P16"

@@ -52,6 +52,7 @@ var settingDefaults = map[string]string{
 	"enable_seqscan":                      "on",
 	"work_mem":                            "64MB", // see defaultWorkMem
 	"block_size":                          "8192",
+	"max_index_keys":                      "32", // pgjdbc's getImportedKeys reads it
 }
 
 // reportedSettings are sent as ParameterStatus.
@@ -70,7 +71,8 @@ func settingDisplayName(k string) string {
 
 // readOnlySettings cannot be SET.
 var readOnlySettings = map[string]bool{"server_version": true, "server_version_num": true, "server_encoding": true,
-	"integer_datetimes": true, "max_identifier_length": true, "is_superuser": true, "max_connections": true, "block_size": true}
+	"integer_datetimes": true, "max_identifier_length": true, "is_superuser": true, "max_connections": true, "block_size": true,
+	"max_index_keys": true}
 
 func defaultSettings(user string) map[string]string {
 	m := make(map[string]string, len(settingDefaults))

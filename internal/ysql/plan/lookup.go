@@ -44,6 +44,10 @@ func planLookups(n Node) {
 	switch x := n.(type) {
 	case *Filter:
 		planLookups(x.Input)
+	case *Project:
+		if x.fromOrder {
+			planLookups(x.Input)
+		}
 	case *Join:
 		planLookups(x.Left)
 		planLookups(x.Right)

@@ -151,6 +151,9 @@ type Project struct {
 	Input Node
 	Exprs []Expr
 	cols  []Column
+	// fromOrder: the projection puts a reordered FROM list's columns
+	// back in the written order (orderFromList).
+	fromOrder bool
 }
 
 // Columns of the projection.

@@ -338,7 +338,7 @@ func (b *Binder) pushToSides(j *Join, cond Expr, toLeft, toRight bool) Expr {
 // them).
 func filterable(n Node) bool {
 	switch x := n.(type) {
-	case *Scan:
+	case *Scan, *VirtualScan:
 		return true
 	case *Join:
 		return filterable(x.Left) && filterable(x.Right)
@@ -454,7 +454,7 @@ func mapColumns(e Expr, col func(*ColRef) (Expr, bool)) (Expr, bool) {
 // (no grouping, DISTINCT, LIMIT, window or set-returning functions). It
 // returns the conjuncts that stay above p (nil: none).
 func (b *Binder) pushThroughProject(p *Project, cond Expr) Expr {
-	if !filterable(p.Input) && !isPlainProject(p.Input) {
+	if !filterable(p.Input) && !isPlainProject(p.Input) && !p.fromOrder {
 		return cond
 	}
 	var rest, pushed Expr

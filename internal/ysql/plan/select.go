@@ -60,7 +60,7 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		if hasAgg(w) {
 			return nil, pgerror.New(pgerror.CodeGroupingError, "aggregate functions are not allowed in WHERE")
 		}
-		from = b.addFilter(from, cond)
+		from = b.addFilter(orderFromList(from, cond), cond)
 	}
 	if lc := s.GetLockingClause(); len(lc) > 0 {
 		if err := b.applyLocking(from, lc); err != nil {

@@ -268,10 +268,43 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 	}
 	fs.Fn = func(loc *time.Location, vals []types.Datum) ([]Row, error) { return fn(loc, argTypes, vals) }
 	var node Node = fs
-	if lateral {
+	// Arguments that read nothing of the FROM items before (constants and
+	// parameters: generate_series(1, 32)) make a plain FROM item, which
+	// the FROM list's join order may move (joinorder.go), not a lateral
+	// one run once per row of everything before it.
+	if lateral && !allConstant(args) {
 		node = &Lateral{Sub: node}
 	}
 	return node, scopeCols(cols), nil
+}
+
+// allConstant reports whether es are built of constants and parameters
+// only.
+func allConstant(es []Expr) bool {
+	for _, e := range es {
+		switch x := e.(type) {
+		case *Const, *Param:
+		case *Cast:
+			if !allConstant([]Expr{x.E}) {
+				return false
+			}
+		case *UnOp:
+			if !allConstant([]Expr{x.E}) {
+				return false
+			}
+		case *BinOp:
+			if !allConstant([]Expr{x.L, x.R}) {
+				return false
+			}
+		case *FuncExpr:
+			if x.Volatile || !allConstant(x.Args) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func boolInt(b bool) int {

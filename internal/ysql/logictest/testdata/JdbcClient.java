@@ -96,6 +96,32 @@ public class JdbcClient {
             check(!rs.next(), "one pk column");
         }
 
+        // Foreign keys as Hibernate and SQL tools read them: the driver's
+        // nine-relation catalog join.
+        try (Statement st = conn.createStatement()) {
+            st.execute("CREATE TABLE transfers (id bigint PRIMARY KEY, account bigint REFERENCES accounts ON DELETE CASCADE, amount numeric)");
+        }
+        try (ResultSet rs = md.getImportedKeys(null, "public", "transfers")) {
+            check(rs.next(), "getImportedKeys row");
+            eq(rs.getString("PKTABLE_NAME"), "accounts", "PKTABLE_NAME");
+            eq(rs.getString("PKCOLUMN_NAME"), "id", "PKCOLUMN_NAME");
+            eq(rs.getString("FKTABLE_NAME"), "transfers", "FKTABLE_NAME");
+            eq(rs.getString("FKCOLUMN_NAME"), "account", "FKCOLUMN_NAME");
+            eq(rs.getInt("KEY_SEQ"), 1, "fk KEY_SEQ");
+            eq(rs.getInt("DELETE_RULE"), DatabaseMetaData.importedKeyCascade, "DELETE_RULE");
+            eq(rs.getString("FK_NAME"), "transfers_account_fkey", "FK_NAME");
+            eq(rs.getString("PK_NAME"), "accounts_pkey", "fk PK_NAME");
+            check(!rs.next(), "one imported key");
+        }
+        try (ResultSet rs = md.getExportedKeys(null, "public", "accounts")) {
+            check(rs.next(), "getExportedKeys row");
+            eq(rs.getString("FKTABLE_NAME"), "transfers", "exported FKTABLE_NAME");
+            check(!rs.next(), "one exported key");
+        }
+        try (Statement st = conn.createStatement()) {
+            st.execute("DROP TABLE transfers");
+        }
+
         // PreparedStatement inserts, enough of them that the driver switches
         // to a named server-side statement.
         Timestamp opened = Timestamp.valueOf("2026-11-23 10:30:15.123456");

@@ -16,21 +16,16 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// TestYSQLSurvivesSIGKILL: a 3-node RF 3 cluster of real processes with a
-// pgx connection to every node's YSQL port; one writer per node inserts
-// rows. Node 3 is killed with SIGKILL: the writers on nodes 1 and 2 go on
-// (retrying a failed statement on a fresh connection to their node), and
-// every insert that was acknowledged is there afterwards.
-func TestYSQLSurvivesSIGKILL(t *testing.T) {
-	bin := buildShale(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	r := &shaleRunner{t: t, ctx: ctx, bin: bin}
+// ysqlProcessCluster creates a 3-node RF 3 cluster of processes with YSQL
+// on a free port and returns its state, a way to connect to node k (1-3)
+// and a connection to node 1, closed at the test's end.
+func ysqlProcessCluster(ctx context.Context, r *shaleRunner, name string) (*clusterState, func(context.Context, int) (*pgx.Conn, error), *pgx.Conn) {
+	t := r.t
 	rpcPort, httpPort, ysqlPort := freePort(t), freePort(t), freePort(t)
 	for httpPort == rpcPort || ysqlPort == rpcPort || ysqlPort == httpPort {
 		httpPort, ysqlPort = freePort(t), freePort(t)
 	}
-	base := filepath.Join(t.TempDir(), "ysqlfault")
+	base := filepath.Join(t.TempDir(), name)
 	killNodesOnCleanup(t, base)
 	r.must("cluster", "create", "--nodes", "3", "--rf", "3", "--base-dir", base, "--rpc-port", strconv.Itoa(rpcPort),
 		"--http-port", strconv.Itoa(httpPort), "--ysql-port", strconv.Itoa(ysqlPort), "--wait", "60s")
@@ -38,13 +33,10 @@ func TestYSQLSurvivesSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dsn := func(k int) string {
-		return fmt.Sprintf("postgres://yugabyte@%s/yugabyte?sslmode=disable&connect_timeout=5", st.ysqlAddr(st.Nodes[k-1]))
-	}
 	connectTo := func(ctx context.Context, k int) (*pgx.Conn, error) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return pgx.Connect(cctx, dsn(k))
+		return pgx.Connect(cctx, fmt.Sprintf("postgres://yugabyte@%s/yugabyte?sslmode=disable&connect_timeout=5", st.ysqlAddr(st.Nodes[k-1])))
 	}
 	var admin *pgx.Conn
 	for admin == nil {
@@ -56,7 +48,21 @@ func TestYSQLSurvivesSIGKILL(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // the node is starting its YSQL listener
 		}
 	}
-	defer admin.Close(context.Background())
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	return st, connectTo, admin
+}
+
+// TestYSQLSurvivesSIGKILL: a 3-node RF 3 cluster of real processes with a
+// pgx connection to every node's YSQL port; one writer per node inserts
+// rows. Node 3 is killed with SIGKILL: the writers on nodes 1 and 2 go on
+// (retrying a failed statement on a fresh connection to their node), and
+// every insert that was acknowledged is there afterwards.
+func TestYSQLSurvivesSIGKILL(t *testing.T) {
+	bin := buildShale(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := &shaleRunner{t: t, ctx: ctx, bin: bin}
+	st, connectTo, admin := ysqlProcessCluster(ctx, r, "ysqlfault")
 	if _, err := admin.Exec(ctx, `CREATE TABLE acked (id bigint PRIMARY KEY, node int NOT NULL, at timestamptz DEFAULT now()) SPLIT INTO 6 TABLETS`); err != nil {
 		t.Fatal(err)
 	}

@@ -250,6 +250,10 @@ func (tx *Txn) readLocked(read func() error) error {
 	return read()
 }
 
+// maxLatestRestarts bounds the times a scan of the newest data reads again
+// past a value in its uncertainty window (each pass reads later).
+const maxLatestRestarts = 10
+
 // ReadLatest runs reads that must see the newest committed data whatever
 // the isolation level (with the transaction's own writes over it), not
 // its snapshot: the search for rows referencing a key a statement deleted
@@ -982,8 +986,8 @@ func (tx *Txn) Stream(ctx context.Context, t *Table, opts ScanOptions) (sc *Scan
 	if opts.FollowerReads {
 		return nil, false, &Error{Code: CodeInvalidArgument, Op: "scan", Table: t.name, Message: "follower reads inside a transaction"}
 	}
-	if tx.opts.Isolation == Serializable || tx.hasOwnTable(t.id) {
-		return nil, false, nil
+	if tx.opts.Isolation == Serializable || tx.lockedReads || tx.hasOwnTable(t.id) {
+		return nil, false, nil // a read of the newest data may read again (scan)
 	}
 	sc = t.Scan(ctx, opts)
 	o, rt := tx.readOptions()
@@ -1024,26 +1028,40 @@ func (tx *Txn) scan(ctx context.Context, t *Table, opts ScanOptions, lock bool) 
 		// locks what it read whole: filter in the client.
 		opts.Filter, opts.Keep = nil, nil
 	}
-	sc := t.Scan(ctx, opts)
-	o, rt := tx.readOptions()
-	sc.txn, sc.readTime = o, rt
 	var rows []Row
-	if lock {
-		// Locking pages go one after another: each locks the span it
-		// covered before the next starts where it ended.
-		o.LockRange, o.WriteId, o.WaitPolicy = true, tx.writeID, tx.opts.Wait
-		sc.onLock = func(tab *tabletMeta) { tx.participants[tab.id] = tab }
-		for sc.Next() {
-			rows = append(rows, sc.Row())
+	var sc *Scanner
+	for restarts := 0; ; restarts++ {
+		sc = t.Scan(ctx, opts)
+		o, rt := tx.readOptions()
+		sc.txn, sc.readTime = o, rt
+		rows = rows[:0]
+		if lock {
+			// Locking pages go one after another: each locks the span it
+			// covered before the next starts where it ended.
+			o.LockRange, o.WriteId, o.WaitPolicy = true, tx.writeID, tx.opts.Wait
+			sc.onLock = func(tab *tabletMeta) { tx.participants[tab.id] = tab }
+			for sc.Next() {
+				rows = append(rows, sc.Row())
+			}
+		} else {
+			rows, _ = sc.all()
 		}
-	} else {
-		rows, _ = sc.all()
-	}
-	// Fixed by the first page even when a later one failed: a restart
-	// (Txn.Restart) moves on from it.
-	tx.fixFromRead(sc.readTime)
-	if err := sc.Err(); err != nil {
-		return nil, err
+		// Fixed by the first page even when a later one failed: a restart
+		// (Txn.Restart) moves on from it.
+		tx.fixFromRead(sc.readTime)
+		err := sc.Err()
+		if err == nil {
+			break
+		}
+		// A read of the newest data (ReadLatest, a read committed locked
+		// read) is no part of a snapshot: one that met a value in a later
+		// tablet's uncertainty window reads again, past it, instead of
+		// failing its statement (whose writes may rule out a restart).
+		at := restartTime(err)
+		if lock || tx.snapshotReads() || at == 0 || restarts >= maxLatestRestarts {
+			return nil, err
+		}
+		tx.c.observe(uint64(at))
 	}
 	if tx.hasOwnTable(t.id) {
 		// The overlay matches own writes to the rows read by row key.

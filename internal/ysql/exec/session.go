@@ -103,6 +103,15 @@ func (s *Session) unpin() {
 	s.e.pinMu.Unlock()
 }
 
+// pinned reports whether the session holds a catalog version in use (a
+// statement, a block or a batch's implicit transaction).
+func (s *Session) pinned() bool {
+	s.e.pinMu.Lock()
+	defer s.e.pinMu.Unlock()
+	_, ok := s.e.pins[s]
+	return ok
+}
+
 // unpinStatement ends a statement's pin unless a block or the batch's
 // implicit transaction holds it (Sync ends that one).
 func (s *Session) unpinStatement() {

@@ -70,9 +70,6 @@ type Client struct {
 	status           statusTable
 	resolves         resolveQueues // APPLY notifications waiting for a call to ride on
 	leaseMoves       atomic.Int64  // Stats.LeaseMoves
-	// hung, set by tests, makes the calls it picks go unanswered, as a
-	// hung node's would.
-	hung atomic.Pointer[func(addr string, req *tspb.DataRequest) bool]
 }
 
 // Open returns a client of the cluster whose masters are cfg.Masters and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 	"github.com/shaledb/shaledb/internal/txn"
 )
 
@@ -79,10 +78,6 @@ func (t *Table) LeaderOf(ctx context.Context, key Row) (uint64, error) {
 
 // OwnWrites is how many writes tx keeps for reading back.
 func OwnWrites(tx *Txn) int { return len(tx.writes) }
-
-// SetHung makes the calls hung picks go unanswered until their caller
-// gives up, as a hung node's would.
-func (c *Client) SetHung(hung func(addr string, req *tspb.DataRequest) bool) { c.hung.Store(&hung) }
 
 // LeaderAddrOf returns the address of the replica the client believes
 // leads the tablet holding the row of key ("": unknown).

@@ -5,12 +5,24 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/status"
+
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/consensus/consensustest"
 	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/master/masterpb"
 	"github.com/shaledb/shaledb/internal/server/servertest"
 	tspb "github.com/shaledb/shaledb/internal/tserver/tserverpb"
 )
+
+// hungNode serves a node's data calls by never answering, as a hung
+// node's connection would.
+type hungNode struct{}
+
+func (hungNode) ServeData(ctx context.Context, _ *tspb.DataRequest) (*tspb.DataResponse, error) {
+	<-ctx.Done()
+	return nil, status.FromContextError(ctx.Err()).Err()
+}
 
 // TestHungLeaderLeaseProbe: calls to the leader the client knows go
 // unanswered, as a hung node's would. While that node still holds the
@@ -20,7 +32,7 @@ import (
 func TestHungLeaderLeaseProbe(t *testing.T) {
 	c := servertest.NewCluster(t, 3)
 	const attemptTimeout = 20 * time.Second
-	cl := openWith(t, c, client.Config{AttemptTimeout: attemptTimeout, Timeout: time.Minute, LeaseProbeAfter: 100 * time.Millisecond})
+	cl := open(t, c)
 	tb := create(t, cl, hashTable("kv", 1))
 	putKV(t, tb, 0, 10)
 	row := client.Row{"k": docdb.Text(key(1))}
@@ -36,7 +48,23 @@ func TestHungLeaderLeaseProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl.SetHung(func(addr string, req *tspb.DataRequest) bool { return addr == oldAddr && req.GetLease() == nil })
+	// The master knows the leader, so that a new client's locations name it.
+	consensustest.WaitFor(t, 20*time.Second, "the master knows the leader", func() bool {
+		resp, err := servertest.Call(t, cl.Masters(), func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.GetTableResponse, error) {
+			return mc.GetTable(ctx, &masterpb.GetTableRequest{Namespace: "test", Name: "kv"})
+		})
+		return err == nil && len(resp.GetTablets()) == 1 && resp.GetTablets()[0].GetLeaderNode() == old
+	})
+	// A client whose calls to the leader go unanswered (served "in
+	// process" by a node that never answers).
+	cl = openWith(t, c, client.Config{AttemptTimeout: attemptTimeout, Timeout: time.Minute, LeaseProbeAfter: 100 * time.Millisecond,
+		Local: hungNode{}, LocalAddr: oldAddr})
+	if tb, err = cl.OpenTable(ctxT(t), "test", "kv"); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := tb.LeaderOf(ctxT(t), row); l != old {
+		t.Fatalf("the hung client takes node %d for the leader, want %d", l, old)
+	}
 
 	// The hung node still holds the lease: nothing to move to.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

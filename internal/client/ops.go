@@ -459,7 +459,7 @@ func (c *Client) tryFollower(ctx context.Context, s *sender, tab *tabletMeta, f 
 		return false
 	}
 	r := &tab.replicas[rand.IntN(len(tab.replicas))]
-	te, err := s.attempt(ctx, r, f)
+	te, err := s.attempt(ctx, nil, r, f)
 	if err != nil {
 		return false
 	}

@@ -141,7 +141,7 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 			continue
 		}
 		tried[r.addr] = true
-		te, err := s.leaderAttempt(ctx, tab, r, f)
+		te, err := s.attempt(ctx, tab, r, f)
 		if err != nil {
 			if ctx.Err() != nil {
 				s.note(err, sentMaybe(err))
@@ -196,36 +196,28 @@ func (s *sender) toTablet(ctx context.Context, tab *tabletMeta, f call) error {
 	}
 }
 
-// attempt runs f once against r within the attempt timeout.
-func (s *sender) attempt(ctx context.Context, r *replica, f call) (*tspb.TabletError, error) {
+// attempt runs f once against r within the attempt timeout. With tab
+// (r taken for tab's leader), unanswered after Config.LeaseProbeAfter, the
+// other replicas are asked whether one of them holds the lease
+// (probeLease); one that does ends the attempt at once, as a timeout would
+// (a write in it may have been sent), and is the leader the retry goes to:
+// leases do not overlap, so r cannot answer as leader any more. Without
+// that, a hung leader (a paused process, a partition) held every request
+// for the whole attempt timeout though a new leader was serving a second
+// or two after it hung.
+func (s *sender) attempt(ctx context.Context, tab *tabletMeta, r *replica, f call) (*tspb.TabletError, error) {
 	actx, cancel := attemptContext(ctx, s.c.cfg.AttemptTimeout+s.slack)
 	defer cancel()
-	te, err := f(actx, r)
-	if err != nil {
-		return nil, fmt.Errorf("%s (node %d): %w", r.addr, r.node, err)
+	var p *leaseProbe
+	var timer *time.Timer
+	if after := s.c.cfg.LeaseProbeAfter; tab != nil && after > 0 && len(tab.replicas) > 1 {
+		p = &leaseProbe{}
+		timer = time.AfterFunc(after, func() { s.probeLease(actx, tab, r, p, cancel) })
 	}
-	return te, nil
-}
-
-// leaderAttempt is attempt at r, the replica taken for tab's leader.
-// Unanswered after Config.LeaseProbeAfter, the other replicas are asked
-// whether one of them holds the lease (probeLease); one that does ends
-// the attempt at once, as a timeout would (a write in it may have been
-// sent), and is the leader the retry goes to: leases do not overlap, so
-// r cannot answer as leader any more. Without that, a hung leader (a
-// paused process, a partition) held every request for the whole attempt
-// timeout though a new leader was serving a second or two after it hung.
-func (s *sender) leaderAttempt(ctx context.Context, tab *tabletMeta, r *replica, f call) (*tspb.TabletError, error) {
-	after := s.c.cfg.LeaseProbeAfter
-	if after < 0 || len(tab.replicas) < 2 {
-		return s.attempt(ctx, r, f)
-	}
-	actx, cancel := attemptContext(ctx, s.c.cfg.AttemptTimeout+s.slack)
-	defer cancel()
-	p := &leaseProbe{}
-	timer := time.AfterFunc(after, func() { s.probeLease(ctx, tab, r, p, cancel) })
 	te, err := f(actx, r)
-	timer.Stop()
+	if timer != nil {
+		timer.Stop()
+	}
 	holder := p.end()
 	if err != nil {
 		if holder != nil {
@@ -236,23 +228,11 @@ func (s *sender) leaderAttempt(ctx context.Context, tab *tabletMeta, r *replica,
 	return te, nil
 }
 
-// leaseProbe is the state of one attempt's lease probe.
+// leaseProbe is what one attempt's lease probe found.
 type leaseProbe struct {
 	mu     sync.Mutex
-	over   bool               // the attempt returned: probe no more
-	stop   context.CancelFunc // ends the probe's calls
-	holder *replica           // the replica found holding the lease
-}
-
-// begin registers the probe's cancel; false if the attempt is over.
-func (p *leaseProbe) begin(stop context.CancelFunc) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.over {
-		return false
-	}
-	p.stop = stop
-	return true
+	over   bool     // the attempt returned: its answer stands
+	holder *replica // the replica found holding the lease
 }
 
 // found records holder; false if the attempt is over (it answered).
@@ -266,14 +246,15 @@ func (p *leaseProbe) found(holder *replica) bool {
 	return true
 }
 
-// end stops the probe and returns the holder it found, if any.
+// end closes the probe and returns the holder it found, if any (nil p:
+// no probe).
 func (p *leaseProbe) end() *replica {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.over = true
-	if p.stop != nil {
-		p.stop()
-	}
 	return p.holder
 }
 
@@ -287,14 +268,9 @@ const leaseProbeTimeout = 500 * time.Millisecond
 const leaseProbeInterval = 100 * time.Millisecond
 
 // probeLease asks tab's replicas other than slow, round after round, until
-// one holds the lease or the attempt at slow ends. Found, it becomes the
-// tablet's leader and giveUp ends the attempt.
-func (s *sender) probeLease(ctx context.Context, tab *tabletMeta, slow *replica, p *leaseProbe, giveUp context.CancelFunc) {
-	pctx, stop := context.WithCancel(ctx)
-	defer stop()
-	if !p.begin(stop) {
-		return
-	}
+// one holds the lease or the attempt at slow ends (actx, its context).
+// Found, it becomes the tablet's leader and giveUp ends the attempt.
+func (s *sender) probeLease(actx context.Context, tab *tabletMeta, slow *replica, p *leaseProbe, giveUp context.CancelFunc) {
 	pause := time.NewTimer(leaseProbeInterval)
 	defer pause.Stop()
 	for {
@@ -303,7 +279,7 @@ func (s *sender) probeLease(ctx context.Context, tab *tabletMeta, slow *replica,
 			if o.addr == slow.addr {
 				continue
 			}
-			cctx, cancel := context.WithTimeout(pctx, leaseProbeTimeout)
+			cctx, cancel := context.WithTimeout(actx, leaseProbeTimeout)
 			resp, err := s.c.leaseAt(cctx, o.addr, &tspb.LeaseRequest{TabletId: tab.id, ClientTime: s.c.now()})
 			cancel()
 			if err != nil || resp.GetError() != nil {
@@ -320,7 +296,7 @@ func (s *sender) probeLease(ctx context.Context, tab *tabletMeta, slow *replica,
 		pause.Reset(leaseProbeInterval)
 		select {
 		case <-pause.C:
-		case <-pctx.Done():
+		case <-actx.Done():
 			return
 		}
 	}

@@ -244,10 +244,7 @@ func (tx *Txn) readLocked(read func() error) error {
 	if tx.opts.Isolation != ReadCommitted {
 		return read()
 	}
-	was := tx.lockedReads
-	tx.lockedReads = true
-	defer func() { tx.lockedReads = was }()
-	return read()
+	return tx.ReadLatest(read)
 }
 
 // maxLatestRestarts bounds the times a scan of the newest data reads again

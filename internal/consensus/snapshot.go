@@ -195,7 +195,7 @@ func (rt *Runtime) sendSnapshot(g *Group, m *raftpb.Message) {
 		Index: proto.Uint64(idx), Term: proto.Uint64(term), ConfState: cs,
 	}}
 	h := snapshotHeader{group: g.id, msg: msg, spans: g.sm.SnapshotSpans()}
-	if ls, ok := g.sm.(LocalSnapshotter); ok && len(h.spans) > 0 {
+	if ls, ok := g.sm.(LocalSnapshotter); ok {
 		h.locals = ls.SnapshotLocalSpans()
 	}
 	if hasDesc {

@@ -61,6 +61,11 @@ type fkAction struct {
 // fkChange is a referenced key deleted (next nil) or changed.
 type fkChange struct{ old, next []types.Datum }
 
+func newFKCheck(child, parent *catalog.Table, fk *catalog.ForeignKey) *fkCheck {
+	return &fkCheck{fk: fk, child: child, parent: parent, cols: child.ColumnIndexes(fk.Columns),
+		refCols: parent.ColumnIndexes(fk.RefColumns), seen: map[string]bool{}}
+}
+
 // fkPending bounds the keys a statement holds before it checks them.
 const fkPending = 4 * maxBatch
 
@@ -80,15 +85,13 @@ func (r *runner) newFKWriter(t *catalog.Table) (*fkWriter, error) {
 	w := &fkWriter{}
 	for i := range t.ForeignKeys {
 		fk := &t.ForeignKeys[i]
-		parent, ok := snap.TableByID(fk.RefTable)
-		if fk.RefTable == t.MasterID {
-			parent, ok = t, true
-		}
+		parent, ok := fkParentOf(snap, t, fk)
 		if !ok {
 			return nil, pgerror.New(pgerror.CodeUndefinedTable, "relation referenced by foreign key constraint %q does not exist", fk.Name)
 		}
-		w.checks = append(w.checks, &fkCheck{fk: fk, child: t, parent: parent, deferred: r.s.fkDeferredNow(fk),
-			cols: t.ColumnIndexes(fk.Columns), refCols: parent.ColumnIndexes(fk.RefColumns), seen: map[string]bool{}})
+		c := newFKCheck(t, parent, fk)
+		c.deferred = r.s.fkDeferredNow(fk)
+		w.checks = append(w.checks, c)
 	}
 	for _, ref := range refs {
 		w.actions = append(w.actions, &fkAction{ref: ref, parent: t, cols: ref.Child.ColumnIndexes(ref.FK.Columns),

@@ -175,8 +175,7 @@ func deferredCheck(snap *catalog.Snapshot, k deferredKey) (*fkCheck, bool) {
 	if !ok {
 		return nil, false
 	}
-	return &fkCheck{fk: fk, child: child, parent: parent, cols: child.ColumnIndexes(fk.Columns),
-		refCols: parent.ColumnIndexes(fk.RefColumns), seen: map[string]bool{}}, true
+	return newFKCheck(child, parent, fk), true
 }
 
 // deferredParentCheck is NO ACTION at COMMIT for a removed parent key:

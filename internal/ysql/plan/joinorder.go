@@ -13,8 +13,7 @@ package plan
 
 // orderFromList returns from (the FROM list's cross joins) with its items
 // reordered as above for the conjuncts of cond (bound over from's
-// columns), or from itself when the written order is fine or the list is
-// not a chain of plain inner joins.
+// columns), or from itself when the written order is fine.
 func orderFromList(from Node, cond Expr) Node {
 	items := fromItems(from)
 	if len(items) < 3 || cond == nil {
@@ -101,21 +100,14 @@ func orderFromList(from Node, cond Expr) Node {
 }
 
 // fromItems returns the items of a FROM list's chain of cross joins (as
-// fromList builds it) in written order, or nil when n is not such a
-// chain (lateral items, or a single item).
+// fromList builds it) in written order; anything else (an ON join, a
+// lateral join and what it runs after) is one item.
 func fromItems(n Node) []Node {
 	j, ok := n.(*Join)
-	if !ok || j.Kind != InnerJoin || j.Cond != nil || j.Lookup != nil || j.Swapped != nil || len(j.EqLeft) > 0 {
+	if !ok || j.Kind != InnerJoin || j.Cond != nil || len(j.EqLeft) > 0 {
 		return []Node{n}
 	}
-	left := fromItems(j.Left)
-	if left == nil {
-		return nil
-	}
-	if _, lateral := j.Right.(*Lateral); lateral {
-		return nil
-	}
-	return append(left, j.Right)
+	return append(fromItems(j.Left), j.Right)
 }
 
 // itemsRead returns the items whose columns e reads (nil when e reads

@@ -334,14 +334,12 @@ func (b *Binder) pushToSides(j *Join, cond Expr, toLeft, toRight bool) Expr {
 	return rest
 }
 
-// filterable: join inputs a conjunct may move into (tables and joins of
-// them).
+// filterable: join inputs a conjunct may move into (tables, and joins,
+// which key on or pass down what they can and keep the rest).
 func filterable(n Node) bool {
 	switch x := n.(type) {
-	case *Scan, *VirtualScan:
+	case *Scan, *VirtualScan, *Join:
 		return true
-	case *Join:
-		return filterable(x.Left) && filterable(x.Right)
 	case *Filter:
 		return filterable(x.Input)
 	}
@@ -454,7 +452,7 @@ func mapColumns(e Expr, col func(*ColRef) (Expr, bool)) (Expr, bool) {
 // (no grouping, DISTINCT, LIMIT, window or set-returning functions). It
 // returns the conjuncts that stay above p (nil: none).
 func (b *Binder) pushThroughProject(p *Project, cond Expr) Expr {
-	if !filterable(p.Input) && !isPlainProject(p.Input) && !p.fromOrder {
+	if !filterable(p.Input) && !isPlainProject(p.Input) {
 		return cond
 	}
 	var rest, pushed Expr

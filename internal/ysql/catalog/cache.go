@@ -140,6 +140,26 @@ func (c *Cache) Fresh(ctx context.Context) (*Snapshot, error) {
 	return c.Get(ctx)
 }
 
+// Current returns a snapshot at least as new as the master's catalog is
+// now, at the cost of one small call when this node's is: DDL decides on
+// it, so that an object created or changed through another node a moment
+// ago (before this node's heartbeat brought the version) is seen.
+func (c *Cache) Current(ctx context.Context) (*Snapshot, error) {
+	s, err := c.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, v, unchanged, err := c.cl.CatalogObjects(ctx, s.Version)
+	if err != nil {
+		return nil, err
+	}
+	if unchanged {
+		return s, nil
+	}
+	c.NoteVersion(v)
+	return c.Get(ctx)
+}
+
 func (c *Cache) load(ctx context.Context) (*Snapshot, error) {
 	for attempt := 0; ; attempt++ {
 		objs, v1, _, err := c.cl.CatalogObjects(ctx, 0)

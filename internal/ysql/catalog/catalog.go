@@ -62,6 +62,9 @@ type KeyColumn struct {
 type Check struct {
 	Name string `json:"name"`
 	Expr string `json:"expr"` // SQL text
+	// NotValid: added with NOT VALID, the rows before it unchecked (until
+	// ALTER TABLE VALIDATE CONSTRAINT).
+	NotValid bool `json:"not_valid,omitempty"`
 }
 
 // Table is a YSQL table.

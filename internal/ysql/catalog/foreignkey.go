@@ -27,6 +27,9 @@ type ForeignKey struct {
 	OnUpdate   string   `json:"on_update"`
 	Deferrable bool     `json:"deferrable,omitempty"`
 	Deferred   bool     `json:"deferred,omitempty"` // INITIALLY DEFERRED
+	// NotValid: added with NOT VALID, the rows before it unchecked (until
+	// ALTER TABLE VALIDATE CONSTRAINT).
+	NotValid bool `json:"not_valid,omitempty"`
 }
 
 // FKRef is a foreign key and the table that holds it.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,11 +73,10 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 	next := cloneTable(t)
 	s.pendingSeqs, s.pendingFKs = nil, nil
 	defer func() { s.pendingSeqs, s.pendingFKs = nil, nil }()
-	var backfill []int // new columns with a default to fill in
+	var rows rowChecks // what the existing rows get and must pass
 	var newPK []keySpec
 	var addUnique []*indexRequest // ADD CONSTRAINT ... UNIQUE, built after the rest
 	var dropIndexes []string      // DROP CONSTRAINT of UNIQUE constraints
-	var validateFKs []string      // foreign keys added, to check the rows against
 	for _, cn := range at.GetCmds() {
 		cmd := cn.GetAlterTableCmd()
 		switch cmd.GetSubtype() {
@@ -100,8 +100,11 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 			if err := checkColumnCount(len(next.Columns)); err != nil {
 				return err
 			}
-			if col.Default != "" || col.NotNull {
-				backfill = append(backfill, len(next.Columns)-1)
+			if col.Default != "" {
+				rows.backfill = append(rows.backfill, len(next.Columns)-1)
+			}
+			if col.NotNull {
+				rows.notNull = append(rows.notNull, col.ID)
 			}
 		case pg.AlterTableType_AT_DropColumn:
 			i := next.ColumnIndex(cmd.GetName())
@@ -149,11 +152,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 					return pgerror.New(pgerror.CodeInvalidTableDefinition, "column %q is in a primary key", cmd.GetName())
 				}
 				next.Columns[i].NotNull = false
-			} else {
+			} else if !next.Columns[i].NotNull {
 				next.Columns[i].NotNull = true
-				if err := s.checkNoNulls(ctx, t, i); err != nil {
-					return err
-				}
+				rows.notNull = append(rows.notNull, next.Columns[i].ID)
 			}
 		case pg.AlterTableType_AT_ColumnDefault:
 			i := next.ColumnIndex(cmd.GetName())
@@ -181,7 +182,7 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				if name == "" {
 					name = checkName(t.Name, c.GetRawExpr(), next.Checks)
 				}
-				next.Checks = append(next.Checks, catalog.Check{Name: name, Expr: expr})
+				next.Checks = append(next.Checks, catalog.Check{Name: name, Expr: expr, NotValid: c.GetSkipValidation()})
 			case pg.ConstrType_CONSTR_PRIMARY:
 				if !t.RowID {
 					return pgerror.New(pgerror.CodeInvalidTableDefinition, "multiple primary keys for table %q are not allowed", t.Name)
@@ -203,9 +204,10 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				if err != nil {
 					return err
 				}
+				fk.NotValid = c.GetSkipValidation()
 				next.ForeignKeys = append(next.ForeignKeys, *fk)
-				if !c.GetSkipValidation() {
-					validateFKs = append(validateFKs, fk.Name)
+				if !fk.NotValid {
+					rows.foreignKeys = append(rows.foreignKeys, fk.Name)
 				}
 			default:
 				return pgerror.Unsupported("this ALTER TABLE ADD CONSTRAINT")
@@ -237,6 +239,10 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 			if !found && !cmd.GetMissingOk() {
 				return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q of relation %q does not exist", cmd.GetName(), t.Name)
 			}
+		case pg.AlterTableType_AT_ValidateConstraint:
+			if err := validateConstraint(next, cmd.GetName(), &rows); err != nil {
+				return err
+			}
 		default:
 			return pgerror.Unsupported("ALTER TABLE " + strings.TrimPrefix(cmd.GetSubtype().String(), "AT_"))
 		}
@@ -248,7 +254,13 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 			return err
 		}
 		next.ForeignKeys = append(next.ForeignKeys, *fk)
-		validateFKs = append(validateFKs, fk.Name)
+		rows.foreignKeys = append(rows.foreignKeys, fk.Name)
+	}
+	// CHECK constraints added, of the table or of columns added.
+	for _, ck := range next.Checks {
+		if !ck.NotValid && !slices.ContainsFunc(t.Checks, func(old catalog.Check) bool { return old.Name == ck.Name }) {
+			rows.checks = append(rows.checks, ck.Name)
+		}
 	}
 	if newPK != nil {
 		if len(t.Indexes) > 0 || len(addUnique) > 0 {
@@ -284,12 +296,7 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 	if err := s.e.cfg.Cache.AlterTable(ctx, t, next); err != nil {
 		return alterErr(err, t)
 	}
-	if len(backfill) > 0 {
-		if err := s.backfill(ctx, t, backfill); err != nil {
-			return err
-		}
-	}
-	if err := s.validateForeignKeys(ctx, t, validateFKs); err != nil {
+	if err := s.checkExistingRows(ctx, t, rows); err != nil {
 		return err
 	}
 	for _, req := range addUnique {
@@ -335,20 +342,6 @@ func alterErr(err error, t *catalog.Table) error {
 	return err
 }
 
-// checkNoNulls fails SET NOT NULL when a row has NULL in column i.
-func (s *Session) checkNoNulls(ctx context.Context, t *catalog.Table, i int) error {
-	rows, err := s.allRows(ctx, t)
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if r[i].Null {
-			return pgerror.New(pgerror.CodeNotNullViolation, "column %q of relation %q contains null values", t.Columns[i].Name, t.Name)
-		}
-	}
-	return nil
-}
-
 func (s *Session) allRows(ctx context.Context, t *catalog.Table) ([]plan.Row, error) {
 	var rows []plan.Row
 	err := s.inTxn(ctx, func(tx *client.Txn) error {
@@ -365,7 +358,9 @@ func (r *runner) scanTable(t *catalog.Table) ([]plan.Row, error) {
 	return r.scan(sc)
 }
 
-// backfill writes the defaults of columns just added into existing rows.
+// backfill writes the defaults of columns just added into existing rows
+// that have none there: a row written meanwhile through a node that knew
+// the column keeps its value. The rows' constraints are checked after.
 func (s *Session) backfill(ctx context.Context, old *catalog.Table, cols []int) error {
 	snap, err := s.snapshot(ctx)
 	if err != nil {
@@ -398,15 +393,19 @@ func (s *Session) backfill(ctx context.Context, old *catalog.Table, cols []int) 
 		wb := &writeBatch{tbl: tbl}
 		for _, row := range rows {
 			next := append(plan.Row(nil), row...)
+			changed := false
 			for i, c := range cols {
+				if !row[c].Null {
+					continue
+				}
 				d, err := defaults[i].Eval(r.ec, row)
 				if err != nil {
 					return err
 				}
-				next[c] = d
+				next[c], changed = d, true
 			}
-			if err := r.checkRow(t, next, nil); err != nil {
-				return err
+			if !changed {
+				continue
 			}
 			if err := r.writeUpdate(wb, t, row, next); err != nil {
 				return err

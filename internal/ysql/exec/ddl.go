@@ -21,6 +21,11 @@ import (
 
 // ddl runs a schema statement.
 func (s *Session) ddl(ctx context.Context, n *pg.Node, yb *ybOptions) (string, error) {
+	// Decided on the master's catalog as it is now, not on this node's
+	// copy, which may be a heartbeat old.
+	if _, err := s.e.cfg.Cache.Current(ctx); err != nil {
+		return "", err
+	}
 	switch {
 	case n.GetCreateStmt() != nil:
 		return "CREATE TABLE", s.createTable(ctx, n.GetCreateStmt(), yb)

@@ -83,7 +83,7 @@ func fkConstraintRows(s *Session, snap *catalog.Snapshot) []plan.Row {
 	eachForeignKey(s, snap, func(t, parent *catalog.Table, fk *catalog.ForeignKey, i int) {
 		_, _, index := referencedKey(parent, fk)
 		out = append(out, plan.Row{dOID(fkOID(t, i)), dStr(fk.Name), dOID(ns[t.Schema]), dChar("f"), dBool(fk.Deferrable),
-			dBool(fk.Deferred), dBool(true), dOID(t.OID()), dOID(0), dOID(index), dOID(parent.OID()),
+			dBool(fk.Deferred), dBool(!fk.NotValid), dOID(t.OID()), dOID(0), dOID(index), dOID(parent.OID()),
 			fkAttnums(t, fk.Columns), dNull(), dNull(), dChar(fk.OnUpdate), dChar(fk.OnDelete), dChar("s"),
 			fkAttnums(parent, fk.RefColumns), dOID(0), dBool(true), dInt(0), dBool(true)})
 	})
@@ -121,7 +121,17 @@ func foreignKeyDef(s *Session, snap *catalog.Snapshot, t, parent *catalog.Table,
 	if fk.Deferred {
 		b.WriteString(" INITIALLY DEFERRED")
 	}
+	b.WriteString(notValid(fk.NotValid))
 	return b.String()
+}
+
+// notValid ends the definition of a constraint added NOT VALID, as
+// pg_get_constraintdef does.
+func notValid(b bool) string {
+	if b {
+		return " NOT VALID"
+	}
+	return ""
 }
 
 func columnNames(t *catalog.Table, ids []uint32) string {

@@ -241,32 +241,10 @@ func (s *Session) fixSelfReferences(ctx context.Context, t *catalog.Table) error
 	return alterErr(s.e.cfg.Cache.AlterTable(ctx, cur, next), cur)
 }
 
-// validateForeignKeys checks the rows of t (as it was before the ALTER)
-// against the foreign keys just added to it (names): each row's key must
-// have a parent row, else 23503 and the keys are taken out again. Writers
-// check every row from the catalog version that added them on; the rows
-// before are read after every node acts on that version.
-func (s *Session) validateForeignKeys(ctx context.Context, t *catalog.Table, names []string) error {
-	if len(names) == 0 {
-		return nil
-	}
-	cur, err := s.currentTable(ctx, t)
-	if err != nil {
-		return err
-	}
-	// A write through a node still on the catalog from before the keys is
-	// not checked: wait until every node acts on the new one, so that the
-	// rows read below include those writes. A block that has run
-	// statements, or a batch's implicit transaction, holds an older
-	// version itself and cannot wait for it (migrations that create
-	// tables and then add their keys in one block): there the keys are
-	// checked from when each node hears of them.
-	if !s.busyBlock && !s.pinned() {
-		if err := s.waitNodes(ctx, s.e.cfg.Cache.Latest()); err != nil {
-			return s.dropAddedKeys(ctx, t, cur, names, err)
-		}
-	}
-	err = s.inTxn(ctx, func(tx *client.Txn) error {
+// checkForeignKeyRows checks the rows of cur against its foreign keys
+// names: each row's key must have a parent row, else 23503.
+func (s *Session) checkForeignKeyRows(ctx context.Context, cur *catalog.Table, names []string) error {
+	return s.inTxn(ctx, func(tx *client.Txn) error {
 		r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil), closers: &closers{}}
 		defer r.closers.run()
 		w, err := r.newFKWriter(cur)
@@ -290,23 +268,6 @@ func (s *Session) validateForeignKeys(ctx context.Context, t *catalog.Table, nam
 		}
 		return nil
 	})
-	if pgerror.Code(err) != pgerror.CodeForeignKeyViolation {
-		return err
-	}
-	return s.dropAddedKeys(ctx, t, cur, names, err)
-}
-
-// dropAddedKeys takes the keys names out of cur again, and the columns
-// the ALTER added to t (whose REFERENCES failed), as PostgreSQL's rolled
-// back ALTER leaves none; it returns err, the reason.
-func (s *Session) dropAddedKeys(ctx context.Context, t, cur *catalog.Table, names []string, err error) error {
-	undo := cloneTable(cur)
-	undo.ForeignKeys = slices.DeleteFunc(undo.ForeignKeys, func(fk catalog.ForeignKey) bool { return slices.Contains(names, fk.Name) })
-	undo.Columns = slices.DeleteFunc(undo.Columns, func(c catalog.Column) bool { return t.ColumnByID(c.ID) < 0 })
-	if uerr := s.e.cfg.Cache.AlterTable(context.WithoutCancel(ctx), cur, undo); uerr != nil {
-		return alterErr(uerr, cur)
-	}
-	return err
 }
 
 // isDeferrability reports whether a column constraint is a DEFERRABLE or

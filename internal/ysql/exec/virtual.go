@@ -249,7 +249,7 @@ var virtualDefs = []vdef{
 				}
 				for i, ck := range t.Checks {
 					out = append(out, plan.Row{dOID(checkOID(t, i)), dStr(ck.Name), dOID(ns[t.Schema]), dChar("c"),
-						dBool(false), dBool(false), dBool(true), dOID(t.OID()), dOID(0), dOID(0), dOID(0), dNull(), dStr(ck.Expr), dStr(deparseStored(t, ck.Expr, tOf(boolT)))})
+						dBool(false), dBool(false), dBool(!ck.NotValid), dOID(t.OID()), dOID(0), dOID(0), dOID(0), dNull(), dStr(ck.Expr), dStr(deparseStored(t, ck.Expr, tOf(boolT)))})
 				}
 				out = append(out, uniqueConstraintRows(t, ns)...)
 			}

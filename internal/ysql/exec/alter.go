@@ -71,8 +71,8 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		}
 	}
 	next := cloneTable(t)
-	s.pendingSeqs, s.pendingFKs = nil, nil
-	defer func() { s.pendingSeqs, s.pendingFKs = nil, nil }()
+	s.pendingSeqs, s.pendingUniques, s.pendingFKs = nil, nil, nil
+	defer func() { s.pendingSeqs, s.pendingUniques, s.pendingFKs = nil, nil, nil }()
 	var rows rowChecks // what the existing rows get and must pass
 	var newPK []keySpec
 	var addUnique []*indexRequest // ADD CONSTRAINT ... UNIQUE, built after the rest
@@ -131,11 +131,13 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				for _, c := range ix.Include {
 					uses = uses || c == id
 				}
-				uses = uses || ix.Predicate != "" && regexp.MustCompile(`\b`+regexp.QuoteMeta(cmd.GetName())+`\b`).MatchString(ix.Predicate)
+				uses = uses || ix.Predicate != "" && exprNamesColumn(ix.Predicate, cmd.GetName())
 				if uses {
 					dropIndexes = append(dropIndexes, ix.Name)
 				}
 			}
+			// So do the CHECK constraints that read it.
+			next.Checks = slices.DeleteFunc(next.Checks, func(ck catalog.Check) bool { return exprNamesColumn(ck.Expr, cmd.GetName()) })
 			next.Columns = append(next.Columns[:i], next.Columns[i+1:]...)
 			for k := range next.Key {
 				if next.Key[k].Column > i {
@@ -256,6 +258,8 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		next.ForeignKeys = append(next.ForeignKeys, *fk)
 		rows.foreignKeys = append(rows.foreignKeys, fk.Name)
 	}
+	// UNIQUE clauses of columns added.
+	addUnique = append(addUnique, s.pendingUniques...)
 	// CHECK constraints added, of the table or of columns added.
 	for _, ck := range next.Checks {
 		if !ck.NotValid && !slices.ContainsFunc(t.Checks, func(old catalog.Check) bool { return old.Name == ck.Name }) {
@@ -536,13 +540,17 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 			return "", pgerror.New(pgerror.CodeDuplicateColumn, "column %q of relation %q already exists", rs.GetNewname(), t.Name)
 		}
 		next.Columns[i].Name = rs.GetNewname()
-		// CHECK expressions name columns: rename them there too.
-		re := regexp.MustCompile(`\b` + regexp.QuoteMeta(rs.GetSubname()) + `\b`)
+		// CHECK expressions and index predicates name columns: rename
+		// them there too.
 		for k := range next.Checks {
-			next.Checks[k].Expr = re.ReplaceAllString(next.Checks[k].Expr, rs.GetNewname())
+			if next.Checks[k].Expr, err = renameColumnInExpr(next.Checks[k].Expr, rs.GetSubname(), rs.GetNewname()); err != nil {
+				return "", err
+			}
 		}
 		for k := range next.Indexes {
-			next.Indexes[k].Predicate = re.ReplaceAllString(next.Indexes[k].Predicate, rs.GetNewname())
+			if next.Indexes[k].Predicate, err = renameColumnInExpr(next.Indexes[k].Predicate, rs.GetSubname(), rs.GetNewname()); err != nil {
+				return "", err
+			}
 		}
 	case pg.ObjectType_OBJECT_TABCONSTRAINT:
 		if err := renameConstraint(next, rs.GetSubname(), rs.GetNewname()); err != nil {

@@ -150,9 +150,13 @@ func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
 			if _, isDef := e.(*defaultMarker); isDef {
 				continue
 			}
-			if c.Identity == "a" {
+			if c.Identity != "" && s.GetOverride() == pg.OverridingKind_OVERRIDING_USER_VALUE {
+				continue // the identity's sequence gives the value
+			}
+			if c.Identity == "a" && s.GetOverride() != pg.OverridingKind_OVERRIDING_SYSTEM_VALUE {
 				return nil, pgerror.New(pgerror.CodeGeneratedAlways, "cannot insert a non-DEFAULT value into column %q", c.Name).
-					WithDetail("Column %q is an identity column defined as GENERATED ALWAYS.", c.Name)
+					WithDetail("Column %q is an identity column defined as GENERATED ALWAYS.", c.Name).
+					WithHint("Use OVERRIDING SYSTEM VALUE to override.")
 			}
 			v, err := b.assign(e, c, -1)
 			if err != nil {
@@ -343,6 +347,9 @@ func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[i
 		var err error
 		if rt.GetVal().GetSetToDefault() != nil {
 			e, err = b.DefaultExpr(c)
+		} else if c.Identity == "a" {
+			return nil, posErr(pgerror.New(pgerror.CodeGeneratedAlways, "column %q can only be updated to DEFAULT", c.Name).
+				WithDetail("Column %q is an identity column defined as GENERATED ALWAYS.", c.Name), rt.GetLocation())
 		} else {
 			if e, err = b.expr(rt.GetVal(), sc, c.Type); err == nil {
 				e, err = b.assign(e, c, rt.GetLocation())

@@ -51,7 +51,7 @@ func (a *memAccount) grow(n int64, what string) error {
 	if total := m.used.Add(need); m.limit > 0 && total > m.limit {
 		m.used.Add(-need)
 		a.used -= n
-		return errOutOfMemory(what, m.limit, total-need)
+		return errOutOfMemory(what, m.limit, total-need, need)
 	}
 	a.reserved += need
 	return nil
@@ -79,10 +79,10 @@ func (a *memAccount) close() {
 	a.used, a.reserved = 0, 0
 }
 
-func errOutOfMemory(what string, limit, inUse int64) error {
+func errOutOfMemory(what string, limit, inUse, need int64) error {
 	return pgerror.New(pgerror.CodeOutOfMemory, "out of memory").
-		WithDetail("Failed to hold the rows of %s: the node's query memory budget (--max-sql-memory) is %d MB, %d MB of it held by running statements.",
-			what, limit>>20, inUse>>20).
+		WithDetail("Failed on a request of %d MB to hold the rows of %s: the node's query memory budget (--max-sql-memory) is %d MB, %d MB of it in use (this statement's included).",
+			need>>20, what, limit>>20, inUse>>20).
 		WithHint("Lower work_mem so that more of the query spills to disk, or raise --max-sql-memory.")
 }
 

@@ -102,3 +102,25 @@ func TestStartBadFlagsExitNonZero(t *testing.T) {
 		}
 	}
 }
+
+// --max-sql-memory takes a share of the machine's memory or a size, as
+// CockroachDB's flag does, and refuses what is not one.
+func TestParseMaxSQLMemory(t *testing.T) {
+	const total = 16 << 30
+	for in, want := range map[string]int64{
+		"25%": 4 << 30, " 12.5 % ": 2 << 30, "100%": total,
+		"4GiB": 4 << 30, "512MiB": 512 << 20, "2GB": 2e9, "1.5gib": 3 << 29, "1048576": 1 << 20,
+	} {
+		if got, err := parseMaxSQLMemory(in, total); err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0%", "101%", "-1GiB", "4 furlongs", "GiB", "100kB", "%"} {
+		if got, err := parseMaxSQLMemory(in, total); err == nil {
+			t.Errorf("%q accepted as %d", in, got)
+		}
+	}
+	if got, err := parseMaxSQLMemory("25%", 0); err != nil || got != 0 {
+		t.Errorf("25%% of an unknown total: %d, %v; want 0 (no limit)", got, err)
+	}
+}

@@ -38,6 +38,10 @@ type startOptions struct {
 	// TServerDeadAfter: heartbeat silence after which a tserver is DEAD
 	// (0: the master's default).
 	TServerDeadAfter time.Duration
+	// MaxSQLMemory is the query memory budget of the node's YSQL
+	// statements, all together: a share of the machine's memory ("25%")
+	// or a size ("4GiB", "512MB").
+	MaxSQLMemory string
 	// LogToStderr copies the log to stderr as well as D/logs/shale.log
 	// (`shale cluster` turns it off: its nodes' stderr is a file already).
 	LogToStderr bool
@@ -51,7 +55,7 @@ func defaultStartOptions() startOptions {
 	return startOptions{
 		Listen: "127.0.0.1", RF: 3, RPCPort: server.DefaultRPCPort, HTTPPort: server.DefaultHTTPPort,
 		YSQLPort:                   server.DefaultYSQLPort,
-		FollowerUnavailableTimeout: 5 * time.Minute, LogToStderr: true,
+		FollowerUnavailableTimeout: 5 * time.Minute, LogToStderr: true, MaxSQLMemory: "25%",
 	}
 }
 
@@ -92,6 +96,9 @@ func (o *startOptions) validate() error {
 	}
 	if o.TServerDeadAfter < 0 {
 		return fmt.Errorf("--tserver-dead-after %v must not be negative", o.TServerDeadAfter)
+	}
+	if _, err := parseMaxSQLMemory(o.MaxSQLMemory, totalMemory()); err != nil {
+		return err
 	}
 	join, err := normalizeJoin("--join", o.Join, o.RPCPort)
 	if err != nil {
@@ -184,6 +191,8 @@ SIGTERM or SIGINT stop the node cleanly.`,
 	f.DurationVar(&o.FollowerUnavailableTimeout, "follower-unavailable-timeout", o.FollowerUnavailableTimeout,
 		"how long a tserver may be dead before its replicas are re-created elsewhere")
 	f.DurationVar(&o.TServerDeadAfter, "tserver-dead-after", 0, "heartbeat silence after which a tserver is DEAD (0: the master's default)")
+	f.StringVar(&o.MaxSQLMemory, "max-sql-memory", o.MaxSQLMemory,
+		`memory all YSQL statements of the node may hold at once, a share of the machine's ("25%") or a size ("4GiB"); a statement that would pass it fails with 53200`)
 	f.BoolVar(&o.LogToStderr, "log-to-stderr", o.LogToStderr, "copy the log to stderr")
 	for _, name := range []string{"rpc-port", "http-port", "follower-unavailable-timeout", "tserver-dead-after", "log-to-stderr"} {
 		_ = f.MarkHidden(name)
@@ -239,7 +248,8 @@ func runStart(ctx context.Context, o startOptions, stderr io.Writer) error {
 	}
 	defer os.Remove(filepath.Join(dir, pidFile))
 
-	log.Info("starting node", "data_dir", dir, "listen", o.Listen, "join", o.Join, "rf", o.RF, "placement", o.Placement)
+	maxSQLMemory, _ := parseMaxSQLMemory(o.MaxSQLMemory, totalMemory()) // validated
+	log.Info("starting node", "max_sql_memory", maxSQLMemory, "data_dir", dir, "listen", o.Listen, "join", o.Join, "rf", o.RF, "placement", o.Placement)
 	srv, err := server.Start(server.Config{
 		DataDir:                    dir,
 		RPCAddr:                    net.JoinHostPort(o.Listen, strconv.Itoa(o.RPCPort)),
@@ -250,6 +260,7 @@ func runStart(ctx context.Context, o startOptions, stderr io.Writer) error {
 		Placement:                  placement,
 		FollowerUnavailableTimeout: o.FollowerUnavailableTimeout,
 		TServerDeadAfter:           o.TServerDeadAfter,
+		MaxSQLMemory:               maxSQLMemory,
 		Logger:                     log,
 	})
 	if errors.Is(err, server.ErrWrongCluster) {

@@ -67,7 +67,11 @@ type Config struct {
 	// YSQLAddr is the ip[:port] YSQL (PostgreSQL protocol) listens on;
 	// empty: no YSQL on this node.
 	YSQLAddr string
-	Logger   *slog.Logger
+	// MaxSQLMemory is the bytes YSQL statements may hold in memory at
+	// once on this node, all together (zero: no limit); one that would
+	// hold more fails with 53200.
+	MaxSQLMemory int64
+	Logger       *slog.Logger
 }
 
 // Server is a running node.

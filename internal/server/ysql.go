@@ -37,7 +37,8 @@ func (s *Server) startYSQL(c *client.Client) {
 		s.fail(err)
 		return
 	}
-	eng := exec.NewEngine(exec.Config{Client: c, Servers: ysqlServers(c.Masters()), TempDir: tmp})
+	eng := exec.NewEngine(exec.Config{Client: c, Servers: ysqlServers(c.Masters()), TempDir: tmp,
+		MaxSQLMemory: s.cfg.MaxSQLMemory})
 	for _, m := range eng.Collectors() {
 		if err := s.reg.Prometheus().Register(m); err != nil {
 			_ = ln.Close()

@@ -66,6 +66,8 @@ type Options struct {
 	// HistoryRetention bounds the MVCC history the tablets keep (zero:
 	// the default): a read older than it fails.
 	HistoryRetention time.Duration
+	// MaxSQLMemory is every node's query memory budget (zero: none).
+	MaxSQLMemory int64
 }
 
 // NewCluster starts n nodes (RF 3) and stops them when the test ends.
@@ -108,6 +110,7 @@ func (c *Cluster) Config(i int, join []string) server.Config {
 		cfg.Engine = *c.opts.Engine
 	}
 	cfg.HistoryRetention = c.opts.HistoryRetention
+	cfg.MaxSQLMemory = c.opts.MaxSQLMemory
 	if c.opts.Production {
 		return cfg // zero values: a deployment's defaults
 	}

@@ -36,7 +36,7 @@ func (r *runner) openAggregate(a *plan.Agg) (rowSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &hashAgg{r: r, a: a, budget: r.s.workMem(), spill: newHashSpill(r, "aggregate")}
+	h := &hashAgg{r: r, a: a, budget: r.s.workMem(), spill: newHashSpill(r, "aggregate"), mem: r.newHeld("a hash aggregate")}
 	r.s.noteSpill(a, h.spill.explain)
 	for _, g := range a.Groups {
 		h.gts = append(h.gts, g.Type())
@@ -71,6 +71,8 @@ type hashAgg struct {
 	held   int64
 	out    int // groups of order given out
 	level  int
+	mem    *heldRows // held, counted: to the statement at each row
+	noted  int64     // held when last counted
 }
 
 func (h *hashAgg) newGroup(vals []types.Datum) *aggGroup {
@@ -90,7 +92,13 @@ func (h *hashAgg) newGroup(vals []types.Datum) *aggGroup {
 // into files once they are full.
 func (h *hashAgg) pass(in rowSource, level int) error {
 	h.groups, h.order, h.held, h.out, h.level = map[string]*aggGroup{}, nil, 0, 0, level
+	h.mem.release()
+	h.noted = 0
 	err := each(in, func(row plan.Row) error {
+		if err := h.mem.addBytes(h.held - h.noted); err != nil {
+			return err
+		}
+		h.noted = h.held
 		vals, err := h.r.evalAll(h.a.Groups, row)
 		if err != nil {
 			return err
@@ -158,6 +166,7 @@ func (h *hashAgg) next() (plan.Row, error) {
 	for h.out == len(h.order) {
 		in, level, ok := h.spill.next()
 		if !ok {
+			h.mem.release()
 			return nil, nil
 		}
 		if err := h.pass(in, level); err != nil {

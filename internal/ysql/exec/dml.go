@@ -293,12 +293,18 @@ func (r *runner) inserted(st *insertState, row plan.Row) error {
 	if st.ins.Returning == nil {
 		return nil
 	}
-	out, err := r.evalAll(st.ins.Returning, row)
+	return r.returning(&st.returned, st.ins.Returning, row)
+}
+
+// returning appends to rows the RETURNING list exprs of a written row,
+// counted as held by the statement until it ends.
+func (r *runner) returning(rows *[]plan.Row, exprs []plan.Expr, row plan.Row) error {
+	out, err := r.evalAll(exprs, row)
 	if err != nil {
 		return err
 	}
-	st.returned = append(st.returned, out)
-	return nil
+	*rows = append(*rows, out)
+	return r.acct.grow(rowSize(out), "RETURNING")
 }
 
 // flushInserts writes the batch's rows (see insert) and empties it.
@@ -695,11 +701,9 @@ func (r *runner) updateRows(u *plan.Update, keyChanged bool) (int64, []plan.Row,
 			return err
 		}
 		if u.Returning != nil {
-			out, err := r.evalAll(u.Returning, nextJoined)
-			if err != nil {
+			if err := r.returning(&returned, u.Returning, nextJoined); err != nil {
 				return err
 			}
-			returned = append(returned, out)
 		}
 		count++
 		return nil
@@ -817,11 +821,9 @@ func (r *runner) deleteRows(d *plan.Delete) (int64, []plan.Row, error) {
 			return err
 		}
 		if d.Returning != nil {
-			out, err := r.evalAll(d.Returning, joined)
-			if err != nil {
+			if err := r.returning(&returned, d.Returning, joined); err != nil {
 				return err
 			}
-			returned = append(returned, out)
 		}
 		count++
 		return nil

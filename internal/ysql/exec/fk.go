@@ -572,7 +572,7 @@ func (r *runner) fkRead(a *fkAction, kind string, params []types.Datum, got func
 	if err != nil {
 		return err
 	}
-	sub := &runner{s: r.s, ctx: r.ctx, txn: r.txn, ec: r.s.evalContext(params), closers: &closers{}}
+	sub := r.sub(r.s.evalContext(params))
 	defer sub.closers.run()
 	return r.txn.ReadLatest(func() error {
 		switch n := st.node.(type) {

@@ -6,6 +6,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/docdb"
@@ -34,15 +35,58 @@ type runner struct {
 	// skipFKs: the statement's writes need no foreign-key work (TRUNCATE
 	// in a block, of every table on both sides).
 	skipFKs bool
+	// acct counts the memory the statement holds (mem.go); nil: none.
+	acct *memAccount
 }
 
-// subRows runs n, a subquery or the inner side of a lateral join, whole
-// for one outer row (ec): what its sources hold is released when it is
-// done, not kept to the statement's end once per outer row.
-func (r *runner) subRows(ec *plan.EvalContext, n plan.Node) ([]plan.Row, error) {
-	sub := &runner{s: r.s, ctx: r.ctx, txn: r.txn, ec: ec, closers: &closers{}}
+// sub is a runner of a subquery or the inner side of a lateral join for
+// one outer row (ec): its closers release what its sources hold when it is
+// done, not at the statement's end once per outer row. It counts to the
+// statement's account.
+func (r *runner) sub(ec *plan.EvalContext) *runner {
+	return &runner{s: r.s, ctx: r.ctx, txn: r.txn, ec: ec, closers: &closers{}, acct: r.acct}
+}
+
+// subquery runs sq for one outer row (ec) and returns its rows: as many as
+// its kind needs (EXISTS one, a scalar subquery two: more is an error),
+// counted as held by the statement. Those of a correlated subquery are
+// given back once it ran, as its result is used for that row only.
+func (r *runner) subquery(ec *plan.EvalContext, sq *plan.Subquery) ([]plan.Row, error) {
+	want := -1
+	switch sq.Kind {
+	case plan.ExistsSubquery:
+		want = 1
+	case plan.ScalarSubquery:
+		want = 2
+	}
+	sub := r.sub(ec)
 	defer sub.closers.run()
-	return sub.rows(n)
+	src, err := sub.open(sq.Plan)
+	if err != nil {
+		return nil, err
+	}
+	h := heldRows{acct: r.acct, what: "a subquery"}
+	var out []plan.Row
+	for len(out) != want {
+		row, err := src.next()
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			break
+		}
+		out = append(out, row)
+		if err := h.add(row); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.flush(); err != nil {
+		return nil, err
+	}
+	if sq.Correlated {
+		h.release()
+	}
+	return out, nil
 }
 
 // closers are functions run once when a statement ends.
@@ -67,7 +111,8 @@ func (c *closers) run() {
 	c.fs = nil
 }
 
-// rows runs n to completion and returns its rows.
+// rows runs n to completion and returns its rows, counted as held by the
+// statement (mem.go).
 func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 	switch x := n.(type) {
 	case *plan.Values:
@@ -83,6 +128,9 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 	case *plan.Rows:
 		return x.Data, nil
 	case *plan.FuncScan:
+		if x.Iter != nil {
+			return r.collect(x)
+		}
 		args, err := r.evalAll(x.Args, nil)
 		if err != nil {
 			return nil, err
@@ -96,42 +144,48 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		}
 		return rows, nil
 	case *plan.Scan:
-		return r.scan(x)
+		rows, err := r.scan(x)
+		if err == nil {
+			err = r.hold(rows, "a scan of "+x.Table.Name)
+		}
+		return rows, err
 	case *plan.WorkTable:
-		return r.s.work[x], nil
+		return r.s.work[x], nil // counted by the recursive query
 	case *plan.VirtualScan:
 		all, err := x.Table.Rows()
+		if err == nil {
+			err = r.hold(all, "catalog relation "+x.Table.Name)
+		}
 		if err != nil {
 			return nil, err
 		}
 		return r.filter(all, x.Filter)
 	case *plan.Filter, *plan.Project, *plan.Truncate, *plan.DistinctNode, *plan.SetOp,
-		*plan.Sort, *plan.Window, *plan.Agg, *plan.Join, *plan.RecursiveUnion, *plan.DistinctOn:
-		src, err := r.open(x) // the same code whether the rows stream or not
-		if err != nil {
-			return nil, err
-		}
-		return drain(src)
+		*plan.Sort, *plan.Window, *plan.Agg, *plan.Join, *plan.RecursiveUnion, *plan.DistinctOn,
+		*plan.LateralJoin:
+		return r.collect(x) // the same code whether the rows stream or not
 	case *plan.Limit:
 		return r.limit(x)
-	case *plan.LateralJoin:
-		left, err := r.rows(x.Left)
-		if err != nil {
-			return nil, err
-		}
-		var out []plan.Row
-		for _, l := range left {
-			rows, err := r.subRows(r.ec.WithOuter(l), x.Sub)
-			if err != nil {
-				return nil, err
-			}
-			for _, row := range rows {
-				out = append(out, append(append(plan.Row(nil), l...), row...))
-			}
-		}
-		return out, nil
 	}
 	return nil, pgerror.New(pgerror.CodeInternalError, "exec: unknown plan node %T", n)
+}
+
+// collect reads every row of n, as open gives them, counting them as held.
+func (r *runner) collect(n plan.Node) ([]plan.Row, error) {
+	src, err := r.open(n)
+	if err != nil {
+		return nil, err
+	}
+	h := heldRows{acct: r.acct, what: "a query result"}
+	var out []plan.Row
+	err = each(src, func(row plan.Row) error {
+		out = append(out, row)
+		return h.add(row)
+	})
+	if err == nil {
+		err = h.flush()
+	}
+	return out, err
 }
 
 func (r *runner) evalAll(exprs []plan.Expr, row plan.Row) (plan.Row, error) {
@@ -249,7 +303,9 @@ func (r *runner) joinRows(j *plan.Join, left, right []plan.Row) ([]plan.Row, err
 }
 
 // hashJoin joins rows of j's left side, one at a time, with its right
-// side's rows, hashed on the equi-join keys when there are any.
+// side's rows, hashed on the equi-join keys when there are any. A left
+// row's joined rows come out one at a time (nextMatch): a left row that
+// matches every row of a large right side holds one joined row, not all.
 type hashJoin struct {
 	r      *runner
 	j      *plan.Join
@@ -260,6 +316,16 @@ type hashJoin struct {
 	index        map[string][]int
 	lts          []types.T
 	matchedRight []bool
+
+	// The left row being probed: its candidates (with an index), the next
+	// to try, whether one matched; probing until its rows are out.
+	l            plan.Row
+	cands        []int
+	pos          int
+	matched      bool
+	probing      bool
+	unmatchedPos int      // the next right row nextUnmatched looks at
+	buf          plan.Row // a joined row being tested
 }
 
 func (r *runner) newHashJoin(j *plan.Join, right []plan.Row) (*hashJoin, error) {
@@ -290,58 +356,109 @@ func (r *runner) newHashJoin(j *plan.Join, right []plan.Row) (*hashJoin, error) 
 	return hj, nil
 }
 
-// probe appends to out the joined rows of left row l: its matches, or
-// the row NULL-extended when a LEFT or FULL join found none.
-func (hj *hashJoin) probe(l plan.Row, out []plan.Row) ([]plan.Row, error) {
-	j, r := hj.j, hj.r
-	var candidates []int
+// start begins the probe of left row l.
+func (hj *hashJoin) start(l plan.Row) error {
+	hj.l, hj.cands, hj.pos, hj.matched, hj.probing = l, nil, 0, false, true
 	if hj.index != nil {
-		vals, err := r.evalAll(j.EqLeft, l)
+		vals, err := hj.r.evalAll(hj.j.EqLeft, l)
+		if err != nil {
+			return err
+		}
+		if !hasNull(vals) {
+			hj.cands = hj.index[rowKey(vals, hj.lts)]
+		}
+	}
+	return nil
+}
+
+// candidate returns the next right row to try for the probed left row.
+func (hj *hashJoin) candidate() (int, bool) {
+	n := len(hj.right)
+	if hj.index != nil {
+		n = len(hj.cands)
+	}
+	if hj.pos == n {
+		return 0, false
+	}
+	hj.pos++
+	if hj.index != nil {
+		return hj.cands[hj.pos-1], true
+	}
+	return hj.pos - 1, true
+}
+
+// nextMatch returns the next joined row of the probed left row: its
+// matches, then the row NULL-extended when a LEFT or FULL join found none;
+// nil once they are out.
+func (hj *hashJoin) nextMatch() (plan.Row, error) {
+	j := hj.j
+	for hj.probing {
+		ri, ok := hj.candidate()
+		if !ok {
+			hj.probing = false
+			if !hj.matched && (j.Kind == plan.LeftJoin || j.Kind == plan.FullJoin) {
+				return append(append(make(plan.Row, 0, hj.nl+hj.nr), hj.l...), nulls(hj.nr)...), nil
+			}
+			break
+		}
+		row, ok, err := hj.r.joined(j.Cond, &hj.buf, hj.l, hj.right[ri])
 		if err != nil {
 			return nil, err
 		}
-		if !hasNull(vals) {
-			candidates = hj.index[rowKey(vals, hj.lts)]
+		if ok {
+			hj.matched, hj.matchedRight[ri] = true, true
+			return row, nil
 		}
 	}
-	matched := false
-	try := func(ri int) error {
-		row := append(append(make(plan.Row, 0, hj.nl+hj.nr), l...), hj.right[ri]...)
-		if ok, err := r.holds(j.Cond, row); err != nil || !ok {
-			return err
-		}
-		matched, hj.matchedRight[ri] = true, true
-		out = append(out, row)
-		return nil
-	}
-	if hj.index == nil {
-		for ri := range hj.right {
-			if err := try(ri); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		for _, ri := range candidates {
-			if err := try(ri); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if !matched && (j.Kind == plan.LeftJoin || j.Kind == plan.FullJoin) {
-		out = append(out, append(append(make(plan.Row, 0, hj.nl+hj.nr), l...), nulls(hj.nr)...))
-	}
-	return out, nil
+	return nil, nil
 }
 
-// unmatched appends to out the right rows no left row matched, NULL-
-// extended, for a RIGHT or FULL join: once every left row was probed.
-func (hj *hashJoin) unmatched(out []plan.Row) []plan.Row {
-	if hj.j.Kind == plan.RightJoin || hj.j.Kind == plan.FullJoin {
-		for i, m := range hj.matchedRight {
-			if !m {
-				out = append(out, append(nulls(hj.nl), hj.right[i]...))
-			}
+// probe appends to out the joined rows of left row l (nextMatch).
+func (hj *hashJoin) probe(l plan.Row, out []plan.Row) ([]plan.Row, error) {
+	if err := hj.start(l); err != nil {
+		return nil, err
+	}
+	for {
+		row, err := hj.nextMatch()
+		if err != nil || row == nil {
+			return out, err
 		}
+		out = append(out, row)
+	}
+}
+
+// nextUnmatched returns the next right row no left row matched, NULL-
+// extended, for a RIGHT or FULL join, once every left row was probed; nil
+// at the end.
+func (hj *hashJoin) nextUnmatched() plan.Row {
+	if hj.j.Kind != plan.RightJoin && hj.j.Kind != plan.FullJoin {
+		return nil
+	}
+	for hj.unmatchedPos < len(hj.right) {
+		i := hj.unmatchedPos
+		hj.unmatchedPos++
+		if !hj.matchedRight[i] {
+			return append(nulls(hj.nl), hj.right[i]...)
+		}
+	}
+	return nil
+}
+
+// joined returns left and right joined when cond holds for them: the
+// pair is tested in buf, and only a match is copied out.
+func (r *runner) joined(cond plan.Expr, buf *plan.Row, left, right plan.Row) (plan.Row, bool, error) {
+	*buf = append(append((*buf)[:0], left...), right...)
+	ok, err := r.holds(cond, *buf)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return slices.Clone(*buf), true, nil
+}
+
+// unmatched appends to out the rows of nextUnmatched.
+func (hj *hashJoin) unmatched(out []plan.Row) []plan.Row {
+	for row := hj.nextUnmatched(); row != nil; row = hj.nextUnmatched() {
+		out = append(out, row)
 	}
 	return out
 }
@@ -773,7 +890,7 @@ func (r *runner) windowRows(src rowSource, calls []plan.WindowCall) (rowSource, 
 			keys = append(keys, plan.SortKey{E: p})
 		}
 		keys = append(keys, call.Order...)
-		ex := &externalSort{r: r, keys: keys, budget: r.s.workMem()}
+		ex := &externalSort{r: r, keys: keys, budget: r.s.workMem(), mem: r.newHeld("a window's sort")}
 		r.onClose(ex.close)
 		sorted, err := ex.sort(src)
 		if err != nil {
@@ -900,10 +1017,15 @@ type partitionReader struct {
 	next1    plan.Row   // the first row of the next partition
 	nextPart []types.Datum
 	ended    bool
+	mem      *heldRows // the partition's rows, counted
 }
 
 // readPartition reads the next partition's rows.
 func (x *partitionReader) readPartition() error {
+	if x.mem == nil {
+		x.mem = x.r.newHeld("a window partition")
+	}
+	x.mem.release()
 	x.part, x.pos = x.part[:0], 0
 	var key []types.Datum
 	if x.next1 != nil {
@@ -928,6 +1050,9 @@ func (x *partitionReader) readPartition() error {
 			break
 		}
 		x.part, key = append(x.part, row), part
+		if err := x.mem.add(row); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -31,6 +31,9 @@ type Config struct {
 	// TempDir holds the files of sorts larger than work_mem (default the
 	// system's temporary directory).
 	TempDir string
+	// MaxSQLMemory is the node's query memory budget: the bytes all its
+	// statements may hold in memory at once (mem.go); 0: no limit.
+	MaxSQLMemory int64
 }
 
 // ServerInfo is one row of yb_servers().
@@ -45,6 +48,7 @@ type ServerInfo struct {
 type Engine struct {
 	cfg      Config
 	metrics  *engineMetrics
+	mem      *memMonitor
 	seqs     sequences
 	sessions atomic.Int64
 	defaults sync.Once
@@ -125,7 +129,7 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.Cache == nil {
 		cfg.Cache = catalog.NewCache(cfg.Client)
 	}
-	return &Engine{cfg: cfg, metrics: newEngineMetrics()}
+	return &Engine{cfg: cfg, metrics: newEngineMetrics(), mem: &memMonitor{limit: cfg.MaxSQLMemory}}
 }
 
 // begin starts a distributed transaction for a session.

@@ -110,7 +110,7 @@ func (r *runner) openSort(s *plan.Sort) (rowSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex := &externalSort{r: r, keys: s.Keys, budget: r.s.workMem()}
+	ex := &externalSort{r: r, keys: s.Keys, budget: r.s.workMem(), mem: r.newHeld("a sort")}
 	r.s.noteSpill(s, ex.explain)
 	src, err := ex.sort(in)
 	if err != nil {
@@ -130,6 +130,7 @@ type externalSort struct {
 	spills int        // runs written, merged ones included (EXPLAIN ANALYZE, tests)
 	disk   int64      // bytes written to runs
 	peak   int64      // most memory held (estimated)
+	mem    *heldRows  // what it holds, counted (nil: not)
 }
 
 // explain is the sort's line of EXPLAIN ANALYZE, as PostgreSQL's.
@@ -158,13 +159,18 @@ func (ex *externalSort) sort(in rowSource) (rowSource, error) {
 			return nil, err
 		}
 		rows = append(rows, kr)
-		held += rowSize(row) + rowSize(kr.vals) + int64(unsafe.Sizeof(kr))
+		size := rowSize(row) + rowSize(kr.vals) + int64(unsafe.Sizeof(kr))
+		held += size
 		ex.peak = max(ex.peak, held)
+		if err := ex.mem.addBytes(size); err != nil {
+			return nil, err
+		}
 		if held > ex.budget && len(rows) > 1 {
 			if err := ex.spill(rows); err != nil {
 				return nil, err
 			}
 			rows, held = nil, 0
+			ex.mem.release()
 		}
 	}
 	ex.sortRows(rows)
@@ -264,6 +270,7 @@ func (ex *externalSort) writeRun(src runSource) (*sortRun, error) {
 }
 
 func (ex *externalSort) close() {
+	ex.mem.release()
 	for _, run := range ex.runs {
 		run.close()
 	}
@@ -300,6 +307,7 @@ type spillFile struct {
 	w     *bufio.Writer
 	r     *bufio.Reader
 	n     int // records written, then left to read
+	total int // records written, once finished
 	buf   []byte
 	what  string
 }
@@ -345,7 +353,20 @@ func (s *spillFile) finish() error {
 	if err != nil {
 		return spillWriteError(s.what, err)
 	}
-	s.w = nil
+	s.w, s.total = nil, s.n
+	return nil
+}
+
+// rewind reads the finished file again from its first record (a nested
+// loop reads its right side once per block of left rows).
+func (s *spillFile) rewind() error {
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("%s: rewind: %w", s.what, err)
+	}
+	if s.r != nil {
+		s.r.Reset(s.f)
+	}
+	s.n = s.total
 	return nil
 }
 

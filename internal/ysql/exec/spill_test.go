@@ -325,6 +325,67 @@ func TestGraceJoinMatches(t *testing.T) {
 	}
 }
 
+// A join without equality keys whose right side passes work_mem (a block
+// nested loop over the right side on file, the left rows a block at a
+// time) gives the rows of the in-memory nested loop, for every kind of
+// join, and its file is read once per block.
+func TestNestedLoopSpillMatches(t *testing.T) {
+	int8T := types.T{OID: types.OIDInt8, Mod: -1}
+	r := &runner{ec: &plan.EvalContext{}, s: &Session{e: &Engine{cfg: Config{TempDir: t.TempDir()}}, settings: map[string]string{"work_mem": "64kB"}},
+		closers: &closers{}}
+	defer r.closers.run()
+	rng := rand.New(rand.NewSource(13))
+	side := func(n, from, to int) []plan.Row {
+		rows := make([]plan.Row, n)
+		for i := range rows {
+			rows[i] = plan.Row{{I: int64(from + rng.Intn(to-from))}, {I: int64(i)}}
+		}
+		return rows
+	}
+	// Keys 0-99 on the left match no right row, 300-499 on the right no
+	// left row.
+	left, right := side(1000, 0, 300), side(2000, 100, 500)
+	cols := []plan.Column{{T: int8T}, {T: int8T}}
+	for _, kind := range []plan.JoinKind{plan.InnerJoin, plan.LeftJoin, plan.RightJoin, plan.FullJoin} {
+		j := &plan.Join{Kind: kind, Left: &testNode{cols: cols}, Right: &testNode{cols: cols}, Cond: keysAndTestCond{}}
+		want, err := r.joinRows(j, left, right)
+		if err != nil {
+			t.Fatal(err)
+		}
+		side, err := r.readRightSide(j, &sliceSource{rows: slices.Clone(right)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if side.file == nil || side.rows != nil {
+			t.Fatalf("join kind %v: the right side of %d rows is not on file at work_mem 64kB", kind, len(right))
+		}
+		nl := r.newNestedLoop(j, &sliceSource{rows: slices.Clone(left)}, side.file)
+		got, err := drain(nl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := joinedSet(got), joinedSet(want); g != w || len(got) != len(want) {
+			t.Fatalf("join kind %v: %d rows from the file, %d in memory", kind, len(got), len(want))
+		}
+		if nl.blocks < 2 {
+			t.Fatalf("join kind %v: %d blocks of left rows at work_mem 64kB", kind, nl.blocks)
+		}
+		t.Logf("join kind %v: %d rows, %d blocks", kind, len(got), nl.blocks)
+	}
+}
+
+// keysAndTestCond is an equality of the first columns (not an equi-join
+// key: the join is a nested loop) and testCond.
+type keysAndTestCond struct{}
+
+func (keysAndTestCond) Eval(ec *plan.EvalContext, row plan.Row) (types.Datum, error) {
+	if row[0].I != row[2].I {
+		return types.DBool(false), nil
+	}
+	return testCond{}.Eval(ec, row)
+}
+func (keysAndTestCond) Type() types.T { return types.T{OID: types.OIDBool, Mod: -1} }
+
 // testCond holds when the right row's number (column 3) is even or above
 // the left row's (column 1); NULL-extended rows never reach it.
 type testCond struct{}
@@ -474,7 +535,7 @@ func TestSubqueryReleasesItsSorts(t *testing.T) {
 	}
 	sub := &plan.Sort{Input: &plan.Values{Rows: vals}, Keys: []plan.SortKey{{E: &plan.ColRef{Idx: 0, T: int8T}}}}
 	for range 100 {
-		rows, err := r.subRows(r.ec, sub)
+		rows, err := r.subquery(r.ec, &plan.Subquery{Kind: plan.ArraySubquery, Plan: sub, Correlated: true})
 		if err != nil {
 			t.Fatal(err)
 		}

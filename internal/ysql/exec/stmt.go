@@ -736,7 +736,8 @@ func (s *Session) evalContext(params []types.Datum) *plan.EvalContext {
 
 // runPlan executes a planned query or DML statement in tx.
 func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Datum, tx *client.Txn) (string, []plan.Row, error) {
-	r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(params), closers: &closers{}}
+	r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(params), closers: &closers{}, acct: s.e.mem.newAccount()}
+	r.onClose(r.acct.close)
 	defer func() {
 		if s.stream == nil || s.stream.r != r {
 			r.closers.run() // else the stream's end does
@@ -744,7 +745,7 @@ func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Dat
 	}()
 	r.ec.Subquery = func(ec *plan.EvalContext, sq *plan.Subquery, outer plan.Row) ([]plan.Row, error) {
 		// r.ctx: a streamed statement evaluates over several calls.
-		return r.subRows(ec.WithOuter(outer), sq.Plan)
+		return r.subquery(ec.WithOuter(outer), sq)
 	}
 	switch n := st.node.(type) {
 	case *plan.Insert:

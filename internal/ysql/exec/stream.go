@@ -76,6 +76,14 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		return &truncateSource{in: in, n: x.N}, nil
 	case *plan.Join:
 		return r.openJoin(x)
+	case *plan.LateralJoin:
+		left, err := r.open(x.Left)
+		if err != nil {
+			return nil, err
+		}
+		ls := &lateralSource{r: r, j: x, left: left}
+		r.onClose(ls.closeSub)
+		return ls, nil
 	case *plan.DistinctNode:
 		in, err := r.open(x.Input)
 		if err != nil {
@@ -137,7 +145,7 @@ func (r *runner) openJoin(j *plan.Join) (rowSource, error) {
 		}
 		return &lookupSource{r: r, j: j, left: left}, nil
 	}
-	right, spill, err := r.openRightSide(j)
+	right, err := r.openRightSide(j)
 	if err != nil {
 		return nil, err
 	}
@@ -145,27 +153,35 @@ func (r *runner) openJoin(j *plan.Join) (rowSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spill != nil {
-		return r.newGraceJoin(j, left, spill), nil
+	switch {
+	case right.spill != nil:
+		return r.newGraceJoin(j, left, right.spill), nil
+	case right.file != nil:
+		return r.newNestedLoop(j, left, right.file), nil
 	}
-	hj, err := r.newHashJoin(j, right)
+	hj, err := r.newHashJoin(j, right.rows)
 	if err != nil {
 		return nil, err
 	}
 	return &joinSource{hj: hj, left: left}, nil
 }
 
+// joinSource joins the left rows, as they come, with a right side held by
+// hj, a joined row at a time.
 type joinSource struct {
 	hj   *hashJoin
 	left rowSource
-	out  []plan.Row // joined rows of the last left row not yet returned
-	done bool
+	done bool // the left rows are out: the right's unmatched ones follow
 }
 
 func (x *joinSource) next() (plan.Row, error) {
-	for len(x.out) == 0 {
+	for {
+		row, err := x.hj.nextMatch()
+		if err != nil || row != nil {
+			return row, err
+		}
 		if x.done {
-			return nil, nil
+			return x.hj.nextUnmatched(), nil
 		}
 		l, err := x.left.next()
 		if err != nil {
@@ -173,14 +189,56 @@ func (x *joinSource) next() (plan.Row, error) {
 		}
 		if l == nil {
 			x.done = true
-			x.out = x.hj.unmatched(nil)
 			continue
 		}
-		if x.out, err = x.hj.probe(l, nil); err != nil {
+		if err := x.hj.start(l); err != nil {
 			return nil, err
 		}
 	}
-	return pop(&x.out), nil
+}
+
+// lateralSource joins each left row, as they come, with the rows the
+// lateral side gives for it, run then and read as they are joined:
+// neither side is held.
+type lateralSource struct {
+	r    *runner
+	j    *plan.LateralJoin
+	left rowSource
+	l    plan.Row
+	sub  *runner   // runs the lateral side for l
+	in   rowSource // its rows
+}
+
+func (x *lateralSource) next() (plan.Row, error) {
+	for {
+		if x.in != nil {
+			x.sub.ctx = x.r.ctx // a streamed statement reads over several calls
+			row, err := x.in.next()
+			if err != nil {
+				return nil, err
+			}
+			if row != nil {
+				return append(append(make(plan.Row, 0, len(x.l)+len(row)), x.l...), row...), nil
+			}
+			x.closeSub()
+		}
+		l, err := x.left.next()
+		if err != nil || l == nil {
+			return nil, err
+		}
+		x.l, x.sub = l, x.r.sub(x.r.ec.WithOuter(l))
+		if x.in, err = x.sub.open(x.j.Sub); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// closeSub releases what the lateral side's run holds.
+func (x *lateralSource) closeSub() {
+	if x.sub != nil {
+		x.sub.closers.run()
+		x.sub, x.in = nil, nil
+	}
 }
 
 type swapSource struct {
@@ -217,6 +275,7 @@ type distinctSource struct {
 	budget int64
 	level  int
 	spill  *hashSpill
+	mem    *heldRows // the keys held, counted
 }
 
 func (r *runner) newDistinct(in rowSource, n int, cols []plan.Column) *distinctSource {
@@ -224,7 +283,8 @@ func (r *runner) newDistinct(in rowSource, n int, cols []plan.Column) *distinctS
 	for i := range ts {
 		ts[i] = cols[i].T
 	}
-	return &distinctSource{in: in, n: n, ts: ts, seen: map[string]bool{}, budget: r.s.workMem(), spill: newHashSpill(r, "distinct")}
+	return &distinctSource{in: in, n: n, ts: ts, seen: map[string]bool{}, budget: r.s.workMem(), spill: newHashSpill(r, "distinct"),
+		mem: r.newHeld("a DISTINCT")}
 }
 
 func (x *distinctSource) next() (plan.Row, error) {
@@ -242,6 +302,7 @@ func (x *distinctSource) next() (plan.Row, error) {
 				return nil, nil
 			}
 			x.in, x.level, x.seen, x.held = in, level, map[string]bool{}, 0
+			x.mem.release()
 			continue
 		}
 		k := rowKey(row[:x.n], x.ts)
@@ -254,7 +315,7 @@ func (x *distinctSource) next() (plan.Row, error) {
 		default:
 			x.seen[k] = true
 			x.held += int64(len(k)) + 64
-			return row, nil
+			return row, x.mem.addBytes(int64(len(k)) + 64)
 		}
 	}
 }
@@ -312,7 +373,7 @@ func (r *runner) openRecursive(ru *plan.RecursiveUnion) (rowSource, error) {
 		r.s.work = map[*plan.WorkTable][]plan.Row{}
 	}
 	r.onClose(func() { delete(r.s.work, ru.Work) })
-	x := &recursiveSource{r: r, ru: ru, cur: cur}
+	x := &recursiveSource{r: r, ru: ru, cur: cur, mem: r.newHeld("recursive query " + ru.Name)}
 	if !ru.All {
 		x.seen = map[string]bool{}
 		for _, c := range ru.Columns() {
@@ -331,6 +392,8 @@ type recursiveSource struct {
 	ts   []types.T
 	// held is the size of seen, gaveBytes of gave.
 	held, gaveBytes int64
+	mem             *heldRows // seen and the work tables, counted
+	workBytes       int64     // of the work table being read
 }
 
 func (x *recursiveSource) next() (plan.Row, error) {
@@ -349,7 +412,8 @@ func (x *recursiveSource) next() (plan.Row, error) {
 				return nil, err
 			}
 			x.r.s.work[x.ru.Work] = x.gave
-			x.gave, x.gaveBytes = nil, 0
+			x.mem.shrinkBy(x.workBytes) // the work table read goes
+			x.gave, x.gaveBytes, x.workBytes = nil, 0, x.gaveBytes
 			if x.cur, err = x.r.open(x.ru.Recursive); err != nil {
 				return nil, err
 			}
@@ -362,8 +426,15 @@ func (x *recursiveSource) next() (plan.Row, error) {
 			}
 			x.seen[k] = true
 			x.held += int64(len(k)) + 48
+			if err := x.mem.addBytes(int64(len(k)) + 48); err != nil {
+				return nil, err
+			}
 		}
-		x.gaveBytes += rowSize(row)
+		size := rowSize(row)
+		x.gaveBytes += size
+		if err := x.mem.addBytes(size); err != nil {
+			return nil, err
+		}
 		if x.held+x.gaveBytes > maxRecursiveBytes {
 			return nil, pgerror.New(pgerror.CodeProgramLimitExceeded,
 				"recursive query %q holds more than %d MB of rows", x.ru.Name, maxRecursiveBytes>>20)
@@ -408,6 +479,7 @@ type setOpSource struct {
 // countRight counts the right side's rows by key.
 func (x *setOpSource) countRight(right rowSource) error {
 	budget, held := x.r.s.workMem(), int64(0)
+	mem := x.r.newHeld("a set operation")
 	for {
 		row, err := right.next()
 		if err != nil || row == nil {
@@ -422,6 +494,9 @@ func (x *setOpSource) countRight(right rowSource) error {
 		}
 		if x.counts[k]++; x.counts[k] == 1 {
 			held += int64(len(k)) + 64
+			if err := mem.addBytes(int64(len(k)) + 64); err != nil {
+				return err
+			}
 		}
 		if held > budget {
 			x.rights = newHashSpill(x.r, "set operation")
@@ -432,6 +507,7 @@ func (x *setOpSource) countRight(right rowSource) error {
 				}
 			}
 			x.counts = nil
+			mem.release()
 		}
 	}
 }

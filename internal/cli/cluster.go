@@ -223,6 +223,9 @@ func (c *localCluster) launch(n *clusterNode, join []string) (*launched, error) 
 	if t := c.st.FollowerUnavailableTimeout; t != "" {
 		args = append(args, "--follower-unavailable-timeout", t)
 	}
+	if m := c.st.MaxSQLMemory; m != "" {
+		args = append(args, "--max-sql-memory", m)
+	}
 	cmd := exec.Command(c.exe, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -289,7 +292,8 @@ func (c *localCluster) create(ctx context.Context, nodes, rf, rpcPort, httpPort,
 	if err := os.MkdirAll(c.base, 0o755); err != nil {
 		return err
 	}
-	c.st = &clusterState{RF: rf, RPCPort: rpcPort, HTTPPort: httpPort, YSQLPort: ysqlPort, FollowerUnavailableTimeout: followerUnavailable.String()}
+	c.st = &clusterState{RF: rf, RPCPort: rpcPort, HTTPPort: httpPort, YSQLPort: ysqlPort, FollowerUnavailableTimeout: followerUnavailable.String(),
+		MaxSQLMemory: fmt.Sprintf("%.3g%%", 25/float64(max(nodes, 1)))}
 	if followerUnavailable == 0 {
 		c.st.FollowerUnavailableTimeout = ""
 	}

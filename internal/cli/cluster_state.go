@@ -23,8 +23,11 @@ type clusterState struct {
 	YSQLPort int `json:"ysql_port,omitempty"`
 	// FollowerUnavailableTimeout is passed to every node ("" for the
 	// default).
-	FollowerUnavailableTimeout string        `json:"follower_unavailable_timeout,omitempty"`
-	Nodes                      []clusterNode `json:"nodes"`
+	FollowerUnavailableTimeout string `json:"follower_unavailable_timeout,omitempty"`
+	// MaxSQLMemory is passed to every node: the nodes share one machine,
+	// so each gets its part of the 25% one node alone would take.
+	MaxSQLMemory string        `json:"max_sql_memory,omitempty"`
+	Nodes        []clusterNode `json:"nodes"`
 }
 
 type clusterNode struct {

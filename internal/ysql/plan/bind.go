@@ -150,7 +150,14 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 		if err != nil {
 			return nil, posErr(pgerror.From(err), tc.GetLocation())
 		}
-		e, err := b.expr(tc.GetArg(), sc, to)
+		hint := to
+		if to.OID == types.OIDVarchar || to.OID == types.OIDBPChar {
+			// A literal is read as the type without its length, which
+			// the explicit cast then truncates to ('toolong'::varchar(3)
+			// is 'too').
+			hint.Mod = -1
+		}
+		e, err := b.expr(tc.GetArg(), sc, hint)
 		if err != nil {
 			return nil, err
 		}

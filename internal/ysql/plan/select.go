@@ -639,9 +639,13 @@ func (b *Binder) fromList(items []*pg.Node, parent *scope) (Node, *scope, error)
 	}
 	var node Node
 	sc := &scope{parent: parent}
+	named := map[string]bool{} // the items' table names: one may not repeat
 	for _, it := range items {
 		n, cols, err := b.fromItem(it, sc, parent)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := noRepeatedNames(named, cols); err != nil {
 			return nil, nil, err
 		}
 		switch {
@@ -655,6 +659,25 @@ func (b *Binder) fromList(items []*pg.Node, parent *scope) (Node, *scope, error)
 		sc.cols = append(sc.cols, cols...)
 	}
 	return node, sc, nil
+}
+
+// noRepeatedNames adds the table names of a FROM item's columns to named,
+// failing as PostgreSQL does when one is there already (FROM t, t).
+func noRepeatedNames(named map[string]bool, cols []scopeCol) error {
+	item := map[string]bool{}
+	for _, c := range cols {
+		if c.Table == "" || item[c.Table] {
+			continue
+		}
+		if named[c.Table] {
+			return pgerror.New(pgerror.CodeDuplicateAlias, "table name %q specified more than once", c.Table)
+		}
+		item[c.Table] = true
+	}
+	for t := range item {
+		named[t] = true
+	}
+	return nil
 }
 
 // subqueryItem is sub as a FROM item named alias: its columns renamed by
@@ -824,6 +847,13 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 	// The right side of a join may be LATERAL over the left one.
 	right, rcols, err := b.fromItem(j.GetRarg(), &scope{cols: append(append([]scopeCol(nil), sc.cols...), lcols...), parent: parent}, parent)
 	if err != nil {
+		return nil, nil, err
+	}
+	named := map[string]bool{}
+	if err := noRepeatedNames(named, lcols); err != nil {
+		return nil, nil, err
+	}
+	if err := noRepeatedNames(named, rcols); err != nil {
 		return nil, nil, err
 	}
 	if lat, ok := right.(*Lateral); ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
+	"github.com/shaledb/shaledb/internal/ysql/plan"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
@@ -242,7 +243,8 @@ func (s *Session) fixSelfReferences(ctx context.Context, t *catalog.Table) error
 }
 
 // checkForeignKeyRows checks the rows of cur against its foreign keys
-// names: each row's key must have a parent row, else 23503.
+// names: each row's key must have a parent row, else 23503. The rows
+// stream: their keys are looked up a batch at a time.
 func (s *Session) checkForeignKeyRows(ctx context.Context, cur *catalog.Table, names []string) error {
 	return s.inTxn(ctx, func(tx *client.Txn) error {
 		r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil), closers: &closers{}}
@@ -251,17 +253,25 @@ func (s *Session) checkForeignKeyRows(ctx context.Context, cur *catalog.Table, n
 		if err != nil {
 			return err
 		}
-		rows, err := r.scanTable(cur)
+		checks := slices.DeleteFunc(w.checks, func(c *fkCheck) bool { return !slices.Contains(names, c.fk.Name) })
+		rows, err := r.open(plan.NewScan(cur))
 		if err != nil {
 			return err
 		}
-		for _, c := range w.checks {
-			if !slices.Contains(names, c.fk.Name) {
-				continue
+		err = each(rows, func(row plan.Row) error {
+			for _, c := range checks {
+				if c.add(row); len(c.pending) >= lockBatch {
+					if err := r.checkParents(c); err != nil {
+						return err
+					}
+				}
 			}
-			for _, row := range rows {
-				c.add(row)
-			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, c := range checks {
 			if err := r.checkParents(c); err != nil {
 				return err
 			}

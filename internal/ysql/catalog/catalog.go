@@ -89,6 +89,9 @@ type Table struct {
 	Indexes []Index `json:"indexes,omitempty"`
 	// ForeignKeys are the table's FOREIGN KEY constraints (foreignkey.go).
 	ForeignKeys []ForeignKey `json:"foreign_keys,omitempty"`
+	// Rewriting: ALTER TABLE ... ADD PRIMARY KEY is copying the rows into
+	// a new table that replaces this one; writers refuse it meanwhile.
+	Rewriting bool `json:"rewriting,omitempty"`
 	// IndexOf, in the metadata of an index's own storage table, names
 	// (schema.table) the table it was created for; such tables are not
 	// tables of the snapshot.

@@ -346,17 +346,6 @@ func alterErr(err error, t *catalog.Table) error {
 	return err
 }
 
-func (s *Session) allRows(ctx context.Context, t *catalog.Table) ([]plan.Row, error) {
-	var rows []plan.Row
-	err := s.inTxn(ctx, func(tx *client.Txn) error {
-		r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil)}
-		var err error
-		rows, err = r.scanTable(t)
-		return err
-	})
-	return rows, err
-}
-
 func (r *runner) scanTable(t *catalog.Table) ([]plan.Row, error) {
 	sc := plan.NewScan(t)
 	return r.scan(sc)
@@ -423,10 +412,6 @@ func (s *Session) backfill(ctx context.Context, old *catalog.Table, cols []int) 
 // the key is filled from the old one, which is then dropped (PostgreSQL
 // rewrites the table for ADD PRIMARY KEY too; pgbench -i relies on it).
 func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, pk []keySpec) error {
-	rows, err := s.allRows(ctx, old)
-	if err != nil {
-		return err
-	}
 	// Drop the row id column.
 	next.Columns = next.Columns[1:]
 	next.RowID = false
@@ -438,19 +423,6 @@ func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, 
 			next.Columns[i].NotNull = true
 		}
 	}
-	src := make([]plan.Row, len(rows))
-	for i, row := range rows {
-		src[i] = row[1:] // without the row id
-		for _, k := range next.Key {
-			if src[i][k.Column].Null {
-				c := next.Columns[k.Column].Name
-				return &pgerror.Error{Code: pgerror.CodeNotNullViolation, Table: old.Name, Column: c,
-					Message: fmt.Sprintf("column %q of relation %q contains null values", c, old.Name)}
-			}
-		}
-	}
-	tmp := cloneTable(next)
-	tmp.Name = old.Name + "_shale_rewrite"
 	tbl, err := s.openTable(ctx, old)
 	if err != nil {
 		return err
@@ -459,37 +431,139 @@ func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, 
 	if !next.Key[0].Hash {
 		part = &masterpb.Partitioning{Kind: masterpb.Partitioning_RANGE}
 	}
-	_ = s.e.cfg.Cache.DropTable(ctx, tmp) // a leftover of an interrupted rewrite
-	if err := s.e.cfg.Cache.CreateTable(ctx, tmp, part, false); err != nil {
-		return err
-	}
-	snap, err := s.snapshot(ctx)
+	// The old table's rows are copied, then it is dropped: from here on
+	// writers refuse it (a write meanwhile would be lost), and the rows
+	// are read once every node acts on that, as for the checks of
+	// checkExistingRows.
+	cur, err := s.freezeForRewrite(ctx, old)
 	if err != nil {
 		return err
 	}
-	created, ok := snap.Table(s.db, tmp.Schema, tmp.Name)
-	if !ok {
-		return pgerror.New(pgerror.CodeInternalError, "rewritten table vanished")
+	thaw := func(err error) error {
+		undo := cloneTable(cur)
+		undo.Rewriting = false
+		if uerr := s.e.cfg.Cache.AlterTable(context.WithoutCancel(ctx), cur, undo); uerr != nil {
+			return alterErr(uerr, cur)
+		}
+		return err
 	}
-	if err := s.copyRows(ctx, created, src); err != nil {
+	if !s.busyBlock && !s.pinned() {
+		if err := s.waitNodes(ctx, s.e.cfg.Cache.Latest()); err != nil {
+			return thaw(err)
+		}
+	}
+	tmp := cloneTable(next)
+	tmp.Name = old.Name + "_shale_rewrite"
+	var created *catalog.Table
+	for attempt := 1; ; attempt++ {
+		if created, err = s.createRewriteTable(ctx, tmp, part); err != nil {
+			return thaw(err)
+		}
+		err = s.copyRows(ctx, created, s.rewriteSource(ctx, cur, next))
+		if err == nil {
+			break
+		}
 		_ = s.e.cfg.Cache.DropTable(ctx, created)
+		if errors.Is(err, errRewriteAgain) && attempt < rewriteAttempts {
+			continue
+		}
 		// PostgreSQL names the index it could not build, and the table
 		// by its own name, not the rewrite's.
 		var pe *pgerror.Error
 		if errors.As(err, &pe) && pe.Code == pgerror.CodeUniqueViolation {
-			return &pgerror.Error{Code: pe.Code, Table: old.Name, Constraint: next.PKName,
+			err = &pgerror.Error{Code: pe.Code, Table: old.Name, Constraint: next.PKName,
 				Message: fmt.Sprintf("could not create unique index %q", next.PKName),
 				Detail:  strings.Replace(pe.Detail, "already exists.", "is duplicated.", 1)}
 		}
-		return err
+		return thaw(err)
 	}
-	if err := s.e.cfg.Cache.DropTable(ctx, old); err != nil {
+	if err := s.e.cfg.Cache.DropTable(ctx, cur); err != nil {
 		return err
 	}
 	delete(s.tables, old.MasterID)
 	renamed := cloneTable(created)
 	renamed.Name = old.Name
 	return alterErr(s.e.cfg.Cache.AlterTable(ctx, created, renamed), created)
+}
+
+// freezeForRewrite marks t as being rewritten (writers refuse it, 55P03)
+// and returns it so marked.
+func (s *Session) freezeForRewrite(ctx context.Context, t *catalog.Table) (*catalog.Table, error) {
+	frozen := cloneTable(t)
+	frozen.Rewriting = true
+	if err := s.e.cfg.Cache.AlterTable(ctx, t, frozen); err != nil {
+		return nil, alterErr(err, t)
+	}
+	return s.currentTable(ctx, t)
+}
+
+// createRewriteTable creates tmp, the table a rewrite fills, and returns
+// it as the catalog has it.
+func (s *Session) createRewriteTable(ctx context.Context, tmp *catalog.Table, part *masterpb.Partitioning) (*catalog.Table, error) {
+	_ = s.e.cfg.Cache.DropTable(ctx, tmp) // a leftover of an interrupted rewrite
+	if err := s.e.cfg.Cache.CreateTable(ctx, tmp, part, false); err != nil {
+		return nil, err
+	}
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	created, ok := snap.Table(s.db, tmp.Schema, tmp.Name)
+	if !ok {
+		return nil, pgerror.New(pgerror.CodeInternalError, "rewritten table vanished")
+	}
+	return created, nil
+}
+
+// errRewriteAgain: the read of a rewrite's old table restarted (at a
+// later time, past a value in its clock uncertainty) after some of its
+// rows were copied; the copy starts over.
+var errRewriteAgain = errors.New("the read of the rows to copy restarted")
+
+// rewriteAttempts bounds how often a rewrite's copy starts over.
+const rewriteAttempts = 5
+
+// rewriteSource streams the rows of old, a table without a primary key,
+// as rows of next (without the row id), in chunks of rewriteChunk; a NULL
+// in a column of next's key fails it (23502). Rows sent are not taken
+// back: a read that restarts fails it with errRewriteAgain.
+func (s *Session) rewriteSource(ctx context.Context, old, next *catalog.Table) func(send func([]plan.Row) error) error {
+	return func(send func([]plan.Row) error) error {
+		read := false
+		return s.inTxn(ctx, func(tx *client.Txn) error {
+			if read {
+				return errRewriteAgain
+			}
+			read = true
+			r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(nil), closers: &closers{}}
+			defer r.closers.run()
+			rows, err := r.open(plan.NewScan(old))
+			if err != nil {
+				return err
+			}
+			chunk := make([]plan.Row, 0, rewriteChunk)
+			err = each(rows, func(row plan.Row) error {
+				row = row[1:] // without the row id
+				for _, k := range next.Key {
+					if row[k.Column].Null {
+						c := next.Columns[k.Column].Name
+						return &pgerror.Error{Code: pgerror.CodeNotNullViolation, Table: old.Name, Column: c,
+							Message: fmt.Sprintf("column %q of relation %q contains null values", c, old.Name)}
+					}
+				}
+				if chunk = append(chunk, row); len(chunk) == rewriteChunk {
+					err := send(chunk)
+					chunk = make([]plan.Row, 0, rewriteChunk)
+					return err
+				}
+				return nil
+			})
+			if err == nil && len(chunk) > 0 {
+				err = send(chunk)
+			}
+			return err
+		})
+	}
 }
 
 func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error) {
@@ -776,13 +850,13 @@ const (
 )
 
 // copyRows fills t, a rewrite's new table that nobody else sees yet, with
-// rows, in chunks, some at once; see bulkFill. Duplicate keys fail it (and
-// stop the other chunks).
-func (s *Session) copyRows(ctx context.Context, t *catalog.Table, rows []plan.Row) error {
+// the chunks of rows produce sends, some at once; see bulkFill. Duplicate
+// keys fail it (and stop the other chunks).
+func (s *Session) copyRows(ctx context.Context, t *catalog.Table, produce func(send func([]plan.Row) error) error) error {
 	if _, err := s.openTable(ctx, t); err != nil { // the workers only read the session's table cache
 		return err
 	}
-	fill := &bulkFill{s: s, keys: make(map[string]struct{}, len(rows))}
+	fill := &bulkFill{s: s, keys: map[string]struct{}{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	chunks := make(chan []plan.Row)
@@ -800,15 +874,23 @@ func (s *Session) copyRows(ctx context.Context, t *catalog.Table, rows []plan.Ro
 			errs <- err
 		}()
 	}
-	for start := 0; start < len(rows) && ctx.Err() == nil; start += rewriteChunk {
-		chunks <- rows[start:min(start+rewriteChunk, len(rows))]
-	}
+	perr := produce(func(chunk []plan.Row) error {
+		select {
+		case chunks <- chunk:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
 	close(chunks)
 	var first error
 	for range rewriteWorkers {
 		if err := <-errs; err != nil && (first == nil || errors.Is(first, context.Canceled)) {
 			first = err
 		}
+	}
+	if first == nil || errors.Is(first, context.Canceled) && perr != nil && !errors.Is(perr, context.Canceled) {
+		first = perr // the workers' error first (a duplicate key stops the reading)
 	}
 	if first == nil {
 		first = ctx.Err()

@@ -815,7 +815,8 @@ func (b *Binder) relation(rv *pg.RangeVar, alias string) (Node, error) {
 	return nil, posErr(pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", qual), loc)
 }
 
-// LookupTable resolves a possibly qualified table name for DML and DDL.
+// LookupTable resolves a possibly qualified table name for a statement that
+// writes the table (DML, COPY FROM).
 func (b *Binder) LookupTable(rv *pg.RangeVar) (*catalog.Table, error) {
 	n, err := b.relation(rv, rv.GetRelname())
 	if err != nil {
@@ -827,6 +828,13 @@ func (b *Binder) LookupTable(rv *pg.RangeVar) (*catalog.Table, error) {
 			return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "cannot change view %q: views are read-only (updatable views are not supported)", rv.GetRelname()), rv.GetLocation())
 		}
 		return nil, posErr(pgerror.New(pgerror.CodeWrongObjectType, "cannot change system relation %q", rv.GetRelname()), rv.GetLocation())
+	}
+	if s.Table.Rewriting {
+		// Its rows are being copied into the table that replaces it: a
+		// write now would be lost.
+		return nil, posErr(pgerror.New(pgerror.CodeLockNotAvailable, "could not obtain lock on relation %q", rv.GetRelname()).
+			WithDetail("ALTER TABLE ... ADD PRIMARY KEY is copying the table's rows into a new table.").
+			WithHint("Run the statement again when the ALTER TABLE is done."), rv.GetLocation())
 	}
 	return s.Table, nil
 }

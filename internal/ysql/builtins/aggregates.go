@@ -58,13 +58,17 @@ type stateDecoder interface{ unmarshal([]byte) error }
 // IsAggregate reports whether name is an aggregate function.
 func IsAggregate(name string) bool {
 	_, ok := aggregates[strings.ToLower(name)]
-	return ok
+	_, poly := anyAggs[strings.ToLower(name)]
+	return ok || poly
 }
 
 // LookupAggregate resolves an aggregate call: star for count(*).
 func LookupAggregate(name string, args []types.T, star bool) (*Aggregate, error) {
 	name = strings.TrimPrefix(strings.ToLower(name), "pg_catalog.")
 	aggs := aggregates[name]
+	if mk := anyAggs[name]; mk != nil && !star {
+		return mk(args)
+	}
 	if star {
 		for _, a := range aggs {
 			if a.Star {

@@ -88,6 +88,9 @@ type Func struct {
 	// EvalVariadic is Eval for VariadicAny functions: it also gets the
 	// arguments' types.
 	EvalVariadic func(ctx *EvalContext, args []types.Datum, argTypes []types.T) (types.Datum, error)
+	// Check, when set, vets a VariadicAny call's argument types at
+	// resolution (a polymorphic function that takes only some types).
+	Check func(argTypes []types.T) error
 }
 
 var (

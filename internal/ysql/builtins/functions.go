@@ -616,6 +616,7 @@ func init() {
 	}).Strict = false
 	addFn("jsonb_typeof", args(tJSONB), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) { return jsonTypeof(a[0].S) })
 	addFn("json_typeof", args(tJSON), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) { return jsonTypeof(a[0].S) })
+	addJSONBuildFuncs()
 }
 
 func jsonTypeof(doc string) (types.Datum, error) {
@@ -623,7 +624,7 @@ func jsonTypeof(doc string) (types.Datum, error) {
 	if err != nil {
 		return types.NullDatum, err
 	}
-	return types.DString([]string{"null", "string", "number", "boolean", "array", "object"}[v.Kind]), nil
+	return types.DString(types.JSONKindName(v.Kind)), nil
 }
 
 func floatLog(f func(float64) float64) func(float64) (float64, error) {

@@ -348,28 +348,13 @@ func addJSONOps() {
 		})
 	}
 	addOp("?", tJSONB, tText, t16, func(_ *EvalContext, a, b types.Datum) (types.Datum, error) {
-		v, err := types.ParseJSON(a.S, true)
+		v, err := parseJSONB(a.S)
 		if err != nil {
 			return types.NullDatum, err
 		}
-		switch v.Kind {
-		case types.JSONObject:
-			for _, k := range v.Keys {
-				if k == b.S {
-					return types.DBool(true), nil
-				}
-			}
-		case types.JSONArray:
-			for _, e := range v.Arr {
-				if e.Kind == types.JSONString && e.Str == b.S {
-					return types.DBool(true), nil
-				}
-			}
-		case types.JSONString:
-			return types.DBool(v.Str == b.S), nil
-		}
-		return types.DBool(false), nil
+		return types.DBool(jsonbHasKey(v, b.S)), nil
 	})
+	addJSONPathOps()
 	addOp("@>", tJSONB, tJSONB, t16, func(_ *EvalContext, a, b types.Datum) (types.Datum, error) {
 		va, err := types.ParseJSON(a.S, true)
 		if err != nil {

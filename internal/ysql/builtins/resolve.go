@@ -326,6 +326,11 @@ func LookupFunction(name string, args []types.T) (*Func, error) {
 		return nil, pgerror.New(pgerror.CodeAmbiguousFunction, "function %s(%s) is not unique", name, typeNames(args)).
 			WithHint("Could not choose a best candidate function. You might need to add explicit type casts.")
 	}
+	if f := fns[idx[k]]; f.Check != nil {
+		if err := f.Check(args); err != nil {
+			return nil, err
+		}
+	}
 	return fns[idx[k]], nil
 }
 

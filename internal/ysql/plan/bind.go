@@ -76,6 +76,9 @@ type scopeCol struct {
 	Name   string
 	T      types.T
 	Hidden bool
+	// Scalar: the one column of a function in FROM, which the FROM
+	// item's name stands for as a value (not a record of it).
+	Scalar bool
 }
 
 // scope is the set of columns a clause can reference; parent is the
@@ -231,6 +234,8 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 		return out, nil
 	case n.GetFuncCall() != nil:
 		return b.funcCall(n.GetFuncCall(), sc)
+	case n.GetRowExpr() != nil:
+		return b.rowExpr(n.GetRowExpr(), sc)
 	case n.GetCaseExpr() != nil:
 		return b.caseExpr(n.GetCaseExpr(), sc)
 	case n.GetCoalesceExpr() != nil:
@@ -358,6 +363,11 @@ func (b *Binder) columnRef(cr *pg.ColumnRef, sc *scope) (Expr, error) {
 		return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "improper qualified name (too many dotted names): %s", strings.Join(parts, ".")), cr.GetLocation())
 	}
 	idx, level, t, err := sc.resolve(table, name, cr.GetLocation())
+	if err != nil && len(parts) == 1 && isUndefinedColumn(err) {
+		if e, ok, rerr := b.wholeRow(name, sc, cr.GetLocation()); ok {
+			return e, rerr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -88,6 +88,10 @@ func walk(n *pg.Node, f func(*pg.Node) bool) {
 		for _, a := range n.GetMinMaxExpr().GetArgs() {
 			walk(a, f)
 		}
+	case n.GetRowExpr() != nil:
+		for _, a := range n.GetRowExpr().GetArgs() {
+			walk(a, f)
+		}
 	case n.GetAIndirection() != nil:
 		walk(n.GetAIndirection().GetArg(), f)
 	case n.GetAArrayExpr() != nil:

@@ -334,6 +334,24 @@ func (b *Binder) pushToSides(j *Join, cond Expr, toLeft, toRight bool) Expr {
 	return rest
 }
 
+// pushIntoLateral moves the conjuncts of cond that read only the left
+// side of a lateral join into it, and returns the others: the function
+// or subquery then runs only for the rows that pass, as in PostgreSQL
+// (jsonb_each(t.j) ... WHERE jsonb_typeof(t.j) = 'object' never sees an
+// array).
+func (b *Binder) pushIntoLateral(j *LateralJoin, cond Expr) Expr {
+	nl := len(j.Left.Columns())
+	var rest Expr
+	for _, c := range conjuncts(cond, nil) {
+		if e, ok := shiftColumns(c, 0, nl, 0); ok {
+			j.Left = b.addFilter(j.Left, e)
+			continue
+		}
+		rest = and(rest, c)
+	}
+	return rest
+}
+
 // filterable: join inputs a conjunct may move into (tables, and joins,
 // which key on or pass down what they can and keep the rest).
 func filterable(n Node) bool {

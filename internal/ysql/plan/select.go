@@ -509,6 +509,10 @@ func (b *Binder) addFilter(n Node, cond Expr) Node {
 		if cond = b.pushThroughProject(x, cond); cond == nil {
 			return x
 		}
+	case *LateralJoin:
+		if cond = b.pushIntoLateral(x, cond); cond == nil {
+			return x
+		}
 	}
 	return &Filter{Input: n, Cond: cond}
 }

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"sync"
 	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -42,6 +41,9 @@ type SRF struct {
 	// Iter, instead of Rows, yields the rows one at a time (a nil row at
 	// the end): a function of very many rows (generate_series).
 	Iter func(loc *time.Location, args []types.T, vals []types.Datum) (func() (Row, error), error)
+	// OutNames: the one column keeps its name under a FROM alias (it is
+	// an OUT parameter's: jsonb_array_elements' value).
+	OutNames bool
 }
 
 // maxHeldSRFRows bounds the rows of an Iter function held whole (Fn),
@@ -246,7 +248,7 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 	if a := rf.GetAlias(); a != nil {
 		alias = a.GetAliasname()
 		names := a.GetColnames()
-		if len(names) == 0 && len(cols) == 1+boolInt(rf.GetOrdinality()) && name != "_pg_expandarray" {
+		if len(names) == 0 && len(cols) == 1+boolInt(rf.GetOrdinality()) && !f.OutNames && name != "_pg_expandarray" {
 			cols[0].Name = alias // a scalar function's column takes the alias
 		}
 		for i, n := range names {
@@ -275,7 +277,7 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 	if lateral && !allConstant(args) {
 		node = &Lateral{Sub: node}
 	}
-	return node, scopeCols(cols), nil
+	return node, funcScopeCols(cols), nil
 }
 
 // allConstant reports whether es are built of constants and parameters
@@ -381,41 +383,26 @@ func WalkExpr(n *pg.Node, f func(*pg.Node) bool) { walk(n, f) }
 // function of several columns gives a record whose fields (expr).name
 // selects.
 
-// oidRecord is the pseudo-type record; a record's fields are kept by
-// shape, its T's Mod.
-const oidRecord = 2249
-
-var recordShapes struct {
-	sync.Mutex
-	shapes [][]Column
-}
-
+// recordType is the record type of cols (types.RecordType).
 func recordType(cols []Column) types.T {
-	recordShapes.Lock()
-	defer recordShapes.Unlock()
-next:
-	for i, sh := range recordShapes.shapes {
-		if len(sh) != len(cols) {
-			continue
-		}
-		for j := range sh {
-			if sh[j].Name != cols[j].Name || sh[j].T != cols[j].T {
-				continue next
-			}
-		}
-		return types.T{OID: oidRecord, Mod: int32(i)}
+	names := make([]string, len(cols))
+	ts := make([]types.T, len(cols))
+	for i, c := range cols {
+		names[i], ts[i] = c.Name, c.T
 	}
-	recordShapes.shapes = append(recordShapes.shapes, cols)
-	return types.T{OID: oidRecord, Mod: int32(len(recordShapes.shapes) - 1)}
+	return types.RecordType(names, ts)
 }
 
 func recordFields(t types.T) []Column {
-	recordShapes.Lock()
-	defer recordShapes.Unlock()
-	if t.OID != oidRecord || t.Mod < 0 || int(t.Mod) >= len(recordShapes.shapes) {
+	names, ts := types.RecordFields(t)
+	if names == nil {
 		return nil
 	}
-	return recordShapes.shapes[t.Mod]
+	out := make([]Column, len(names))
+	for i := range names {
+		out[i] = Column{Name: names[i], T: ts[i]}
+	}
+	return out
 }
 
 func fieldSelect(e Expr, name string) (Expr, error) {
@@ -490,10 +477,7 @@ func (b *Binder) targetSRFs(targets []*pg.Node, from Node, sc, parent *scope) (N
 				args = append(args, &ColRef{Idx: start + i, T: c.T, Name: c.Name})
 				fields = append(fields, Column{Name: c.Name, T: c.T})
 			}
-			e = &FuncExpr{Name: "row", Args: args, T: recordType(fields),
-				Fn: func(_ *EvalContext, v []types.Datum) (types.Datum, error) {
-					return types.DArray(append([]types.Datum(nil), v...)), nil
-				}}
+			e = rowOf(args, fields)
 		}
 		done[key] = e
 		b.srfRefs[fc] = e

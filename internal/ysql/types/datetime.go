@@ -187,6 +187,12 @@ func AppendTime(buf []byte, us int64) []byte { return appendTimeOfDay(buf, us) }
 // AppendTimestamp appends a timestamp as timestamp_out prints it, or, when
 // loc is non-nil, a timestamptz as timestamptz_out prints it in that zone.
 func AppendTimestamp(buf []byte, us int64, loc *time.Location) []byte {
+	return appendTimestamp(buf, us, loc, false)
+}
+
+// appendTimestamp is AppendTimestamp, or (xsd) in the XSD form of JSON:
+// a T between date and time, the offset with its minutes (+01:00).
+func appendTimestamp(buf []byte, us int64, loc *time.Location, xsd bool) []byte {
 	switch us {
 	case TimestampNegInfinity:
 		return append(buf, "-infinity"...)
@@ -201,10 +207,17 @@ func AppendTimestamp(buf []byte, us int64, loc *time.Location) []byte {
 	days, tod := SplitTimestamp(us)
 	y, m, d := YMDFromDate(days)
 	buf, bc := appendYMD(buf, y, m, d)
-	buf = append(buf, ' ')
+	if xsd {
+		buf = append(buf, 'T')
+	} else {
+		buf = append(buf, ' ')
+	}
 	buf = appendTimeOfDay(buf, tod)
 	if loc != nil {
 		buf = appendOffset(buf, off)
+		if xsd && off%3600 == 0 {
+			buf = append(buf, ":00"...)
+		}
 	}
 	if bc {
 		buf = append(buf, " BC"...)

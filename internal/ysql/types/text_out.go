@@ -71,6 +71,9 @@ func AppendText(buf []byte, d Datum, t T, loc *time.Location) []byte {
 	if t.IsArray() {
 		return appendArrayText(buf, d, t.Elem(), loc)
 	}
+	if t.OID == OIDRecord {
+		return appendRecordText(buf, d, t, loc)
+	}
 	return buf
 }
 

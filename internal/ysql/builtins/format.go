@@ -16,33 +16,7 @@ func init() {
 		if len(a) == 4 {
 			flags = a[3].S
 		}
-		global, fold, quote, newline := false, false, false, false
-		for _, f := range flags {
-			switch f {
-			case 'g':
-				global = true
-			case 'i':
-				fold = true
-			case 'c':
-				fold = false
-			case 'q': // the pattern is a literal string
-				quote = true
-			case 'n', 'm': // newline-sensitive: . and [^ ] stop at \n, ^ $ match at lines
-				newline = true
-			case 's':
-				newline = false
-			default:
-				return types.NullDatum, pgerror.New(pgerror.CodeInvalidParameterValue, "invalid regular expression option: %q", string(f))
-			}
-		}
-		pattern := a[1].S
-		if quote {
-			pattern = regexp.QuoteMeta(pattern)
-		}
-		if newline {
-			pattern = "(?m-s)" + pattern
-		}
-		re, err := compileRegex(pattern, fold)
+		re, global, err := compileFlagged(a[1].S, flags)
 		if err != nil {
 			return types.NullDatum, err
 		}
@@ -69,6 +43,38 @@ func init() {
 	addFn("to_char", args(tTSTZ, tText), tText, func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
 		return toChar(a[0].I, a[1].S, ctx.loc())
 	})
+}
+
+// compileFlagged compiles a regular expression with PostgreSQL's option
+// letters (g, i, c, q, n/m, s, x is not supported); global reports g.
+func compileFlagged(pattern, flags string) (*regexp.Regexp, bool, error) {
+	global, fold, quote, newline := false, false, false, false
+	for _, f := range flags {
+		switch f {
+		case 'g':
+			global = true
+		case 'i':
+			fold = true
+		case 'c':
+			fold = false
+		case 'q': // the pattern is a literal string
+			quote = true
+		case 'n', 'm': // newline-sensitive: . and [^ ] stop at \n, ^ $ match at lines
+			newline = true
+		case 's':
+			newline = false
+		default:
+			return nil, false, pgerror.New(pgerror.CodeInvalidParameterValue, "invalid regular expression option: %q", string(f))
+		}
+	}
+	if quote {
+		pattern = regexp.QuoteMeta(pattern)
+	}
+	if newline {
+		pattern = "(?m-s)" + pattern
+	}
+	re, err := compileRegex(pattern, fold)
+	return re, global, err
 }
 
 // expandReplacement writes a regexp_replace replacement: \1..\9 are the

@@ -30,7 +30,7 @@ func args(ts ...types.T) []types.T { return ts }
 // PrepareArgs converts call arguments to the parameter types of a
 // resolved operator or function, as the executor must before Eval:
 // implicit coercion, unknown literals through the input function, and
-// anynonarray parameters as their text output. loc is the session zone.
+// anynonarray parameters cast to text. loc is the session zone.
 func PrepareArgs(params []types.T, vals []types.Datum, argTypes []types.T, loc *time.Location) ([]types.Datum, error) {
 	out := make([]types.Datum, len(vals))
 	for i, v := range vals {
@@ -45,7 +45,12 @@ func PrepareArgs(params []types.T, vals []types.Datum, argTypes []types.T, loc *
 			if isUnknown(argTypes[i]) {
 				out[i] = v
 			} else {
-				out[i] = types.DString(types.FormatText(v, argTypes[i], loc))
+				// Cast to text, as the binder does: true is 'true'.
+				d, err := types.CoerceTZ(v, argTypes[i], types.TText, types.CastExplicit, loc)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = d
 			}
 		case p.OID == argTypes[i].OID:
 			out[i] = v
@@ -378,6 +383,19 @@ func init() {
 			return types.DString(strings.Join(parts, a[0].S)), nil
 		}}
 	functions["concat_ws"] = append(functions["concat_ws"], concatWS)
+	for _, nulls := range []bool{true, false} {
+		name := map[bool]string{true: "num_nulls", false: "num_nonnulls"}[nulls]
+		functions[name] = append(functions[name], &Func{Name: name, Result: tI4, VariadicAny: true,
+			EvalVariadic: func(_ *EvalContext, a []types.Datum, _ []types.T) (types.Datum, error) {
+				n := 0
+				for _, v := range a {
+					if v.Null == nulls {
+						n++
+					}
+				}
+				return types.DInt(int64(n)), nil
+			}})
+	}
 
 	// Math.
 	for _, t := range []types.T{tI2, tI4, tI8} {
@@ -498,20 +516,8 @@ func init() {
 		return types.DMicros(r), err
 	})
 	addFn("date_trunc", args(tText, tTSTZ), tTSTZ, func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
-		if isInfTS(a[1].I) {
-			return a[1], nil
-		}
-		local := types.TimestampTZToLocal(a[1].I, ctx.loc())
-		r, err := truncTimestamp(a[0].S, local, tTSTZ)
-		if err != nil {
-			return types.NullDatum, err
-		}
-		if u := canonicalUnit(a[0].S); u == "microseconds" || u == "milliseconds" || u == "second" || u == "minute" || u == "hour" {
-			// Below a day PostgreSQL keeps the instant's own UTC offset.
-			return types.DMicros(a[1].I - (local - r)), nil
-		}
-		return types.DMicros(types.TimestampToTZ(r, ctx.loc())), nil
-	})
+		return truncTimestampTZ(a[0].S, a[1].I, ctx.loc())
+	}).Stable = true
 	addFn("date_trunc", args(tText, tIv), tIv, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		r, err := truncInterval(a[0].S, a[1].Iv)
 		return types.DInterval(r), err
@@ -566,21 +572,11 @@ func init() {
 		return types.DMicros(int64(us)), nil
 	})
 	addFn("make_date", args(tI4, tI4, tI4), tDate, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
-		y, m, d := a[0].I, a[1].I, a[2].I
-		bad := func() (types.Datum, error) {
-			return types.NullDatum, pgerror.New(pgerror.CodeDatetimeFieldOverflow, "date field value out of range: %d-%02d-%02d", y, m, d)
+		d, err := ymdDays(a[0].I, a[1].I, a[2].I)
+		if err != nil {
+			return types.NullDatum, err
 		}
-		if y == 0 || m < 1 || m > 12 || d < 1 {
-			return bad()
-		}
-		yy := int(y)
-		if yy < 0 {
-			yy++ // negative years are BC
-		}
-		if int(d) > daysIn(yy, int(m)) {
-			return bad()
-		}
-		return datePlus(types.DateFromYMD(yy, int(m), int(d)), 0)
+		return datePlus(d, 0)
 	})
 	addFn("justify_hours", args(tIv), tIv, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		return types.DInterval(justifyHours(a[0].Iv)), nil
@@ -617,6 +613,23 @@ func init() {
 	addFn("jsonb_typeof", args(tJSONB), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) { return jsonTypeof(a[0].S) })
 	addFn("json_typeof", args(tJSON), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) { return jsonTypeof(a[0].S) })
 	addJSONBuildFuncs()
+}
+
+// truncTimestampTZ is date_trunc on a timestamptz in the zone loc.
+func truncTimestampTZ(unit string, us int64, loc *time.Location) (types.Datum, error) {
+	if isInfTS(us) {
+		return types.DMicros(us), nil
+	}
+	local := types.TimestampTZToLocal(us, loc)
+	r, err := truncTimestamp(unit, local, tTSTZ)
+	if err != nil {
+		return types.NullDatum, err
+	}
+	if u := canonicalUnit(unit); u == "microseconds" || u == "milliseconds" || u == "second" || u == "minute" || u == "hour" {
+		// Below a day PostgreSQL keeps the instant's own UTC offset.
+		return types.DMicros(us - (local - r)), nil
+	}
+	return types.DMicros(types.TimestampToTZ(r, loc)), nil
 }
 
 func jsonTypeof(doc string) (types.Datum, error) {

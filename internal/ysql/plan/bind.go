@@ -248,6 +248,10 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 	case n.GetMinMaxExpr() != nil:
 		me := n.GetMinMaxExpr()
 		args, t, err := b.common(me.GetArgs(), sc, "GREATEST/LEAST", me.GetLocation())
+		if err == nil && t.OID == types.OIDUnknown { // all literals: text, as PostgreSQL resolves them
+			args, t, err = b.unify(append(args, &Const{T: types.TText, D: types.NullDatum}), "GREATEST/LEAST", me.GetLocation())
+			args = args[:len(args)-1]
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -556,7 +560,8 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 			return nil, err
 		}
 		return b.binary(name, l, r, loc)
-	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE:
+	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE, pg.A_Expr_Kind_AEXPR_SIMILAR:
+		// SIMILAR TO arrives as ~ over similar_to_escape(pattern [, escape]).
 		l, r, err := b.pair(a.GetLexpr(), a.GetRexpr(), sc)
 		if err != nil {
 			return nil, err
@@ -567,22 +572,20 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		eq, err := b.binary("=", l, r, loc)
+		op, err := b.binaryOp("=", l, r, loc)
 		if err != nil {
 			return nil, err
 		}
-		op := eq.(*BinOp)
 		return &Distinct{L: op.L, R: op.R, Eq: op, Not: a.GetKind() == pg.A_Expr_Kind_AEXPR_NOT_DISTINCT}, nil
 	case pg.A_Expr_Kind_AEXPR_NULLIF:
 		l, r, err := b.pair(a.GetLexpr(), a.GetRexpr(), sc)
 		if err != nil {
 			return nil, err
 		}
-		eq, err := b.binary("=", l, r, loc)
+		op, err := b.binaryOp("=", l, r, loc)
 		if err != nil {
 			return nil, err
 		}
-		op := eq.(*BinOp)
 		return &NullIf{L: op.L, R: op.R, Eq: op}, nil
 	case pg.A_Expr_Kind_AEXPR_IN:
 		l, err := b.expr(a.GetLexpr(), sc, tUnknown)
@@ -601,11 +604,10 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 				}
 				in.E = l
 			}
-			eq, err := b.binary("=", l, r, loc)
+			op, err := b.binaryOp("=", l, r, loc)
 			if err != nil {
 				return nil, err
 			}
-			op := eq.(*BinOp)
 			in.List = append(in.List, op.R)
 			in.Eq = append(in.Eq, op)
 			in.E = op.L
@@ -670,6 +672,21 @@ func (b *Binder) pair(ln, rn *pg.Node, sc *scope) (Expr, Expr, error) {
 }
 
 func (b *Binder) binary(name string, l, r Expr, loc int32) (Expr, error) {
+	out, err := b.binaryOp(name, l, r, loc)
+	if err != nil {
+		return nil, err
+	}
+	if lc, ok := out.L.(*Const); ok {
+		if rc, ok := out.R.(*Const); ok {
+			return foldBinary(out, lc, rc)
+		}
+	}
+	return out, nil
+}
+
+// binaryOp is binary without folding constants: IN, NULLIF and IS
+// DISTINCT FROM keep the comparison they are built on.
+func (b *Binder) binaryOp(name string, l, r Expr, loc int32) (*BinOp, error) {
 	lt, rt := l.Type(), r.Type()
 	op, err := lookupBinary(name, lt, rt)
 	if err != nil {
@@ -681,13 +698,7 @@ func (b *Binder) binary(name string, l, r Expr, loc int32) (Expr, error) {
 	if r, err = b.castOperand(r, op.Right, loc); err != nil {
 		return nil, err
 	}
-	out := &BinOp{Name: name, L: l, R: r, T: op.Result, Fn: op.Fn}
-	if lc, ok := l.(*Const); ok {
-		if rc, ok := r.(*Const); ok {
-			return foldBinary(out, lc, rc)
-		}
-	}
-	return out, nil
+	return &BinOp{Name: name, L: l, R: r, T: op.Result, Fn: op.Fn}, nil
 }
 
 // castOperand casts an operator's argument to the type the operator takes;

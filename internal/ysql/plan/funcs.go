@@ -261,7 +261,7 @@ func (b *Binder) callFunction(name string, args []Expr, loc int32) (Expr, error)
 	}
 	for i := range args {
 		if i < len(fn.Args) {
-			if args[i], err = b.cast(args[i], fn.Args[i], types.CastImplicit, loc); err != nil {
+			if args[i], err = b.castOperand(args[i], fn.Args[i], loc); err != nil {
 				return nil, err
 			}
 		}
@@ -415,11 +415,10 @@ func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		eq, err := b.binary("=", test, &ColRef{Idx: 0, T: cols[0].T}, sl.GetLocation())
+		op, err := b.binaryOp("=", test, &ColRef{Idx: 0, T: cols[0].T}, sl.GetLocation())
 		if err != nil {
 			return nil, err
 		}
-		op := eq.(*BinOp)
 		sq.Kind, sq.T, sq.Test, sq.Eq = InSubquery, tBool, op.L, op
 	case pg.SubLinkType_ARRAY_SUBLINK:
 		if len(cols) != 1 {

@@ -261,13 +261,13 @@ func DecodeBinary(b []byte, t T) (Datum, error) {
 		return DNumeric(d), nil
 	case OIDText, OIDVarchar, OIDBPChar, OIDUnknown:
 		s := string(b)
-		if err := checkText(s); err != nil {
+		if err := CheckText(s); err != nil {
 			return NullDatum, err
 		}
 		return DString(s), nil
 	case OIDName:
 		s := string(b)
-		if err := checkText(s); err != nil {
+		if err := CheckText(s); err != nil {
 			return NullDatum, err
 		}
 		return DString(truncateName(s)), nil

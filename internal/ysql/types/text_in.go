@@ -76,12 +76,12 @@ func parseBaseAt(s string, t T, loc *time.Location, now time.Time) (Datum, error
 		}
 		return DNumeric(d), nil
 	case OIDText, OIDVarchar, OIDBPChar, OIDUnknown:
-		if err := checkText(s); err != nil {
+		if err := CheckText(s); err != nil {
 			return NullDatum, err
 		}
 		return DString(s), nil
 	case OIDName:
-		if err := checkText(s); err != nil {
+		if err := CheckText(s); err != nil {
 			return NullDatum, err
 		}
 		return DString(truncateName(s)), nil
@@ -123,8 +123,8 @@ func parseBaseAt(s string, t T, loc *time.Location, now time.Time) (Datum, error
 	return NullDatum, pgerror.New(pgerror.CodeFeatureNotSupported, "input of type %s is not supported", t.String())
 }
 
-// checkText refuses what PostgreSQL's UTF8 text cannot hold.
-func checkText(s string) error {
+// CheckText refuses what PostgreSQL's UTF8 text cannot hold.
+func CheckText(s string) error {
 	if strings.IndexByte(s, 0) >= 0 {
 		return pgerror.New(pgerror.CodeCharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\": 0x00")
 	}

@@ -207,11 +207,14 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 	}
 	if name == "generate_series" {
 		// Untyped literals take the series' type: the timestamp type of
-		// an argument (the step then an interval), else integer.
+		// an argument (the step then an interval; a date's is timestamp
+		// with time zone, as PostgreSQL resolves it), else integer.
 		series := tInt4
 		for _, t := range argTypes {
 			if isTimestamp(t) {
 				series = t
+			} else if t.OID == types.OIDDate && !isTimestamp(series) {
+				series = types.T{OID: types.OIDTimestampTZ, Mod: -1}
 			}
 		}
 		for i := range args {

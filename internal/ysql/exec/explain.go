@@ -160,6 +160,14 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		s.describe(ctx, x.Recursive, depth+1, lines)
 	case *plan.WorkTable:
 		add("WorkTable Scan on %s", x.Name)
+	case *plan.WithDML:
+		s.describe(ctx, x.Main, depth, lines)
+		for _, d := range x.DMLs {
+			detail("CTE %s", d.Name)
+			s.describe(ctx, d.Stmt, depth+2, lines)
+		}
+	case *plan.DMLResult:
+		add("CTE Scan on %s", x.Name)
 	case *plan.SetOp:
 		add("%s%s", strings.ToUpper(x.Op[:1])+x.Op[1:], map[bool]string{true: " All"}[x.All])
 		s.spillDetail(x, detail)

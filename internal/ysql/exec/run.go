@@ -150,7 +150,10 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		}
 		return rows, err
 	case *plan.WorkTable:
-		return r.s.work[x], nil // counted by the recursive query
+		return r.s.work[x], nil
+	case *plan.DMLResult:
+		// A copy: a reader may let go of the rows it passed on.
+		return append([]plan.Row(nil), x.Rows...), nil // counted by the recursive query
 	case *plan.VirtualScan:
 		all, err := x.Table.Rows()
 		if err == nil {

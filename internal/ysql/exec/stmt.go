@@ -145,6 +145,9 @@ func (st *Statement) planOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(b.DMLs) > 0 {
+		st.node = &plan.WithDML{DMLs: b.DMLs, Main: st.node}
+	}
 	st.params = make([]types.T, len(b.Params))
 	for i, t := range b.Params {
 		if t.OID == 0 || t.OID == types.OIDUnknown {
@@ -747,7 +750,14 @@ func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Dat
 		// r.ctx: a streamed statement evaluates over several calls.
 		return r.subquery(ec.WithOuter(outer), sq)
 	}
-	switch n := st.node.(type) {
+	node := st.node
+	if w, ok := node.(*plan.WithDML); ok {
+		if err := r.runDMLs(w.DMLs); err != nil {
+			return "", nil, err
+		}
+		node = w.Main
+	}
+	switch n := node.(type) {
 	case *plan.Insert:
 		count, rows, err := r.insert(n)
 		return fmt.Sprintf("INSERT 0 %d", count), rows, err
@@ -759,7 +769,7 @@ func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Dat
 		return fmt.Sprintf("DELETE %d", count), rows, err
 	}
 	if s.streamOK {
-		rows, rest, err := r.firstRows(st.node)
+		rows, rest, err := r.firstRows(node)
 		if err != nil {
 			return "", nil, err
 		}
@@ -768,9 +778,34 @@ func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Dat
 		}
 		return fmt.Sprintf("SELECT %d", len(rows)), rows, nil
 	}
-	rows, err := r.rows(st.node)
+	rows, err := r.rows(node)
 	if err != nil {
 		return "", nil, err
 	}
 	return fmt.Sprintf("SELECT %d", len(rows)), rows, nil
+}
+
+// runDMLs runs the data-modifying WITH queries of a statement, each once,
+// keeping the rows their RETURNING gave for the references to read.
+func (r *runner) runDMLs(dmls []*plan.DMLResult) error {
+	for _, d := range dmls {
+		var rows []plan.Row
+		var err error
+		switch n := d.Stmt.(type) {
+		case *plan.Insert:
+			_, rows, err = r.insert(n)
+		case *plan.Update:
+			_, rows, err = r.update(n)
+		case *plan.Delete:
+			_, rows, err = r.delete(n)
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.hold(rows, "WITH query "+d.Name); err != nil {
+			return err
+		}
+		d.Rows = rows
+	}
+	return nil
 }

@@ -33,6 +33,9 @@ type Binder struct {
 	// Record, when set, collects what CREATE VIEW keeps of the query it
 	// binds.
 	Record *BindRecord
+	// DMLs are the data-modifying WITH queries bound (cdml.go): the
+	// statement runs them first.
+	DMLs []*DMLResult
 
 	aggs      *aggScope
 	win       *winScope
@@ -42,6 +45,7 @@ type Binder struct {
 	ctes      []cteFrame // the WITH queries visible, outermost level first
 	recursing []*cteDef  // the recursive WITH queries whose recursive term is being bound
 	inViews   []uint32   // the views whose query is being bound, outermost first
+	inFromSub int        // depth of subqueries in FROM being bound
 }
 
 // BindRecord is what binding a query found out about its names: the

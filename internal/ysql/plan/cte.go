@@ -30,6 +30,7 @@ type cteDef struct {
 	parent    *scope     // the scope around the WITH (outer references)
 	visible   []cteFrame // the WITH queries it may reference
 	recursive bool       // in a WITH RECURSIVE
+	dml       *DMLResult // a data-modifying statement's (query nil)
 
 	// While its own definition is being bound: work is the self
 	// reference's table (nil while the non-recursive term is bound) and
@@ -61,10 +62,6 @@ func (b *Binder) withClause(w *pg.WithClause, parent *scope) (restore func(), er
 		case c.GetCycleClause() != nil:
 			return nil, posErr(pgerror.Unsupported("CYCLE in a WITH query"), c.GetLocation())
 		}
-		q := c.GetCtequery().GetSelectStmt()
-		if q == nil {
-			return nil, posErr(pgerror.Unsupported("data-modifying statements in WITH"), c.GetLocation())
-		}
 		var cols []string
 		for _, a := range c.GetAliascolnames() {
 			cols = append(cols, a.GetString_().GetSval())
@@ -72,6 +69,15 @@ func (b *Binder) withClause(w *pg.WithClause, parent *scope) (restore func(), er
 		// A WITH query sees the ones before it in its list, and the
 		// enclosing levels'.
 		visible := append(append([]cteFrame(nil), outer...), append(cteFrame(nil), frame...))
+		q := c.GetCtequery().GetSelectStmt()
+		if q == nil {
+			dml, err := b.dmlQuery(c, visible, parent == nil && len(outer) == 0 && b.inFromSub == 0)
+			if err != nil {
+				return nil, err
+			}
+			frame = append(frame, &cteDef{name: name, dml: dml, colnames: cols, parent: parent})
+			continue
+		}
 		frame = append(frame, &cteDef{name: name, query: q, colnames: cols, parent: parent, visible: visible, recursive: w.GetRecursive()})
 	}
 	if w.GetRecursive() {
@@ -104,6 +110,11 @@ func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, []scop
 	var sub Node
 	var err error
 	switch {
+	case d.dml != nil:
+		if len(d.dml.Columns()) == 0 {
+			return nil, nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "WITH query %q does not have a RETURNING clause", d.name), rv.GetLocation())
+		}
+		sub = d.dml
 	case d.binding:
 		sub, err = b.selfRef(d, rv, parent)
 	case d.recursive && d.query.GetOp() == pg.SetOperation_SETOP_UNION:

@@ -755,7 +755,9 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 			// enclosing query's columns; it is run once per row of them.
 			subParent = &scope{cols: sc.cols, parent: parent}
 		}
+		b.inFromSub++
 		sub, err := b.selectStmt(rs.GetSubquery().GetSelectStmt(), subParent)
+		b.inFromSub--
 		if err != nil {
 			return nil, nil, err
 		}

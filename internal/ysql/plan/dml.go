@@ -2,6 +2,7 @@ package plan
 
 import (
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/parse"
@@ -345,13 +346,17 @@ func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[i
 		c := &t.Columns[i]
 		var e Expr
 		var err error
-		if rt.GetVal().GetSetToDefault() != nil {
+		val, err := multiAssignItem(rt)
+		if err != nil {
+			return nil, err
+		}
+		if val.GetSetToDefault() != nil {
 			e, err = b.DefaultExpr(c)
 		} else if c.Identity == "a" {
 			return nil, posErr(pgerror.New(pgerror.CodeGeneratedAlways, "column %q can only be updated to DEFAULT", c.Name).
 				WithDetail("Column %q is an identity column defined as GENERATED ALWAYS.", c.Name), rt.GetLocation())
 		} else {
-			if e, err = b.expr(rt.GetVal(), sc, c.Type); err == nil {
+			if e, err = b.expr(val, sc, c.Type); err == nil {
 				e, err = b.assign(e, c, rt.GetLocation())
 			}
 		}
@@ -361,6 +366,42 @@ func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[i
 		set[i] = e
 	}
 	return set, nil
+}
+
+// multiAssignItem is the value a SET target takes: its own, or for SET
+// (a, b) = (x, y) / = (SELECT x, y ...) its item of the row (a subquery
+// of that one column: an uncorrelated one is read once per statement).
+func multiAssignItem(rt *pg.ResTarget) (*pg.Node, error) {
+	mar := rt.GetVal().GetMultiAssignRef()
+	if mar == nil {
+		return rt.GetVal(), nil
+	}
+	i := int(mar.GetColno()) - 1
+	src := mar.GetSource()
+	loc := exprLocation(src)
+	mismatch := posErr(pgerror.New(pgerror.CodeSyntaxError, "number of columns does not match number of values"), loc)
+	switch {
+	case src.GetRowExpr() != nil:
+		args := src.GetRowExpr().GetArgs()
+		if len(args) != int(mar.GetNcolumns()) {
+			return nil, mismatch
+		}
+		return args[i], nil
+	case src.GetSubLink() != nil && src.GetSubLink().GetSubselect().GetSelectStmt() != nil:
+		sl := src.GetSubLink()
+		sel := sl.GetSubselect().GetSelectStmt()
+		if sel.GetOp() != pg.SetOperation_SETOP_NONE || len(sel.GetValuesLists()) > 0 {
+			return nil, posErr(pgerror.Unsupported("SET (columns) = a set operation or VALUES"), loc)
+		}
+		if len(sel.GetTargetList()) != int(mar.GetNcolumns()) {
+			return nil, mismatch
+		}
+		one := proto.Clone(sel).(*pg.SelectStmt)
+		one.TargetList = []*pg.Node{sel.GetTargetList()[i]}
+		return &pg.Node{Node: &pg.Node_SubLink{SubLink: &pg.SubLink{SubLinkType: pg.SubLinkType_EXPR_SUBLINK,
+			Subselect: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: one}}, Location: sl.GetLocation()}}}, nil
+	}
+	return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression"), loc)
 }
 
 // Update plans an UPDATE.
@@ -482,6 +523,10 @@ func exprLocation(n *pg.Node) int32 {
 		return n.GetTypeCast().GetLocation()
 	case n.GetAExpr() != nil:
 		return n.GetAExpr().GetLocation()
+	case n.GetRowExpr() != nil:
+		return n.GetRowExpr().GetLocation()
+	case n.GetSubLink() != nil:
+		return n.GetSubLink().GetLocation()
 	}
 	return -1
 }

@@ -307,6 +307,12 @@ func (b *Binder) limit(s *pg.SelectStmt, n Node, parent *scope) (Node, error) {
 	if s.GetLimitCount() == nil && s.GetLimitOffset() == nil {
 		return n, nil
 	}
+	if s.GetLimitOption() == pg.LimitOption_LIMIT_OPTION_WITH_TIES {
+		if len(s.GetSortClause()) == 0 {
+			return nil, pgerror.New(pgerror.CodeSyntaxError, "WITH TIES cannot be specified without ORDER BY clause")
+		}
+		return nil, pgerror.Unsupported("FETCH FIRST ... WITH TIES")
+	}
 	l := &Limit{Input: n}
 	for i, src := range []*pg.Node{s.GetLimitCount(), s.GetLimitOffset()} {
 		if src == nil || (src.GetAConst() != nil && src.GetAConst().GetIsnull()) {

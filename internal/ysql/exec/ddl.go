@@ -76,6 +76,8 @@ func (s *Session) ddl(ctx context.Context, n *pg.Node, yb *ybOptions) (string, e
 		return "CREATE INDEX", s.createIndex(ctx, n.GetIndexStmt(), yb)
 	case n.GetCreateSeqStmt() != nil:
 		return "CREATE SEQUENCE", s.createSequence(ctx, n.GetCreateSeqStmt())
+	case n.GetAlterSeqStmt() != nil:
+		return "ALTER SEQUENCE", s.alterSequence(ctx, n.GetAlterSeqStmt())
 	case n.GetViewStmt() != nil:
 		return "CREATE VIEW", s.createView(ctx, n.GetViewStmt())
 	}

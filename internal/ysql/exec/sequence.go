@@ -239,75 +239,170 @@ func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error
 // bigint sequences).
 func seqOptions(q *catalog.Sequence, opts []*pg.Node, typ types.T) error {
 	q.Increment, q.Cache = 1, 1
-	q.Min, q.Max = 1, math.MaxInt64
-	switch typ.OID {
-	case types.OIDInt4:
-		q.Max = math.MaxInt32
-	case types.OIDInt2:
-		q.Max = math.MaxInt16
-	}
-	start, minSet, maxSet := int64(0), false, false
-	startSet := false
+	var set seqSet
 	for _, o := range opts {
-		de := o.GetDefElem()
-		v, _ := setValue([]*pg.Node{de.GetArg()})
-		var n int64
-		if de.GetArg() != nil {
-			if _, err := fmt.Sscan(v, &n); err != nil && de.GetDefname() != "cycle" && de.GetDefname() != "as" && de.GetDefname() != "owned_by" {
-				return pgerror.New(pgerror.CodeSyntaxError, "invalid value for %s: %q", de.GetDefname(), v)
-			}
-		}
-		switch de.GetDefname() {
-		case "increment":
-			if n == 0 {
-				return pgerror.New(pgerror.CodeInvalidParameterValue, "INCREMENT must not be zero")
-			}
-			q.Increment = n
-		case "minvalue":
-			if de.GetArg() != nil {
-				q.Min, minSet = n, true
-			}
-		case "maxvalue":
-			if de.GetArg() != nil {
-				q.Max, maxSet = n, true
-			}
-		case "start":
-			start, startSet = n, true
-		case "cache":
-			if n < 1 {
-				return pgerror.New(pgerror.CodeInvalidParameterValue, "CACHE (%d) must be greater than zero", n)
-			}
-			q.Cache = n
-		case "cycle":
-			q.Cycle = de.GetArg() == nil || isOn(v) || v == "true"
-		case "as", "owned_by", "sequence_name":
-		default:
-			return pgerror.Unsupported("sequence option " + de.GetDefname())
+		if err := set.apply(q, o.GetDefElem(), false); err != nil {
+			return err
 		}
 	}
-	if q.Increment < 0 {
-		if !minSet {
-			q.Min = math.MinInt64
-			switch typ.OID {
-			case types.OIDInt4:
-				q.Min = math.MinInt32
-			case types.OIDInt2:
-				q.Min = math.MinInt16
-			}
-		}
-		if !maxSet {
-			q.Max = -1
-		}
-	}
+	set.bounds(q, typ, true)
 	q.Start = q.Min
 	if q.Increment < 0 {
 		q.Start = q.Max
 	}
-	if startSet {
-		q.Start = start
+	if set.startSet {
+		q.Start = set.start
 	}
-	if q.Start < q.Min || q.Start > q.Max {
-		return pgerror.New(pgerror.CodeInvalidParameterValue, "START value (%d) cannot be outside the sequence bounds (%d..%d)", q.Start, q.Min, q.Max)
+	return checkSeqBounds(q)
+}
+
+// seqSet is what the options of a CREATE or ALTER SEQUENCE said.
+type seqSet struct {
+	min, max, restart                      *int64
+	start                                  int64
+	minSet, maxSet, startSet, restartGiven bool
+	noMin, noMax                           bool
+}
+
+// apply reads one option into q (increment, cache, cycle) or s (bounds,
+// start, restart: ALTER's only).
+func (s *seqSet) apply(q *catalog.Sequence, de *pg.DefElem, alter bool) error {
+	v, _ := setValue([]*pg.Node{de.GetArg()})
+	var n int64
+	if de.GetArg() != nil {
+		if _, err := fmt.Sscan(v, &n); err != nil && de.GetDefname() != "cycle" && de.GetDefname() != "as" && de.GetDefname() != "owned_by" {
+			return pgerror.New(pgerror.CodeSyntaxError, "invalid value for %s: %q", de.GetDefname(), v)
+		}
+	}
+	switch de.GetDefname() {
+	case "increment":
+		if n == 0 {
+			return pgerror.New(pgerror.CodeInvalidParameterValue, "INCREMENT must not be zero")
+		}
+		q.Increment = n
+	case "minvalue":
+		s.minSet, s.noMin = true, de.GetArg() == nil
+		s.min = &n
+	case "maxvalue":
+		s.maxSet, s.noMax = true, de.GetArg() == nil
+		s.max = &n
+	case "start":
+		s.start, s.startSet = n, true
+	case "restart":
+		if !alter {
+			return pgerror.Unsupported("sequence option restart in CREATE SEQUENCE")
+		}
+		s.restartGiven = true
+		if de.GetArg() != nil {
+			s.restart = &n
+		}
+	case "cache":
+		if n < 1 {
+			return pgerror.New(pgerror.CodeInvalidParameterValue, "CACHE (%d) must be greater than zero", n)
+		}
+		q.Cache = n
+	case "cycle":
+		q.Cycle = de.GetArg() == nil || isOn(v) || v == "true"
+	case "as", "owned_by", "sequence_name":
+	default:
+		return pgerror.Unsupported("sequence option " + de.GetDefname())
+	}
+	return nil
+}
+
+// bounds sets q's MINVALUE and MAXVALUE: as given, else (at CREATE, or for
+// NO MINVALUE / NO MAXVALUE) the type's and the increment's defaults.
+func (s *seqSet) bounds(q *catalog.Sequence, typ types.T, create bool) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	switch typ.OID {
+	case types.OIDInt4:
+		lo, hi = math.MinInt32, math.MaxInt32
+	case types.OIDInt2:
+		lo, hi = math.MinInt16, math.MaxInt16
+	}
+	defMin, defMax := int64(1), hi
+	if q.Increment < 0 {
+		defMin, defMax = lo, -1
+	}
+	switch {
+	case s.minSet && !s.noMin:
+		q.Min = *s.min
+	case create || s.noMin:
+		q.Min = defMin
+	}
+	switch {
+	case s.maxSet && !s.noMax:
+		q.Max = *s.max
+	case create || s.noMax:
+		q.Max = defMax
+	}
+}
+
+// checkSeqBounds fails a sequence whose bounds or start do not fit, with
+// PostgreSQL's messages.
+func checkSeqBounds(q *catalog.Sequence) error {
+	if q.Min >= q.Max {
+		return pgerror.New(pgerror.CodeInvalidParameterValue, "MINVALUE (%d) must be less than MAXVALUE (%d)", q.Min, q.Max)
+	}
+	if q.Start < q.Min {
+		return pgerror.New(pgerror.CodeInvalidParameterValue, "START value (%d) cannot be less than MINVALUE (%d)", q.Start, q.Min)
+	}
+	if q.Start > q.Max {
+		return pgerror.New(pgerror.CodeInvalidParameterValue, "START value (%d) cannot be greater than MAXVALUE (%d)", q.Start, q.Max)
+	}
+	return nil
+}
+
+// alterSequence runs ALTER SEQUENCE: the options given change the
+// definition, the others stay; RESTART [WITH n] makes the next nextval
+// give n (the start value without WITH), as setval(n, false) does.
+func (s *Session) alterSequence(ctx context.Context, as *pg.AlterSeqStmt) error {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	rv := as.GetSequence()
+	q, ok := lookup(s, rv.GetSchemaname(), func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, rv.GetRelname()) })
+	if !ok {
+		if as.GetMissingOk() {
+			s.notice("NOTICE", "00000", "relation %q does not exist, skipping", rv.GetRelname())
+			return nil
+		}
+		return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+	}
+	next := *q
+	var set seqSet
+	for _, o := range as.GetOptions() {
+		if err := set.apply(&next, o.GetDefElem(), true); err != nil {
+			return err
+		}
+	}
+	set.bounds(&next, types.T{OID: types.OIDInt8, Mod: -1}, false)
+	if set.startSet {
+		next.Start = set.start
+	}
+	if err := checkSeqBounds(&next); err != nil {
+		return err
+	}
+	restart := next.Start
+	if set.restart != nil {
+		restart = *set.restart
+	}
+	if set.restartGiven && (restart < next.Min || restart > next.Max) {
+		what, bound := "less than MINVALUE", next.Min
+		if restart > next.Max {
+			what, bound = "greater than MAXVALUE", next.Max
+		}
+		return pgerror.New(pgerror.CodeInvalidParameterValue, "RESTART value (%d) cannot be %s (%d)", restart, what, bound)
+	}
+	if err := s.e.cfg.Cache.PutSequence(ctx, &next, false); err != nil {
+		return err
+	}
+	s.e.seqs.mu.Lock()
+	delete(s.e.seqs.blocks, q.OID) // handed out under the old definition
+	s.e.seqs.mu.Unlock()
+	if set.restartGiven {
+		return s.setval(ctx, &next, restart, false)
 	}
 	return nil
 }

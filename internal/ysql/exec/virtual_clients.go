@@ -130,6 +130,19 @@ var clientDefs = []vdef{
 			}
 			return out
 		}},
+	{schema: "pg_catalog", name: "pg_sequences", oid: 12002,
+		cols: colSpec(`schemaname:name sequencename:name sequenceowner:name data_type:regtype start_value:bigint min_value:bigint max_value:bigint increment_by:bigint cycle:boolean cache_size:bigint last_value:bigint`),
+		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
+			// last_value is NULL, as PostgreSQL shows it to a role that
+			// may not read the sequence: nodes hand out values from
+			// blocks of their own, and the last given is not kept.
+			var out []plan.Row
+			for _, q := range sortedSequences(s, snap) {
+				out = append(out, plan.Row{dStr(q.Schema), dStr(q.Name), dStr(s.user), dOID(sequenceType(q)), dInt(q.Start),
+					dInt(q.Min), dInt(q.Max), dInt(q.Increment), dBool(q.Cycle), dInt(q.Cache), dNull()})
+			}
+			return out
+		}},
 	{schema: "pg_catalog", name: "pg_depend", oid: 2608,
 		cols: colSpec(`classid:oid objid:oid objsubid:integer refclassid:oid refobjid:oid refobjsubid:integer deptype:"char"`),
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {

@@ -30,6 +30,8 @@ type Snapshot struct {
 	// Views by database, then "schema.name"; ViewByOID by pg_class oid.
 	Views     map[string]map[string]*View
 	ViewByOID map[uint32]*View
+	// Comments are the COMMENT ON texts (comment.go).
+	Comments map[CommentID]string
 	// referencing: the foreign keys referencing a table, by its MasterID.
 	referencing map[uint32][]FKRef
 }
@@ -181,7 +183,7 @@ func build(version uint64, objs map[string][]byte, tables []*masterpb.TableInfo)
 	s := &Snapshot{Version: version, Databases: map[string]*Database{}, Schemas: map[string]map[string]*Schema{},
 		Tables: map[string]map[string]*Table{}, ByOID: map[uint32]*Table{}, Sequences: map[string]map[string]*Sequence{},
 		Indexes: map[string]map[string]IndexRef{}, IndexByOID: map[uint32]IndexRef{},
-		Views: map[string]map[string]*View{}, ViewByOID: map[uint32]*View{}}
+		Views: map[string]map[string]*View{}, ViewByOID: map[uint32]*View{}, Comments: map[CommentID]string{}}
 	for k, v := range objs {
 		kind, _, _ := strings.Cut(k, "/")
 		var err error
@@ -206,6 +208,11 @@ func build(version uint64, objs map[string][]byte, tables []*masterpb.TableInfo)
 					s.Sequences[q.Database] = map[string]*Sequence{}
 				}
 				s.Sequences[q.Database][q.Schema+"."+q.Name] = q
+			}
+		case "comment":
+			cm := &comment{}
+			if err = json.Unmarshal(v, cm); err == nil {
+				s.Comments[cm.CommentID] = cm.Text
 			}
 		case "view":
 			w := &View{}

@@ -78,6 +78,8 @@ func (s *Session) ddl(ctx context.Context, n *pg.Node, yb *ybOptions) (string, e
 		return "CREATE SEQUENCE", s.createSequence(ctx, n.GetCreateSeqStmt())
 	case n.GetAlterSeqStmt() != nil:
 		return "ALTER SEQUENCE", s.alterSequence(ctx, n.GetAlterSeqStmt())
+	case n.GetCommentStmt() != nil:
+		return "COMMENT", s.comment(ctx, n.GetCommentStmt())
 	case n.GetViewStmt() != nil:
 		return "CREATE VIEW", s.createView(ctx, n.GetViewStmt())
 	}

@@ -101,6 +101,29 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 				}
 				return types.DString(fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s USING lsm (%s)", t.PKName, t.QualifiedName(), keyText(t))), nil
 			}}, true, nil
+	case name == "obj_description" && (len(args) == 1 || len(args) == 2), name == "col_description" && len(args) == 2:
+		// COMMENT ON's texts (comment.go); obj_description(oid) of any
+		// catalog, as PostgreSQL's deprecated one-argument form.
+		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
+			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {
+				snap, err := s.snapshot(context.Background())
+				if err != nil {
+					return types.NullDatum, err
+				}
+				oid := uint32(v[0].I)
+				switch {
+				case name == "col_description":
+					return describedAs(s, snap, oidPgClass, oid, v[1].I), nil
+				case len(v) == 2 && v[1].S == "pg_namespace":
+					return describedAs(s, snap, oidPgNamespace, oid, 0), nil
+				case len(v) == 2 && v[1].S != "pg_class":
+					return types.NullDatum, nil
+				}
+				if d := describedAs(s, snap, oidPgClass, oid, 0); !d.Null || len(v) == 2 {
+					return d, nil
+				}
+				return describedAs(s, snap, oidPgNamespace, oid, 0), nil
+			}}, true, nil
 	case name == "pg_get_constraintdef" && (len(args) == 1 || len(args) == 2):
 		return &plan.FuncExpr{Name: name, Args: args, T: types.T{OID: types.OIDText, Mod: -1}, Strict: true,
 			Fn: func(_ *plan.EvalContext, v []types.Datum) (types.Datum, error) {

@@ -174,7 +174,7 @@ func (s *Session) canWaitForSessions() error {
 func isDDL(n *pg.Node) bool {
 	return n.GetCreateStmt() != nil || n.GetDropStmt() != nil || n.GetCreatedbStmt() != nil || n.GetDropdbStmt() != nil ||
 		n.GetCreateSchemaStmt() != nil || n.GetAlterTableStmt() != nil || n.GetRenameStmt() != nil ||
-		n.GetTruncateStmt() != nil || n.GetIndexStmt() != nil || n.GetCreateSeqStmt() != nil || n.GetAlterSeqStmt() != nil ||
+		n.GetTruncateStmt() != nil || n.GetIndexStmt() != nil || n.GetCreateSeqStmt() != nil || n.GetAlterSeqStmt() != nil || n.GetCommentStmt() != nil ||
 		n.GetCreateTableAsStmt() != nil || n.GetSelectStmt().GetIntoClause() != nil || n.GetViewStmt() != nil
 }
 

@@ -265,7 +265,7 @@ var virtualDefs = []vdef{
 		}},
 	{schema: "pg_catalog", name: "pg_description", oid: 2609,
 		cols: []vcol{{"objoid", oidT}, {"classoid", oidT}, {"objsubid", int4T}, {"description", textT}},
-		rows: func(*Session, *catalog.Snapshot) []plan.Row { return nil }},
+		rows: descriptionRows},
 	{schema: "pg_catalog", name: "pg_settings", oid: 12000,
 		cols: []vcol{{"name", textT}, {"setting", textT}, {"unit", textT}, {"category", textT}, {"short_desc", textT},
 			{"context", textT}, {"vartype", textT}, {"source", textT}},

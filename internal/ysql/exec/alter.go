@@ -77,6 +77,7 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 	var newPK []keySpec
 	var addUnique []*indexRequest // ADD CONSTRAINT ... UNIQUE, built after the rest
 	var dropIndexes []string      // DROP CONSTRAINT of UNIQUE constraints
+	var retype []typeChange       // ALTER COLUMN TYPE, done alone
 	for _, cn := range at.GetCmds() {
 		cmd := cn.GetAlterTableCmd()
 		switch cmd.GetSubtype() {
@@ -241,6 +242,12 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 			if !found && !cmd.GetMissingOk() {
 				return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q of relation %q does not exist", cmd.GetName(), t.Name)
 			}
+		case pg.AlterTableType_AT_AlterColumnType:
+			ch, err := typeChangeOf(next, cmd)
+			if err != nil {
+				return err
+			}
+			retype = append(retype, ch)
 		case pg.AlterTableType_AT_ValidateConstraint:
 			if err := validateConstraint(next, cmd.GetName(), &rows); err != nil {
 				return err
@@ -265,6 +272,12 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 		if !ck.NotValid && !slices.ContainsFunc(t.Checks, func(old catalog.Check) bool { return old.Name == ck.Name }) {
 			rows.checks = append(rows.checks, ck.Name)
 		}
+	}
+	if len(retype) > 0 {
+		if len(retype) != len(at.GetCmds()) {
+			return pgerror.Unsupported("ALTER COLUMN TYPE with other changes in one ALTER TABLE")
+		}
+		return s.alterColumnTypes(ctx, snap, t, retype)
 	}
 	if newPK != nil {
 		if len(t.Indexes) > 0 || len(addUnique) > 0 {

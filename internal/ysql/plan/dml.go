@@ -46,6 +46,16 @@ func (b *Binder) ColumnValue(n *pg.Node, c *catalog.Column) (Expr, error) {
 	return b.assign(e, c, -1)
 }
 
+// RowValue binds an expression over t's row (ALTER COLUMN TYPE's USING)
+// as a value of column c, assignment-cast rules.
+func (b *Binder) RowValue(t *catalog.Table, n *pg.Node, c *catalog.Column) (Expr, error) {
+	e, err := b.expr(n, tableScope(t, t.Name), c.Type)
+	if err != nil {
+		return nil, err
+	}
+	return b.assign(e, c, exprLocation(n))
+}
+
 // Checks binds a table's CHECK constraints over its row.
 func (b *Binder) Checks(t *catalog.Table) ([]Expr, error) { return b.checks(t) }
 

@@ -10,6 +10,7 @@
 package builtins
 
 import (
+	"context"
 	"math/rand"
 	"sync"
 	"time"
@@ -31,6 +32,16 @@ type EvalContext struct {
 	Loc *time.Location
 	// Rand is random()'s source; a shared locked source when nil.
 	Rand *rand.Rand
+	// Ctx is the statement's context (ends at statement_timeout or a
+	// cancel); nil: context.Background.
+	Ctx func() context.Context
+}
+
+func (c *EvalContext) context() context.Context {
+	if c == nil || c.Ctx == nil {
+		return context.Background()
+	}
+	return c.Ctx()
 }
 
 func (c *EvalContext) loc() *time.Location {

@@ -64,19 +64,21 @@ func parseNumFormat(f string) (*numDesc, error) {
 			}
 			i += len(key)
 		case rest[0] == '"':
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				end = len(rest) - 1
+			// One node a character, as each passes one input character
+			// in to_number (parseDCH reads quoted text the same way).
+			var q []dchNode
+			q, rest = appendQuoted(nil, rest[1:])
+			for _, c := range q {
+				d.nodes = append(d.nodes, numNode{lit: c.text})
 			}
-			d.nodes = append(d.nodes, numNode{lit: rest[1 : end+1]})
-			i += end + 2
-		case rest[0] == '\\' && len(rest) > 1:
-			d.nodes = append(d.nodes, numNode{lit: rest[1:2]})
-			i += 2
+			i = len(f) - len(rest)
 		default:
-			n := len(string([]rune(rest)[:1]))
-			d.nodes = append(d.nodes, numNode{lit: rest[:n]})
-			i += n
+			if rest[0] == '\\' && len(rest) > 1 && rest[1] == '"' {
+				rest, i = rest[1:], i+1
+			}
+			c := firstChar(rest)
+			d.nodes = append(d.nodes, numNode{lit: c})
+			i += len(c)
 		}
 	}
 	return d, nil
@@ -548,7 +550,171 @@ func (p *numProc) digit(key string) {
 	p.cur++
 }
 
+// toNumber is to_number: the input read by the template as PostgreSQL's
+// NUM_processor reads it, the digits read then a numeric of the template's
+// precision and of the scale read.
+func toNumber(in, format string) (types.Datum, error) {
+	if format == "" {
+		return types.NullDatum, nil
+	}
+	d, err := parseNumFormat(format)
+	if err != nil {
+		return types.NullDatum, err
+	}
+	if d.eeee {
+		return types.NullDatum, pgerror.New(pgerror.CodeFeatureNotSupported, "\"EEEE\" not supported for input")
+	}
+	if d.roman {
+		return types.NullDatum, pgerror.New(pgerror.CodeFeatureNotSupported, "\"RN\" not supported for input")
+	}
+	r := &numReader{d: d, in: in, sign: ' '}
+	r.run()
+	num := string(r.sign) + strings.TrimSuffix(string(r.digits), ".")
+	x, err := types.ParseNumeric(num)
+	if err != nil {
+		return types.NullDatum, err
+	}
+	prec := d.pre + d.multi + r.readPost
+	x, err = types.ApplyNumericTypmod(x, types.T{OID: types.OIDNumeric, Mod: int32(prec<<16|r.readPost) + 4})
+	if err != nil || !d.multiply {
+		return types.DNumeric(x), err
+	}
+	scale, err := numPow(apd.New(10, 0), apd.New(-int64(d.multi), 0))
+	if err != nil {
+		return types.NullDatum, err
+	}
+	x, err = numMul(x, scale)
+	return types.DNumeric(x), err
+}
+
+// numReader reads to_number's input: sign is ' ' until one is read.
+type numReader struct {
+	d                 *numDesc
+	in                string
+	pos               int
+	sign              byte
+	digits            []byte
+	readPre, readPost int
+	readDec           bool
+}
+
+func (r *numReader) eof() bool { return r.pos >= len(r.in) }
+
+func (r *numReader) run() {
+	for _, n := range r.d.nodes {
+		if r.eof() {
+			return
+		}
+		if n.key == "" { // a literal passes one input character
+			r.pos += len(firstChar(r.in[r.pos:]))
+			continue
+		}
+		if r.pattern(n) {
+			r.pos++
+		}
+	}
+}
+
+// pattern reads at a pattern; it reports whether the pattern took the
+// character at pos.
+func (r *numReader) pattern(n numNode) bool {
+	d, c := r.d, r.in[r.pos]
+	switch n.key {
+	case "9", "0", ".", "D":
+		r.numPart(n.key)
+		return true
+	case ",", "G": // a group separator only where there is one, never under FM
+		return !d.fill && c == ','
+	case "L":
+		r.eatNonData(1)
+	case "TH":
+		if !d.decimal {
+			r.eatNonData(2)
+		}
+	case "MI", "PL", "SG":
+		if c == '-' && n.key != "PL" || c == '+' && n.key != "MI" {
+			r.sign = c
+			return true
+		}
+		r.eatNonData(1)
+	}
+	return false
+}
+
+// eatNonData passes up to n characters that are not digits, points,
+// commas or signs.
+func (r *numReader) eatNonData(n int) {
+	for ; n > 0 && !r.eof(); n-- {
+		if strings.IndexByte("0123456789.,+-", r.in[r.pos]) >= 0 {
+			return
+		}
+		r.pos += len(firstChar(r.in[r.pos:]))
+	}
+}
+
+// numPart is NUM_numpart_from_char: a sign before the first digit, a
+// digit or the decimal point, a sign after the last digit.
+func (r *numReader) numPart(key string) {
+	d := r.d
+	if !r.eof() && r.in[r.pos] == ' ' {
+		r.pos++
+	}
+	if r.eof() {
+		return
+	}
+	if r.sign == ' ' && (key == "0" || key == "9") && r.readPre+r.readPost == 0 {
+		// S before the digits takes a sign; otherwise also PR's '<'.
+		switch c := r.in[r.pos]; {
+		case c == '-' || c == '+':
+			r.sign = c
+			r.pos++
+		case c == '<' && d.bracket && !(d.hasLSign && d.lsign == 1):
+			r.sign = '-'
+			r.pos++
+		}
+	}
+	if r.eof() {
+		return
+	}
+	read := false
+	switch c := r.in[r.pos]; {
+	case c >= '0' && c <= '9':
+		if r.readDec && r.readPost == d.post {
+			return
+		}
+		r.digits = append(r.digits, c)
+		if r.readDec {
+			r.readPost++
+		} else {
+			r.readPre++
+		}
+		read = true
+	case d.decimal && !r.readDec && c == '.':
+		r.digits = append(r.digits, '.')
+		r.readDec, read = true, true
+	}
+	if r.eof() || r.sign != ' ' || r.readPre+r.readPost == 0 {
+		return
+	}
+	switch {
+	case d.hasLSign && read && r.pos+1 < len(r.in) && !isDigitByte(r.in[r.pos+1]):
+		if c := r.in[r.pos+1]; c == '-' || c == '+' {
+			r.sign = c
+			r.pos++
+		}
+	case !read && !d.hasLSign && (d.plus || d.minus):
+		if c := r.in[r.pos]; c == '-' || c == '+' {
+			r.sign = c
+		}
+	}
+}
+
+func isDigitByte(c byte) bool { return c >= '0' && c <= '9' }
+
 func init() {
+	addFn("to_number", args(tText, tText), tNum, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
+		return toNumber(a[0].S, a[1].S)
+	})
 	for _, t := range []types.T{tI2, tI4, tI8} {
 		addFn("to_char", args(t, tText), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 			return numToChar(apd.New(a[0].I, 0), 0, 0, a[1].S)

@@ -416,6 +416,9 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 	if typ.IsArray() {
 		return nil, false, pgerror.Unsupported("array columns")
 	}
+	if ti := typ.Info(); ti != nil && ti.Type == 'p' {
+		return nil, false, pgerror.New("42P16", "column \"%s\" has pseudo-type %s", cd.GetColname(), ti.Name)
+	}
 	col := &catalog.Column{Name: cd.GetColname(), ID: t.NextColID, Type: typ}
 	t.NextColID++
 	if serial != "" {

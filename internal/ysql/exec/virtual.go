@@ -198,7 +198,7 @@ var virtualDefs = []vdef{
 			var out []plan.Row
 			for _, ti := range types.AllTypes() {
 				out = append(out, plan.Row{dOID(ti.OID), dStr(ti.Name), dOID(oidPgCatalog), dOID(oidBootUser), dInt(int64(ti.Len)),
-					dBool(ti.ByVal), dChar("b"), dChar(string(rune(ti.Category))), dBool(ti.Preferred), dBool(true), dChar(","),
+					dBool(ti.ByVal), dChar(string(rune(ti.Type))), dChar(string(rune(ti.Category))), dBool(ti.Preferred), dBool(true), dChar(","),
 					dOID(0), dOID(ti.Elem), dOID(ti.Array), dStr(ti.Input), dStr(ti.Output), dStr(ti.Receive), dStr(ti.Send),
 					dOID(0), dInt(-1), dInt(0), dOID(0), dBool(false), dNull()})
 			}

@@ -62,6 +62,7 @@ const (
 	CodeInvalidBinaryRepresentation  = "22P03"
 	CodeInvalidDatetimeFormat        = "22007"
 	CodeDatetimeFieldOverflow        = "22008"
+	CodeInvalidTimeZoneDisplacement  = "22009"
 	CodeStringDataRightTruncation    = "22001"
 	CodeNumericValueOutOfRange       = "22003"
 	CodeDivisionByZero               = "22012"

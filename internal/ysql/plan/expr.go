@@ -6,6 +6,7 @@
 package plan
 
 import (
+	"context"
 	"time"
 
 	"github.com/shaledb/shaledb/internal/ysql/builtins"
@@ -20,10 +21,14 @@ type Row = []types.Datum
 // EvalContext is what expressions read besides the row: parameters and the
 // statement's and transaction's times.
 type EvalContext struct {
-	Params    []types.Datum
-	TxnTime   time.Time // now(), current_timestamp
-	StmtTime  time.Time // statement_timestamp()
-	Location  *time.Location
+	Params   []types.Datum
+	TxnTime  time.Time // now(), current_timestamp
+	StmtTime time.Time // statement_timestamp()
+	Location *time.Location
+	// Ctx is the statement's context as of the current call (a streamed
+	// statement runs over several calls): statement_timeout and a cancel
+	// end what waits on it (pg_sleep). nil: context.Background.
+	Ctx       func() context.Context
 	Subquery  func(ec *EvalContext, sq *Subquery, outer Row) ([]Row, error)
 	outerRows []Row
 	subCache  map[*Subquery][]Row

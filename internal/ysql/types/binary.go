@@ -51,6 +51,8 @@ func AppendBinary(buf []byte, d Datum, t T) ([]byte, error) {
 		return appendNumericBinary(buf, d.D), nil
 	case OIDText, OIDVarchar, OIDBPChar, OIDName, OIDJSON, OIDUnknown:
 		return append(buf, d.S...), nil
+	case OIDVoid:
+		return buf, nil
 	case OIDChar:
 		if d.S == "" {
 			return append(buf, 0), nil
@@ -271,6 +273,8 @@ func DecodeBinary(b []byte, t T) (Datum, error) {
 			return NullDatum, err
 		}
 		return DString(truncateName(s)), nil
+	case OIDVoid:
+		return DString(""), nil
 	case OIDChar:
 		if len(b) == 0 || b[0] == 0 {
 			return DString(""), nil

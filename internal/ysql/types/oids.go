@@ -88,6 +88,8 @@ var typeTable = []*TypeInfo{
 	base(OIDFloat8, "float8", "double precision", FamFloat, 8, true, 'N', true, 0, 1022, "float8in", "float8out", "float8recv", "float8send", "-", "-", 'd', 'p', 0),
 	{OID: OIDUnknown, Name: "unknown", SQLName: "unknown", Family: FamUnknown, Len: -2, Type: 'p', Category: 'X',
 		Input: "unknownin", Output: "unknownout", Receive: "unknownrecv", Send: "unknownsend", ModIn: "-", ModOut: "-", Align: 'c', Storage: 'p'},
+	{OID: OIDVoid, Name: "void", SQLName: "void", Family: FamString, Len: 4, ByVal: true, Type: 'p', Category: 'P',
+		Input: "void_in", Output: "void_out", Receive: "void_recv", Send: "void_send", ModIn: "-", ModOut: "-", Align: 'i', Storage: 'p'},
 	base(OIDBPChar, "bpchar", "character", FamString, -1, false, 'S', false, 0, 1014, "bpcharin", "bpcharout", "bpcharrecv", "bpcharsend", "bpchartypmodin", "bpchartypmodout", 'i', 'x', 100),
 	base(OIDVarchar, "varchar", "character varying", FamString, -1, false, 'S', false, 0, 1015, "varcharin", "varcharout", "varcharrecv", "varcharsend", "varchartypmodin", "varchartypmodout", 'i', 'x', 100),
 	base(OIDDate, "date", "date", FamDate, 4, true, 'D', false, 0, 1182, "date_in", "date_out", "date_recv", "date_send", "-", "-", 'i', 'p', 0),
@@ -263,6 +265,7 @@ var (
 	TRegtype     = T{OIDRegtype, -1}
 	TUUID        = T{OIDUUID, -1}
 	TJSONB       = T{OIDJSONB, -1}
+	TVoid        = T{OIDVoid, -1}
 	TInt2Array   = T{OIDInt2Array, -1}
 	TInt4Array   = T{OIDInt4Array, -1}
 	TInt8Array   = T{OIDInt8Array, -1}

@@ -87,6 +87,8 @@ func parseBaseAt(s string, t T, loc *time.Location, now time.Time) (Datum, error
 		return DString(truncateName(s)), nil
 	case OIDChar:
 		return DString(parseChar(s)), nil
+	case OIDVoid: // void_in takes any text
+		return DString(""), nil
 	case OIDBytea:
 		b, err := ParseBytea(s)
 		return DBytes(b), err

@@ -40,6 +40,8 @@ func AppendText(buf []byte, d Datum, t T, loc *time.Location) []byte {
 		return append(buf, d.S...)
 	case OIDChar:
 		return appendCharOut(buf, d.S)
+	case OIDVoid:
+		return buf
 	case OIDBytea:
 		buf = append(buf, `\x`...)
 		return hex.AppendEncode(buf, d.B)

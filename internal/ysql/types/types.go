@@ -86,6 +86,9 @@ const (
 	OIDRegrole      uint32 = 4096
 	OIDUUID         uint32 = 2950
 	OIDJSONB        uint32 = 3802
+	// void is what pg_sleep returns: a pseudo-type whose one value prints
+	// as nothing (Datum.S "", FamString).
+	OIDVoid uint32 = 2278
 )
 
 // T is a type with its modifier: varchar(10), numeric(12,2), char(3).

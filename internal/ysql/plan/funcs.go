@@ -419,6 +419,12 @@ func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 		}
 		sq.Kind, sq.T = ScalarSubquery, cols[0].T
 	case pg.SubLinkType_ANY_SUBLINK:
+		if items := rowItems(sl.GetTestexpr()); items != nil {
+			if err := b.rowInSubquery(sq, sl, items, cols, sc); err != nil {
+				return nil, err
+			}
+			break
+		}
 		if len(cols) != 1 {
 			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "subquery has too many columns"), sl.GetLocation())
 		}

@@ -210,7 +210,7 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &IsNull{E: e, Not: nt.GetNulltesttype() == pg.NullTestType_IS_NOT_NULL}, nil
+		return &IsNull{E: e, Not: nt.GetNulltesttype() == pg.NullTestType_IS_NOT_NULL, Row: e.Type().OID == types.OIDRecord}, nil
 	case n.GetBooleanTest() != nil:
 		bt := n.GetBooleanTest()
 		e, err := b.expr(bt.GetArg(), sc, tBool)
@@ -559,6 +559,9 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 			}
 			return b.unary(name, r, loc)
 		}
+		if isRowCompare(a) {
+			return b.rowCompare(name, rowItems(a.GetLexpr()), rowItems(a.GetRexpr()), sc, loc)
+		}
 		l, r, err := b.pair(a.GetLexpr(), a.GetRexpr(), sc)
 		if err != nil {
 			return nil, err
@@ -572,6 +575,9 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 		}
 		return b.binary(name, l, r, loc)
 	case pg.A_Expr_Kind_AEXPR_DISTINCT, pg.A_Expr_Kind_AEXPR_NOT_DISTINCT:
+		if isRowCompare(a) {
+			return b.rowDistinct(rowItems(a.GetLexpr()), rowItems(a.GetRexpr()), a.GetKind() == pg.A_Expr_Kind_AEXPR_NOT_DISTINCT, sc, loc)
+		}
 		l, r, err := b.pair(a.GetLexpr(), a.GetRexpr(), sc)
 		if err != nil {
 			return nil, err
@@ -592,6 +598,9 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 		}
 		return &NullIf{L: op.L, R: op.R, Eq: op}, nil
 	case pg.A_Expr_Kind_AEXPR_IN:
+		if l := rowItems(a.GetLexpr()); l != nil {
+			return b.rowIn(l, a.GetRexpr().GetList().GetItems(), name == "<>", sc, loc)
+		}
 		l, err := b.expr(a.GetLexpr(), sc, tUnknown)
 		if err != nil {
 			return nil, err
@@ -618,24 +627,7 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 		}
 		return in, nil
 	case pg.A_Expr_Kind_AEXPR_BETWEEN, pg.A_Expr_Kind_AEXPR_NOT_BETWEEN:
-		items := a.GetRexpr().GetList().GetItems()
-		l, err := b.expr(a.GetLexpr(), sc, tUnknown)
-		if err != nil {
-			return nil, err
-		}
-		lo, err := b.expr(items[0], sc, l.Type())
-		if err != nil {
-			return nil, err
-		}
-		hi, err := b.expr(items[1], sc, l.Type())
-		if err != nil {
-			return nil, err
-		}
-		ge, err := b.binary(">=", l, lo, loc)
-		if err != nil {
-			return nil, err
-		}
-		le, err := b.binary("<=", l, hi, loc)
+		ge, le, err := b.between(a, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -648,6 +640,39 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 		return b.anyAll(name, a, sc, a.GetKind() == pg.A_Expr_Kind_AEXPR_OP_ALL)
 	}
 	return nil, posErr(pgerror.Unsupported("operator kind "+a.GetKind().String()), loc)
+}
+
+// between binds l BETWEEN lo AND hi as l >= lo and l <= hi (row
+// comparisons for rows).
+func (b *Binder) between(a *pg.A_Expr, sc *scope) (Expr, Expr, error) {
+	loc := a.GetLocation()
+	items := a.GetRexpr().GetList().GetItems()
+	if row := rowItems(a.GetLexpr()); row != nil && rowItems(items[0]) != nil && rowItems(items[1]) != nil {
+		ge, err := b.rowCompare(">=", row, rowItems(items[0]), sc, loc)
+		if err != nil {
+			return nil, nil, err
+		}
+		le, err := b.rowCompare("<=", row, rowItems(items[1]), sc, loc)
+		return ge, le, err
+	}
+	l, err := b.expr(a.GetLexpr(), sc, tUnknown)
+	if err != nil {
+		return nil, nil, err
+	}
+	lo, err := b.expr(items[0], sc, l.Type())
+	if err != nil {
+		return nil, nil, err
+	}
+	hi, err := b.expr(items[1], sc, l.Type())
+	if err != nil {
+		return nil, nil, err
+	}
+	ge, err := b.binary(">=", l, lo, loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	le, err := b.binary("<=", l, hi, loc)
+	return ge, le, err
 }
 
 // pair binds two operands so that a parameter of unknown type on one side

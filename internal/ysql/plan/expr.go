@@ -297,6 +297,7 @@ func (n *Not) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 type IsNull struct {
 	E   Expr
 	Not bool
+	Row bool // E is a record: its fields are tested
 }
 
 func (*IsNull) Type() types.T { return tBool }
@@ -304,6 +305,15 @@ func (n *IsNull) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 	d, err := n.E.Eval(ec, row)
 	if err != nil {
 		return d, err
+	}
+	if n.Row && !d.Null {
+		// A row is NULL when all its fields are, NOT NULL when none is.
+		for _, f := range d.A {
+			if f.Null == n.Not {
+				return types.DBool(false), nil
+			}
+		}
+		return types.DBool(true), nil
 	}
 	return types.DBool(d.Null != n.Not), nil
 }
@@ -512,12 +522,15 @@ func (n *NullIf) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 // Subquery is a scalar, EXISTS or IN subquery, run by the executor through
 // EvalContext.Subquery.
 type Subquery struct {
-	Kind       SubqueryKind
-	Plan       Node
-	T          types.T
-	Test       Expr   // for IN: the left operand
-	Eq         *BinOp // for IN: compares Test with the subquery's column
-	Not        bool   // NOT IN / NOT EXISTS
+	Kind SubqueryKind
+	Plan Node
+	T    types.T
+	Test Expr   // for IN: the left operand
+	Eq   *BinOp // for IN: compares Test with the subquery's column
+	// RowEq, for (a, b) IN (SELECT x, y ...): Test is the row (a, b),
+	// compared field by field with the subquery's columns.
+	RowEq      []*BinOp
+	Not        bool // NOT IN / NOT EXISTS
 	Correlated bool
 }
 
@@ -573,6 +586,14 @@ func (s *Subquery) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 	}
 	sawNull := false
 	for _, r := range rows {
+		if s.RowEq != nil {
+			eq, err := rowEqual(ec, s.RowEq, l.A, r)
+			if err != nil || (!eq.Null && eq.Bool()) {
+				return types.DBool(!s.Not), err
+			}
+			sawNull = sawNull || eq.Null
+			continue
+		}
 		if r[0].Null {
 			sawNull = true
 			continue

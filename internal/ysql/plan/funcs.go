@@ -64,6 +64,14 @@ func walk(n *pg.Node, f func(*pg.Node) bool) {
 		for _, a := range n.GetFuncCall().GetArgs() {
 			walk(a, f)
 		}
+		// A window's PARTITION BY and ORDER BY may hold aggregates.
+		if over := n.GetFuncCall().GetOver(); over != nil {
+			for _, a := range append(over.GetPartitionClause(), over.GetOrderClause()...) {
+				walk(a, f)
+			}
+		}
+	case n.GetSortBy() != nil:
+		walk(n.GetSortBy().GetNode(), f)
 	case n.GetTypeCast() != nil:
 		walk(n.GetTypeCast().GetArg(), f)
 	case n.GetNullTest() != nil:
@@ -211,6 +219,9 @@ func (b *Binder) groupExpr(n *pg.Node, targets []*pg.Node, sc *scope) (Expr, *pg
 	}
 	if hasAgg(n) {
 		return nil, nil, pgerror.New(pgerror.CodeGroupingError, "aggregate functions are not allowed in GROUP BY")
+	}
+	if err := noWindow(n, "GROUP BY"); err != nil {
+		return nil, nil, err
 	}
 	e, err := b.expr(n, sc, tUnknown)
 	return e, n, err
@@ -408,6 +419,12 @@ func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 		}
 		sq.Kind, sq.T = ScalarSubquery, cols[0].T
 	case pg.SubLinkType_ANY_SUBLINK:
+		if items := rowItems(sl.GetTestexpr()); items != nil {
+			if err := b.rowInSubquery(sq, sl, items, cols, sc); err != nil {
+				return nil, err
+			}
+			break
+		}
 		if len(cols) != 1 {
 			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "subquery has too many columns"), sl.GetLocation())
 		}

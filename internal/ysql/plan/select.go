@@ -50,6 +50,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		return nil, err
 	}
 	if w := s.GetWhereClause(); w != nil {
+		if err := noWindow(w, "WHERE"); err != nil {
+			return nil, err
+		}
 		cond, err := b.expr(w, sc, tBool)
 		if err != nil {
 			return nil, err
@@ -85,21 +88,17 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 			aggregated = true
 		}
 	}
+	for _, d := range s.GetWindowClause() {
+		wd := d.GetWindowDef()
+		for _, a := range append(wd.GetPartitionClause(), wd.GetOrderClause()...) {
+			aggregated = aggregated || hasAgg(a)
+		}
+	}
 	input := from
 	inputScope := sc
-	windowed := false
-	for _, t := range s.GetTargetList() {
-		windowed = windowed || hasWindow(t.GetResTarget().GetVal())
-	}
-	if windowed && !aggregated {
-		win := &Window{Input: from, cols: append([]Column(nil), from.Columns()...)}
-		saved := b.win
-		b.win = &winScope{node: win, input: sc, defs: s.GetWindowClause()}
-		defer func() { b.win = saved }()
-		input = win
-	}
+	var agg *Agg
 	if aggregated {
-		agg := &Agg{Input: from}
+		agg = &Agg{Input: from}
 		as := &aggScope{agg: agg, b: b, input: sc}
 		for _, g := range s.GetGroupClause() {
 			e, n, err := b.groupExpr(g, s.GetTargetList(), sc)
@@ -113,6 +112,15 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		defer func() { b.aggs = nil }()
 		input = agg
 		inputScope = sc
+	}
+	// Window functions see the rows after grouping and HAVING: the Window
+	// node's input is set once HAVING is bound.
+	var win *Window
+	if selectWindowed(s) {
+		win = &Window{Input: input}
+		saved := b.win
+		b.win = &winScope{node: win, input: sc, defs: s.GetWindowClause()}
+		defer func() { b.win = saved }()
 	}
 	// Target list.
 	var exprs []Expr
@@ -154,8 +162,10 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		cols = append(cols, col)
 	}
 	if aggregated {
-		agg := b.aggs.agg
 		if h := s.GetHavingClause(); h != nil {
+			if err := noWindow(h, "HAVING"); err != nil {
+				return nil, err
+			}
 			cond, err := b.expr(h, inputScope, tBool)
 			if err != nil {
 				return nil, err
@@ -168,8 +178,38 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		}
 		agg.cols = aggColumns(agg)
 	}
+	if win != nil {
+		win.Input, input = input, win
+	}
 	proj := &Project{Input: input, Exprs: exprs, cols: cols}
-	return b.orderLimitProject(s, proj, inputScope, parent)
+	n, err := b.orderLimitProject(s, proj, inputScope, parent)
+	if err != nil {
+		return nil, err
+	}
+	// ORDER BY may have added aggregates and window calls.
+	if agg != nil {
+		agg.cols = aggColumns(agg)
+	}
+	if win != nil {
+		b.win.place()
+	}
+	return n, nil
+}
+
+// selectWindowed reports whether the select list or ORDER BY of s calls
+// window functions.
+func selectWindowed(s *pg.SelectStmt) bool {
+	for _, t := range s.GetTargetList() {
+		if hasWindow(t.GetResTarget().GetVal()) {
+			return true
+		}
+	}
+	for _, o := range s.GetSortClause() {
+		if hasWindow(o.GetSortBy().GetNode()) {
+			return true
+		}
+	}
+	return false
 }
 
 func aggColumns(a *Agg) []Column {
@@ -900,6 +940,9 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 	js := &scope{cols: cols, parent: parent}
 	switch {
 	case j.GetQuals() != nil:
+		if err := noWindow(j.GetQuals(), "JOIN conditions"); err != nil {
+			return nil, nil, err
+		}
 		cond, err := b.expr(j.GetQuals(), js, tBool)
 		if err != nil {
 			return nil, nil, err

@@ -18,7 +18,9 @@ import (
 // are not supported. Named windows (WINDOW w AS (...), OVER w, OVER (w
 // ORDER BY ...)) follow PostgreSQL's rules for copying one.
 
-// Window appends the values of its calls to each input row.
+// Window appends the values of its calls to each input row. In a grouped
+// query its input is the groups (after HAVING), and its calls' arguments,
+// PARTITION BY and ORDER BY read grouping columns and aggregates.
 type Window struct {
 	Input Node
 	Calls []WindowCall
@@ -71,11 +73,43 @@ const (
 // Columns are the input's, then one per call.
 func (w *Window) Columns() []Column { return w.cols }
 
-// winScope collects the window calls of a select list.
+// winScope collects the window calls of a select list and ORDER BY.
 type winScope struct {
 	node  *Window
 	input *scope
 	defs  []*pg.Node // the WINDOW clause's named windows
+	// refs are the references to the calls' values, refs[i] to call i:
+	// they follow the input's columns, whose number is known only once
+	// every aggregate of a grouped query is bound (place).
+	refs    []*ColRef
+	binding bool // inside a call's arguments or window (no nesting)
+}
+
+// place sets the Window's columns and points the references to its calls
+// past its input's final columns.
+func (w *winScope) place() {
+	in := w.node.Input.Columns()
+	w.node.cols = append([]Column(nil), in...)
+	for i, r := range w.refs {
+		r.Idx = len(in) + i
+		w.node.cols = append(w.node.cols, Column{Name: r.Name, T: r.T, Hidden: true})
+	}
+}
+
+// noWindow refuses window functions in clause (WHERE, GROUP BY, HAVING,
+// JOIN conditions), as PostgreSQL does.
+func noWindow(n *pg.Node, clause string) error {
+	var loc int32 = -1
+	walk(n, func(x *pg.Node) bool {
+		if fc := x.GetFuncCall(); fc != nil && fc.GetOver() != nil && loc < 0 {
+			loc = fc.GetLocation()
+		}
+		return loc < 0 && x.GetSubLink() == nil
+	})
+	if loc < 0 {
+		return nil
+	}
+	return posErr(pgerror.New(pgerror.CodeWindowingError, "window functions are not allowed in %s", clause), loc)
 }
 
 // resolveWindow is the window an OVER clause names: OVER w is the WINDOW
@@ -148,9 +182,16 @@ func hasWindow(n *pg.Node) bool {
 // windowCall binds fc OVER (...) to a reference to its Window column.
 func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	loc := fc.GetLocation()
-	if b.win == nil {
-		return nil, posErr(pgerror.Unsupported("window functions here (only in a select list without aggregates)"), loc)
+	switch {
+	case b.inAggArg:
+		return nil, posErr(pgerror.New(pgerror.CodeGroupingError, "aggregate function calls cannot contain window function calls"), loc)
+	case b.win == nil:
+		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "window functions are not allowed here"), loc)
+	case b.win.binding:
+		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "window function calls cannot be nested"), loc)
 	}
+	b.win.binding = true
+	defer func() { b.win.binding = false }()
 	var agg *AggCall
 	var args []Expr
 	switch {
@@ -222,8 +263,9 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	case args != nil:
 		t = args[0].Type()
 	}
-	w.cols = append(w.cols, Column{Name: name, T: t, Hidden: true})
-	return &ColRef{Idx: len(w.cols) - 1, T: t, Name: name}, nil
+	ref := &ColRef{Idx: len(w.Input.Columns()) + len(b.win.refs), T: t, Name: name}
+	b.win.refs = append(b.win.refs, ref)
+	return ref, nil
 }
 
 // PostgreSQL's frame option bits (parsenodes.h FRAMEOPTION_*).
@@ -348,9 +390,9 @@ func (b *Binder) windowAgg(fc *pg.FuncCall, name string) (*AggCall, error) {
 	loc := fc.GetLocation()
 	switch {
 	case fc.GetAggDistinct():
-		return nil, posErr(pgerror.Unsupported("DISTINCT in window functions"), loc)
+		return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "DISTINCT is not implemented for window functions"), loc)
 	case len(fc.GetAggOrder()) > 0:
-		return nil, posErr(pgerror.Unsupported("aggregate ORDER BY in window functions"), loc)
+		return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "aggregate ORDER BY is not implemented for window functions"), loc)
 	case fc.GetAggFilter() != nil:
 		return nil, posErr(pgerror.Unsupported("FILTER in window functions"), loc)
 	}

@@ -63,7 +63,7 @@ type stateDecoder interface{ unmarshal([]byte) error }
 func IsAggregate(name string) bool {
 	_, ok := aggregates[strings.ToLower(name)]
 	_, poly := anyAggs[strings.ToLower(name)]
-	return ok || poly
+	return ok || poly || IsOrderedSetAggregate(name)
 }
 
 // LookupAggregate resolves an aggregate call: star for count(*).
@@ -72,6 +72,9 @@ func LookupAggregate(name string, args []types.T, star bool) (*Aggregate, error)
 	aggs := aggregates[name]
 	if mk := anyAggs[name]; mk != nil && !star {
 		return mk(args)
+	}
+	if a := anyTypeAgg(name, args); a != nil {
+		return a, nil
 	}
 	if star {
 		for _, a := range aggs {
@@ -100,6 +103,32 @@ func LookupAggregate(name string, args []types.T, star bool) (*Aggregate, error)
 			WithHint("Could not choose a best candidate function. You might need to add explicit type casts.")
 	}
 	return aggs[idx[k]], nil
+}
+
+// anyTypeAgg is count("any") of a type without its own candidate, and
+// min/max of anyarray: made for the argument's type.
+func anyTypeAgg(name string, args []types.T) *Aggregate {
+	if len(args) != 1 || args[0].OID == types.OIDUnknown {
+		return nil
+	}
+	t := args[0]
+	var mk func() AggState
+	switch {
+	case name == "count":
+		for _, a := range aggregates[name] {
+			if len(a.Args) == 1 && a.Args[0].OID == t.OID {
+				return nil
+			}
+		}
+		mk = func() AggState { return &countState{} }
+		return &Aggregate{Name: name, Args: args, Result: tI8, New: mk,
+			Unmarshal: func(b []byte) (AggState, error) { s := &countState{}; return s, s.unmarshal(b) }}
+	case (name == "min" || name == "max") && t.IsArray():
+		mk = func() AggState { return &minMaxState{t: t, max: name == "max"} }
+		return &Aggregate{Name: name, Args: args, Result: t, New: mk,
+			Unmarshal: func(b []byte) (AggState, error) { s := mk(); return s, s.(*minMaxState).unmarshal(b) }}
+	}
+	return nil
 }
 
 // state encoding helpers: a list of length-prefixed fields.

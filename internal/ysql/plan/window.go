@@ -151,6 +151,9 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	if b.win == nil {
 		return nil, posErr(pgerror.Unsupported("window functions here (only in a select list without aggregates)"), loc)
 	}
+	if isOrderedSet(name) || fc.GetAggWithinGroup() {
+		return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "OVER is not supported for ordered-set aggregate %s", name), loc)
+	}
 	var agg *AggCall
 	var args []Expr
 	switch {

@@ -37,12 +37,16 @@ type Aggregate struct {
 var aggregates = map[string][]*Aggregate{}
 
 func addAgg(name string, arg types.T, res types.T, newState func() AggState) {
-	a := &Aggregate{Name: name, Result: res, New: newState}
-	if arg.OID != 0 {
-		a.Args = []types.T{arg}
-	} else {
-		a.Star = true
+	if arg.OID == 0 {
+		addAggArgs(name, nil, res, newState)
+		return
 	}
+	addAggArgs(name, []types.T{arg}, res, newState)
+}
+
+// addAggArgs adds an aggregate of args (none: count(*)).
+func addAggArgs(name string, args []types.T, res types.T, newState func() AggState) {
+	a := &Aggregate{Name: name, Args: args, Star: len(args) == 0, Result: res, New: newState}
 	a.Unmarshal = func(b []byte) (AggState, error) {
 		s := newState()
 		if err := s.(stateDecoder).unmarshal(b); err != nil {
@@ -59,7 +63,7 @@ type stateDecoder interface{ unmarshal([]byte) error }
 func IsAggregate(name string) bool {
 	_, ok := aggregates[strings.ToLower(name)]
 	_, poly := anyAggs[strings.ToLower(name)]
-	return ok || poly
+	return ok || poly || IsOrderedSetAggregate(name)
 }
 
 // LookupAggregate resolves an aggregate call: star for count(*).
@@ -68,6 +72,9 @@ func LookupAggregate(name string, args []types.T, star bool) (*Aggregate, error)
 	aggs := aggregates[name]
 	if mk := anyAggs[name]; mk != nil && !star {
 		return mk(args)
+	}
+	if a := anyTypeAgg(name, args); a != nil {
+		return a, nil
 	}
 	if star {
 		for _, a := range aggs {
@@ -96,6 +103,32 @@ func LookupAggregate(name string, args []types.T, star bool) (*Aggregate, error)
 			WithHint("Could not choose a best candidate function. You might need to add explicit type casts.")
 	}
 	return aggs[idx[k]], nil
+}
+
+// anyTypeAgg is count("any") of a type without its own candidate, and
+// min/max of anyarray: made for the argument's type.
+func anyTypeAgg(name string, args []types.T) *Aggregate {
+	if len(args) != 1 || args[0].OID == types.OIDUnknown {
+		return nil
+	}
+	t := args[0]
+	var mk func() AggState
+	switch {
+	case name == "count":
+		for _, a := range aggregates[name] {
+			if len(a.Args) == 1 && a.Args[0].OID == t.OID {
+				return nil
+			}
+		}
+		mk = func() AggState { return &countState{} }
+		return &Aggregate{Name: name, Args: args, Result: tI8, New: mk,
+			Unmarshal: func(b []byte) (AggState, error) { s := &countState{}; return s, s.unmarshal(b) }}
+	case (name == "min" || name == "max") && t.IsArray():
+		mk = func() AggState { return &minMaxState{t: t, max: name == "max"} }
+		return &Aggregate{Name: name, Args: args, Result: t, New: mk,
+			Unmarshal: func(b []byte) (AggState, error) { s := mk(); return s, s.(*minMaxState).unmarshal(b) }}
+	}
+	return nil
 }
 
 // state encoding helpers: a list of length-prefixed fields.
@@ -193,6 +226,14 @@ func (s *intSumState) unmarshal(b []byte) error {
 	return nil
 }
 
+// numArg is an integer or numeric argument as a numeric.
+func numArg(d types.Datum, isInt bool) *apd.Decimal {
+	if isInt {
+		return apd.New(d.I, 0)
+	}
+	return d.D
+}
+
 type numSumState struct {
 	sum   *apd.Decimal
 	n     int64
@@ -204,10 +245,7 @@ func (s *numSumState) Add(_ *EvalContext, a []types.Datum) error {
 	if a[0].Null {
 		return nil
 	}
-	v := a[0].D
-	if s.isInt {
-		v = apd.New(a[0].I, 0)
-	}
+	v := numArg(a[0], s.isInt)
 	if s.sum == nil {
 		s.sum = v
 	} else {
@@ -558,6 +596,57 @@ func (s *boolState) unmarshal(b []byte) error {
 	return nil
 }
 
+// bit_and / bit_or / bit_xor of integers.
+
+type bitState struct {
+	op   string
+	v    int64
+	seen bool
+}
+
+func (s *bitState) Add(_ *EvalContext, a []types.Datum) error {
+	if a[0].Null {
+		return nil
+	}
+	x := a[0].I
+	switch {
+	case !s.seen:
+		s.v, s.seen = x, true
+	case s.op == "bit_and":
+		s.v &= x
+	case s.op == "bit_or":
+		s.v |= x
+	default:
+		s.v ^= x
+	}
+	return nil
+}
+func (s *bitState) Merge(o AggState) error {
+	x := o.(*bitState)
+	if !x.seen {
+		return nil
+	}
+	return s.Add(nil, []types.Datum{types.DInt(x.v)})
+}
+func (s *bitState) Result() (types.Datum, error) {
+	if !s.seen {
+		return types.NullDatum, nil
+	}
+	return types.DInt(s.v), nil
+}
+func (s *bitState) MarshalBinary() ([]byte, error) {
+	if !s.seen {
+		return nil, nil
+	}
+	return i64(s.v), nil
+}
+func (s *bitState) unmarshal(b []byte) error {
+	if len(b) == 8 {
+		s.v, s.seen = getI64(b), true
+	}
+	return nil
+}
+
 // array_agg keeps NULLs.
 
 type arrayAggState struct {
@@ -642,6 +731,13 @@ func init() {
 		addAgg(n, t16, t16, func() AggState { return &boolState{} })
 	}
 	addAgg("bool_or", t16, t16, func() AggState { return &boolState{or: true} })
+	for _, t := range []types.T{tI2, tI4, tI8} {
+		for _, op := range []string{"bit_and", "bit_or", "bit_xor"} {
+			op := op
+			addAgg(op, t, t, func() AggState { return &bitState{op: op} })
+		}
+	}
+	addStatAggs()
 	for _, t := range []types.T{tI2, tI4, tI8, tText, t16, tOID, tF8, tNum, tName} {
 		at := types.ArrayOf(t)
 		addAgg("array_agg", t, at, func() AggState { return &arrayAggState{t: at} })

@@ -154,6 +154,9 @@ func (h *hashAgg) add(g *aggGroup, row plan.Row) error {
 			}
 			args = append(args, d)
 		}
+		if len(c.Order) > 0 { // the aggregate keeps the row until the group ends
+			h.held += rowSize(args)
+		}
 		if err := g.aggs[i].Add(args); err != nil {
 			return err
 		}

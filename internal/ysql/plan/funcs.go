@@ -236,6 +236,9 @@ func (b *Binder) funcCall(fc *pg.FuncCall, sc *scope) (Expr, error) {
 	if e, ok := b.srfRefs[fc]; ok {
 		return e, nil
 	}
+	if fc.GetAggWithinGroup() || isOrderedSet(name) {
+		return b.orderedSetCall(name, fc, sc)
+	}
 	if IsAggregate(name) {
 		return b.aggCall(name, fc, sc)
 	}
@@ -322,14 +325,9 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 				return nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list"), loc)
 			}
 		}
-		e, err := b.expr(sb.GetNode(), b.aggs.input, tUnknown)
+		e, err := b.aggOrderExpr(sb, loc)
 		if err != nil {
 			return nil, err
-		}
-		if e.Type().OID == types.OIDUnknown {
-			if e, err = b.cast(e, tText, types.CastImplicit, loc); err != nil {
-				return nil, err
-			}
 		}
 		call.Order = append(call.Order, sortKey(e, sb))
 	}
@@ -343,6 +341,16 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 	a := b.aggs.agg
 	a.Aggs = append(a.Aggs, call)
 	return &ColRef{Idx: len(a.Groups) + len(a.Aggs) - 1, T: call.T, Name: name}, nil
+}
+
+// aggOrderExpr binds an aggregate's ORDER BY item over its input; an
+// untyped literal is text.
+func (b *Binder) aggOrderExpr(sb *pg.SortBy, loc int32) (Expr, error) {
+	e, err := b.expr(sb.GetNode(), b.aggs.input, tUnknown)
+	if err != nil || e.Type().OID != types.OIDUnknown {
+		return e, err
+	}
+	return b.cast(e, tText, types.CastImplicit, loc)
 }
 
 // aggArgs binds an aggregate call's arguments over sc into call (Arg,

@@ -224,18 +224,9 @@ func (o *orderedAggregator) Result() (types.Datum, error) {
 	sort.SliceStable(o.rows, func(i, j int) bool {
 		a, b := o.rows[i][o.nargs:], o.rows[j][o.nargs:]
 		for k, key := range o.order {
-			x, y := a[k], b[k]
-			if x.Null || y.Null {
-				if x.Null == y.Null {
-					continue
-				}
-				return x.Null == key.NullsFirst
+			if c := key.compare(a[k], b[k]); c != 0 {
+				return c < 0
 			}
-			c := types.Compare(x, y, key.E.Type())
-			if c == 0 {
-				continue
-			}
-			return (c < 0) != key.Desc
 		}
 		return false
 	})
@@ -271,6 +262,24 @@ type SortKey struct {
 	E          Expr
 	Desc       bool
 	NullsFirst bool
+}
+
+// compare orders two values of the key as it says (direction, NULLs).
+func (k SortKey) compare(x, y types.Datum) int {
+	switch {
+	case x.Null && y.Null:
+		return 0
+	case x.Null || y.Null:
+		if x.Null == k.NullsFirst {
+			return -1
+		}
+		return 1
+	}
+	c := types.Compare(x, y, k.E.Type())
+	if k.Desc {
+		return -c
+	}
+	return c
 }
 
 // Sort orders its input.

@@ -162,3 +162,9 @@ func commonType(ts []types.T, what string) (types.T, error) {
 	}
 	return out, nil
 }
+
+func lookupOrderedSet(name string, direct, sort []types.T) (*builtins.OrderedSetAgg, error) {
+	return builtins.LookupOrderedSet(name, direct, sort)
+}
+
+func isOrderedSet(name string) bool { return builtins.IsOrderedSetAggregate(name) }

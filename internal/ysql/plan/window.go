@@ -190,6 +190,9 @@ func (b *Binder) windowCall(fc *pg.FuncCall, name string) (Expr, error) {
 	case b.win.binding:
 		return nil, posErr(pgerror.New(pgerror.CodeWindowingError, "window function calls cannot be nested"), loc)
 	}
+	if isOrderedSet(name) || fc.GetAggWithinGroup() {
+		return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "OVER is not supported for ordered-set aggregate %s", name), loc)
+	}
 	b.win.binding = true
 	defer func() { b.win.binding = false }()
 	var agg *AggCall

@@ -46,6 +46,9 @@ type Binder struct {
 	recursing []*cteDef  // the recursive WITH queries whose recursive term is being bound
 	inViews   []uint32   // the views whose query is being bound, outermost first
 	inFromSub int        // depth of subqueries in FROM being bound
+	// groupedScopes: the scopes of grouped queries whose subqueries are
+	// being bound, and their aggregation (outerGroupRef).
+	groupedScopes map[*scope]*aggScope
 }
 
 // BindRecord is what binding a query found out about its names: the
@@ -381,6 +384,13 @@ func (b *Binder) columnRef(cr *pg.ColumnRef, sc *scope) (Expr, error) {
 	}
 	if level > 0 {
 		b.outerRefs++
+		outer := sc
+		for range level {
+			outer = outer.parent
+		}
+		if idx, err = b.outerGroupRef(outer, idx, t, name, cr.GetLocation()); err != nil {
+			return nil, err
+		}
 		return &OuterRef{Level: level, Idx: idx, T: t}, nil
 	}
 	if b.aggs != nil && !b.inAggArg {

@@ -526,7 +526,8 @@ type Subquery struct {
 	Plan Node
 	T    types.T
 	Test Expr   // for IN: the left operand
-	Eq   *BinOp // for IN: compares Test with the subquery's column
+	Eq   *BinOp // for IN: compares Test with the subquery's column (x op ANY / ALL: op)
+	All  bool   // x op ALL (SELECT ...): every row must compare true
 	// RowEq, for (a, b) IN (SELECT x, y ...): Test is the row (a, b),
 	// compared field by field with the subquery's columns.
 	RowEq      []*BinOp
@@ -580,9 +581,16 @@ func (s *Subquery) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 		}
 		return types.NullDatum, pgerror.New(pgerror.CodeCardinalityViolation, "more than one row returned by a subquery used as an expression")
 	}
+	if len(rows) == 0 {
+		// x op ANY over no rows is false, x op ALL true, whatever x.
+		return types.DBool(s.All != s.Not), nil
+	}
 	l, err := s.Test.Eval(ec, row)
 	if err != nil || l.Null {
-		return l, err
+		return types.NullDatum, err
+	}
+	if s.All {
+		return s.allRows(ec, l, rows)
 	}
 	sawNull := false
 	for _, r := range rows {
@@ -602,7 +610,9 @@ func (s *Subquery) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 		if err != nil {
 			return eq, err
 		}
-		if eq.Bool() {
+		if eq.Null {
+			sawNull = true
+		} else if eq.Bool() {
 			return types.DBool(!s.Not), nil
 		}
 	}
@@ -610,4 +620,29 @@ func (s *Subquery) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 		return types.NullDatum, nil
 	}
 	return types.DBool(s.Not), nil
+}
+
+// allRows is x op ALL over rows: false at the first row that compares
+// false, else NULL if one compared NULL, else true.
+func (s *Subquery) allRows(ec *EvalContext, l types.Datum, rows []Row) (types.Datum, error) {
+	sawNull := false
+	for _, r := range rows {
+		if r[0].Null {
+			sawNull = true
+			continue
+		}
+		c, err := s.Eq.Fn(ec, l, r[0])
+		if err != nil {
+			return c, err
+		}
+		if c.Null {
+			sawNull = true
+		} else if !c.Bool() {
+			return types.DBool(false), nil
+		}
+	}
+	if sawNull {
+		return types.NullDatum, nil
+	}
+	return types.DBool(true), nil
 }

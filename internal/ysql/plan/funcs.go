@@ -182,6 +182,26 @@ func withoutLocations(n *pg.Node) *pg.Node {
 	return c
 }
 
+// outerGroupRef maps a subquery's reference to column idx of the outer
+// scope outer, when that is a grouped query's: to the GROUP BY item that is
+// the column, or PostgreSQL's 42803 for an ungrouped one.
+func (b *Binder) outerGroupRef(outer *scope, idx int, t types.T, name string, loc int32) (int, error) {
+	a := b.groupedScopes[outer]
+	if a == nil {
+		return idx, nil
+	}
+	for i, g := range a.agg.Groups {
+		if cr, ok := g.(*ColRef); ok && cr.Idx == idx {
+			return i, nil
+		}
+	}
+	q := name
+	if table := a.input.cols[idx].Table; table != "" {
+		q = table + "." + name
+	}
+	return 0, posErr(pgerror.New(pgerror.CodeGroupingError, "subquery uses ungrouped column %q from outer query", q), loc)
+}
+
 // groupRef maps a column reference outside aggregate arguments to the
 // GROUP BY expression that is that column.
 func (a *aggScope) groupRef(idx int, t types.T, name string, loc int32) (Expr, error) {
@@ -409,7 +429,24 @@ func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 	refs := b.outerRefs
 	// The subquery's FROM scope has sc as its parent: sc's columns are its
 	// level-1 outer columns, the row the executor passes when it runs it.
+	// In a grouped query (outside aggregate arguments) that row is the
+	// group's: the subquery's references to sc's columns read the group
+	// keys (outerGroupRef).
+	if b.groupedScopes == nil {
+		b.groupedScopes = map[*scope]*aggScope{}
+	}
+	prevGrouped, hadGrouped := b.groupedScopes[sc]
+	if saved != nil && !savedArg {
+		b.groupedScopes[sc] = saved
+	} else {
+		delete(b.groupedScopes, sc)
+	}
 	n, err := b.selectStmt(sel, sc)
+	if hadGrouped {
+		b.groupedScopes[sc] = prevGrouped
+	} else {
+		delete(b.groupedScopes, sc)
+	}
 	b.aggs, b.inAggArg, b.win = saved, savedArg, savedWin
 	if err != nil {
 		return nil, err
@@ -426,8 +463,16 @@ func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "subquery must return only one column"), sl.GetLocation())
 		}
 		sq.Kind, sq.T = ScalarSubquery, cols[0].T
-	case pg.SubLinkType_ANY_SUBLINK:
+	case pg.SubLinkType_ANY_SUBLINK, pg.SubLinkType_ALL_SUBLINK:
+		all := sl.GetSubLinkType() == pg.SubLinkType_ALL_SUBLINK
+		opName := "="
+		if names := sl.GetOperName(); len(names) > 0 {
+			opName = names[len(names)-1].GetString_().GetSval()
+		}
 		if items := rowItems(sl.GetTestexpr()); items != nil {
+			if all || opName != "=" {
+				return nil, posErr(pgerror.Unsupported("a row compared with "+opName+" "+map[bool]string{true: "ALL", false: "ANY"}[all]+" of a subquery"), sl.GetLocation())
+			}
 			if err := b.rowInSubquery(sq, sl, items, cols, sc); err != nil {
 				return nil, err
 			}
@@ -440,11 +485,14 @@ func (b *Binder) subLink(sl *pg.SubLink, sc *scope) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		op, err := b.binaryOp("=", test, &ColRef{Idx: 0, T: cols[0].T}, sl.GetLocation())
+		op, err := b.binaryOp(opName, test, &ColRef{Idx: 0, T: cols[0].T}, sl.GetLocation())
 		if err != nil {
 			return nil, err
 		}
-		sq.Kind, sq.T, sq.Test, sq.Eq = InSubquery, tBool, op.L, op
+		if op.T.OID != types.OIDBool {
+			return nil, posErr(pgerror.New(pgerror.CodeDatatypeMismatch, "op ANY/ALL (array) requires operator to yield boolean"), sl.GetLocation())
+		}
+		sq.Kind, sq.T, sq.Test, sq.Eq, sq.All = InSubquery, tBool, op.L, op, all
 	case pg.SubLinkType_ARRAY_SUBLINK:
 		if len(cols) != 1 {
 			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "subquery must return only one column"), sl.GetLocation())

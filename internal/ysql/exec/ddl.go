@@ -172,8 +172,19 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 			t.Columns = append(t.Columns, *col)
 		case el.GetConstraint() != nil:
 			tableCons = append(tableCons, el.GetConstraint())
+		case el.GetTableLikeClause() != nil:
+			likePK, err := s.likeTable(snap, t, el.GetTableLikeClause())
+			if err != nil {
+				return err
+			}
+			if likePK != nil {
+				if pk != nil {
+					return pgerror.New(pgerror.CodeInvalidTableDefinition, "multiple primary keys for table %q are not allowed", name)
+				}
+				pk = likePK
+			}
 		default:
-			return pgerror.Unsupported("LIKE in CREATE TABLE")
+			return pgerror.Unsupported("this CREATE TABLE element")
 		}
 	}
 	for _, c := range tableCons {

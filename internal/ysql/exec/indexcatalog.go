@@ -99,6 +99,11 @@ func indexColumnsText(t *catalog.Table, ix *catalog.Index) string {
 	return keyColumnsText(cols)
 }
 
+// pkeyDef is pg_get_indexdef of t's primary-key index.
+func pkeyDef(t *catalog.Table) string {
+	return fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s USING lsm (%s)", t.PKName, t.QualifiedName(), keyText(t))
+}
+
 // indexDef is pg_get_indexdef of a secondary index.
 func (s *Session) indexDef(oid uint32) (string, bool) {
 	ref, ok := s.indexByOID(oid)

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
@@ -99,7 +98,7 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 					}
 					return types.DString(quoteIdentIfNeeded(t.Columns[t.Key[v[1].I-1].Column].Name)), nil
 				}
-				return types.DString(fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s USING lsm (%s)", t.PKName, t.QualifiedName(), keyText(t))), nil
+				return types.DString(pkeyDef(t)), nil
 			}}, true, nil
 	case name == "obj_description" && (len(args) == 1 || len(args) == 2), name == "col_description" && len(args) == 2:
 		// COMMENT ON's texts (comment.go); obj_description(oid) of any

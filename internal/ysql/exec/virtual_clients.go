@@ -130,6 +130,22 @@ var clientDefs = []vdef{
 			}
 			return out
 		}},
+	{schema: "pg_catalog", name: "pg_indexes", oid: 12004,
+		cols: colSpec(`schemaname:name tablename:name indexname:name tablespace:name indexdef:text`),
+		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
+			var out []plan.Row
+			for _, t := range byName(snap.Tables[s.db]) {
+				if !t.RowID {
+					out = append(out, plan.Row{dStr(t.Schema), dStr(t.Name), dStr(t.PKName), dNull(), dStr(pkeyDef(t))})
+				}
+				for i := range t.Indexes {
+					if def, ok := s.indexDef(t.Indexes[i].OID()); ok {
+						out = append(out, plan.Row{dStr(t.Schema), dStr(t.Name), dStr(t.Indexes[i].Name), dNull(), dStr(def)})
+					}
+				}
+			}
+			return out
+		}},
 	{schema: "pg_catalog", name: "pg_sequences", oid: 12002,
 		cols: colSpec(`schemaname:name sequencename:name sequenceowner:name data_type:regtype start_value:bigint min_value:bigint max_value:bigint increment_by:bigint cycle:boolean cache_size:bigint last_value:bigint`),
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {

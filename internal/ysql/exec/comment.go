@@ -16,7 +16,7 @@ import (
 const oidPgNamespace = 2615
 
 // comment runs COMMENT ON a table, view, index, sequence, column or
-// schema; IS NULL (or '') removes the comment.
+// schema; IS NULL (or an empty text) removes the comment.
 func (s *Session) comment(ctx context.Context, cs *pg.CommentStmt) error {
 	snap, err := s.snapshot(ctx)
 	if err != nil {

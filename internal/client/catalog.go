@@ -18,6 +18,9 @@ func (c *Client) AlterTable(ctx context.Context, req *masterpb.AlterTableRequest
 		return r.GetError(), err
 	})
 	c.cache.forget(req.GetTableId())
+	if r := req.GetReplaceTableId(); r != 0 {
+		c.cache.forget(r)
+	}
 	if err != nil {
 		return nil, 0, err
 	}

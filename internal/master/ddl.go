@@ -450,6 +450,14 @@ func (m *Master) DropTable(ctx context.Context, req *pb.DropTableRequest) error 
 	if err != nil || info == nil {
 		return err
 	}
+	m.deleteReplicas(ctx, tablets)
+	return nil
+}
+
+// deleteReplicas asks every replica of the tablets of a dropped table to
+// delete its copy (best effort: a replica that misses the call finds its
+// tablet gone from the catalog at its next heartbeat).
+func (m *Master) deleteReplicas(ctx context.Context, tablets []*pb.TabletLocation) {
 	var wg sync.WaitGroup
 	for _, t := range tablets {
 		for _, r := range t.GetReplicas() {
@@ -464,5 +472,4 @@ func (m *Master) DropTable(ctx context.Context, req *pb.DropTableRequest) error 
 		}
 	}
 	wg.Wait()
-	return nil
 }

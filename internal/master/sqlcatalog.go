@@ -40,8 +40,19 @@ func (c *catalog) bumpVersion() {
 // AlterTable changes a table's schema, SQL metadata or name.
 func (m *Master) AlterTable(ctx context.Context, req *pb.AlterTableRequest) (*pb.TableInfo, uint64, error) {
 	m.ddl.Lock()
-	defer m.ddl.Unlock()
-	var info *pb.TableInfo
+	info, version, replaced, err := m.alterTable(ctx, req)
+	m.ddl.Unlock()
+	if err == nil && len(replaced) > 0 {
+		m.deleteReplicas(ctx, replaced)
+	}
+	return info, version, err
+}
+
+// alterTable is AlterTable under the DDL lock; it returns the tablets of
+// the table it replaced (replace_table_id), whose replicas are to go.
+func (m *Master) alterTable(ctx context.Context, req *pb.AlterTableRequest) (*pb.TableInfo, uint64, []*pb.TabletLocation, error) {
+	var info, replaced *pb.TableInfo
+	var replacedTablets []*pb.TabletLocation
 	var version uint64
 	var b batch
 	err := m.withCatalog(func(c *catalog) error {
@@ -65,8 +76,15 @@ func (m *Master) AlterTable(ctx context.Context, req *pb.AlterTableRequest) (*pb
 			info.SqlMetadata = req.GetSqlMetadata()
 		}
 		if n := req.GetNewName(); n != "" && n != old.GetName() {
-			if _, taken := c.byName[tableKey(old.GetNamespace(), n)]; taken {
-				return errorf(ErrAlreadyExists, "table %s.%s", old.GetNamespace(), n)
+			if id, taken := c.byName[tableKey(old.GetNamespace(), n)]; taken {
+				if r := req.GetReplaceTableId(); r == 0 || r != id {
+					return errorf(ErrAlreadyExists, "table %s.%s", old.GetNamespace(), n)
+				}
+				replaced, replacedTablets = c.tables[id], c.tabletsOf(id)
+				for _, t := range replacedTablets {
+					b.del(kindTablet, t.GetTablet().GetTabletId())
+				}
+				b.del(kindTable, uint64(id))
 			}
 			info.Name = n
 		}
@@ -75,9 +93,16 @@ func (m *Master) AlterTable(ctx context.Context, req *pb.AlterTableRequest) (*pb
 		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	err = m.commit(ctx, &b, func(c *catalog) {
+		if replaced != nil {
+			delete(c.tables, replaced.GetTableId())
+			delete(c.byName, tableKey(replaced.GetNamespace(), replaced.GetName()))
+			for _, t := range replacedTablets {
+				delete(c.tablets, t.GetTablet().GetTabletId())
+			}
+		}
 		old := c.tables[info.GetTableId()]
 		delete(c.byName, tableKey(old.GetNamespace(), old.GetName()))
 		c.tables[info.GetTableId()] = info
@@ -85,9 +110,9 @@ func (m *Master) AlterTable(ctx context.Context, req *pb.AlterTableRequest) (*pb
 		c.bumpVersion()
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	return info, version, nil
+	return info, version, replacedTablets, nil
 }
 
 // validateAlteredSchema keeps the key of a table fixed (changing it means

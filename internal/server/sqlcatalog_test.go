@@ -89,6 +89,29 @@ func TestSQLCatalogThroughMaster(t *testing.T) {
 		t.Fatal("the added column is not in the opened table's schema")
 	}
 
+	// A table takes another's name as that one goes, in one change (a
+	// rewrite's new table): never neither, never both.
+	req2 := servertest.KVTable("sqlt_new", 2)
+	req2.SqlMetadata = []byte(`{"meta":3}`)
+	req2.ReplicationFactor = 1
+	fresh, err := cl.CreateTable(ctx, req2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cl.AlterTable(ctx, &masterpb.AlterTableRequest{TableId: fresh.GetTableId(), NewName: "sqlt2"}); !client.IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
+		t.Fatalf("rename onto an existing table: %v", err)
+	}
+	if _, _, err := cl.AlterTable(ctx, &masterpb.AlterTableRequest{TableId: fresh.GetTableId(), NewName: "sqlt2", ReplaceTableId: fresh.GetTableId() + 100}); !client.IsCode(err, masterpb.MasterError_ALREADY_EXISTS) {
+		t.Fatalf("replacing a table that does not have the name: %v", err)
+	}
+	if _, v, err := cl.AlterTable(ctx, &masterpb.AlterTableRequest{TableId: fresh.GetTableId(), NewName: "sqlt2", ReplaceTableId: info.GetTableId()}); err != nil || v != v3+2 {
+		t.Fatalf("replace: v%d %v", v, err)
+	}
+	tables, v3, err = cl.TablesAndVersion(ctx)
+	if err != nil || len(tables) != 1 || tables[0].GetTableId() != fresh.GetTableId() || tables[0].GetName() != "sqlt2" {
+		t.Fatalf("after replace: %v %v", tables, err)
+	}
+
 	// Restart: everything was written to the sys catalog.
 	c.Stop(0)
 	c.Start(0, nil)
@@ -102,7 +125,7 @@ func TestSQLCatalogThroughMaster(t *testing.T) {
 		t.Fatalf("after restart: %v v%d %v", objs2, v4, err)
 	}
 	tables, _, err = cl2.TablesAndVersion(ctx)
-	if err != nil || len(tables) != 1 || string(tables[0].GetSqlMetadata()) != `{"meta":2}` || tables[0].GetName() != "sqlt2" {
+	if err != nil || len(tables) != 1 || string(tables[0].GetSqlMetadata()) != `{"meta":3}` || tables[0].GetName() != "sqlt2" {
 		t.Fatalf("tables after restart: %v %v", tables, err)
 	}
 }

@@ -1816,8 +1816,12 @@ type AlterTableRequest struct {
 	SqlMetadata           []byte                 `protobuf:"bytes,4,opt,name=sql_metadata,json=sqlMetadata,proto3" json:"sql_metadata,omitempty"`
 	SetSqlMetadata        bool                   `protobuf:"varint,5,opt,name=set_sql_metadata,json=setSqlMetadata,proto3" json:"set_sql_metadata,omitempty"`
 	NewName               string                 `protobuf:"bytes,6,opt,name=new_name,json=newName,proto3" json:"new_name,omitempty"` // empty: keep
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// replace_table_id: the table of the same namespace that has new_name
+	// now is dropped in the same catalog change (a table rewritten under a
+	// new id takes its place with no moment in which neither exists).
+	ReplaceTableId uint32 `protobuf:"varint,7,opt,name=replace_table_id,json=replaceTableId,proto3" json:"replace_table_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AlterTableRequest) Reset() {
@@ -1890,6 +1894,13 @@ func (x *AlterTableRequest) GetNewName() string {
 		return x.NewName
 	}
 	return ""
+}
+
+func (x *AlterTableRequest) GetReplaceTableId() uint32 {
+	if x != nil {
+		return x.ReplaceTableId
+	}
+	return 0
 }
 
 type AlterTableResponse struct {
@@ -3465,14 +3476,15 @@ const file_internal_master_masterpb_master_proto_rawDesc = "" +
 	"\x12ListTablesResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x121\n" +
 	"\x06tables\x18\x02 \x03(\v2\x19.shaledb.master.TableInfoR\x06tables\x12'\n" +
-	"\x0fcatalog_version\x18\x03 \x01(\x04R\x0ecatalogVersion\"\xfe\x01\n" +
+	"\x0fcatalog_version\x18\x03 \x01(\x04R\x0ecatalogVersion\"\xa8\x02\n" +
 	"\x11AlterTableRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\rR\atableId\x126\n" +
 	"\x17expected_schema_version\x18\x02 \x01(\rR\x15expectedSchemaVersion\x12.\n" +
 	"\x06schema\x18\x03 \x01(\v2\x16.shaledb.master.SchemaR\x06schema\x12!\n" +
 	"\fsql_metadata\x18\x04 \x01(\fR\vsqlMetadata\x12(\n" +
 	"\x10set_sql_metadata\x18\x05 \x01(\bR\x0esetSqlMetadata\x12\x19\n" +
-	"\bnew_name\x18\x06 \x01(\tR\anewName\"\xa1\x01\n" +
+	"\bnew_name\x18\x06 \x01(\tR\anewName\x12(\n" +
+	"\x10replace_table_id\x18\a \x01(\rR\x0ereplaceTableId\"\xa1\x01\n" +
 	"\x12AlterTableResponse\x121\n" +
 	"\x05error\x18\x01 \x01(\v2\x1b.shaledb.master.MasterErrorR\x05error\x12/\n" +
 	"\x05table\x18\x02 \x01(\v2\x19.shaledb.master.TableInfoR\x05table\x12'\n" +

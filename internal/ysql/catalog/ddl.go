@@ -221,10 +221,24 @@ func (c *Cache) DropTable(ctx context.Context, t *Table) error {
 // AlterTable replaces t's metadata (and columns) by next, failing with a
 // CONFLICT error when t is no longer the current version.
 func (c *Cache) AlterTable(ctx context.Context, t, next *Table) error {
+	return c.alterTable(ctx, t, next, nil)
+}
+
+// ReplaceTable alters t as AlterTable does into next, whose name is old's,
+// and drops old in the same catalog change: no moment in which neither
+// exists (a rewrite's new table taking the old one's place).
+func (c *Cache) ReplaceTable(ctx context.Context, t, next, old *Table) error {
+	return c.alterTable(ctx, t, next, old)
+}
+
+func (c *Cache) alterTable(ctx context.Context, t, next, replaced *Table) error {
 	req := &masterpb.AlterTableRequest{TableId: t.MasterID, ExpectedSchemaVersion: t.Version,
 		Schema: MasterSchema(next), SqlMetadata: EncodeTable(next), SetSqlMetadata: true}
 	if next.Name != t.Name || next.Schema != t.Schema {
 		req.NewName = MasterName(next.Schema, next.Name)
+	}
+	if replaced != nil {
+		req.ReplaceTableId = replaced.MasterID
 	}
 	_, v, err := c.cl.AlterTable(ctx, req)
 	if err == nil {

@@ -490,13 +490,16 @@ func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, 
 		}
 		return thaw(err)
 	}
-	if err := s.e.cfg.Cache.DropTable(ctx, cur); err != nil {
-		return err
-	}
-	delete(s.tables, old.MasterID)
+	// The new table takes the old one's name as the old one goes, in one
+	// catalog change: a statement finds one or the other.
 	renamed := cloneTable(created)
 	renamed.Name = old.Name
-	return alterErr(s.e.cfg.Cache.AlterTable(ctx, created, renamed), created)
+	if err := s.e.cfg.Cache.ReplaceTable(ctx, created, renamed, cur); err != nil {
+		_ = s.e.cfg.Cache.DropTable(context.WithoutCancel(ctx), created)
+		return thaw(alterErr(err, created))
+	}
+	delete(s.tables, old.MasterID)
+	return nil
 }
 
 // freezeForRewrite marks t as being rewritten (writers refuse it, 55P03)

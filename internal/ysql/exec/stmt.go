@@ -75,7 +75,7 @@ func (s *Session) binder(ctx context.Context) (*plan.Binder, error) {
 		return nil, err
 	}
 	return &plan.Binder{Cat: snap, Database: s.db, SearchPath: s.searchPath(), Virtual: s.virtualTable,
-		Session: s.sessionFunc, Reg: s, SessionSRF: s.sessionSRF}, nil
+		Session: s.sessionFunc, Reg: s, SessionSRF: s.sessionSRF, Location: s.location()}, nil
 }
 
 // searchPath is the schemas unqualified names are looked up in.

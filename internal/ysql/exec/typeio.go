@@ -37,8 +37,8 @@ func encodeResult(d types.Datum, t types.T, format int16, loc *time.Location, s 
 }
 
 // castDatum converts a value for an EXECUTE parameter.
-func castDatum(d types.Datum, from, to types.T) (types.Datum, error) {
-	return plan.Coerce(d, from, to)
+func castDatum(d types.Datum, from, to types.T, loc *time.Location) (types.Datum, error) {
+	return plan.Coerce(d, from, to, loc)
 }
 
 func (s *Session) formatDatum(d types.Datum, t types.T) string {

@@ -396,7 +396,7 @@ func (s *Session) sqlExecute(ctx context.Context, es *pg.ExecuteStmt) (string, [
 			return "", nil, nil, err
 		}
 		if !d.Null && e.Type() != st.params[i] {
-			if d, err = castDatum(d, e.Type(), st.params[i]); err != nil {
+			if d, err = castDatum(d, e.Type(), st.params[i], s.location()); err != nil {
 				return "", nil, nil, err
 			}
 		}

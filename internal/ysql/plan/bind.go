@@ -3,6 +3,7 @@ package plan
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -36,6 +37,10 @@ type Binder struct {
 	// DMLs are the data-modifying WITH queries bound (cdml.go): the
 	// statement runs them first.
 	DMLs []*DMLResult
+	// Location is the session's time zone: literals are read in it when
+	// bound ('2024-06-10 02:30'::timestamptz, 'today'::date), as
+	// PostgreSQL reads them at parse time; nil is UTC.
+	Location *time.Location
 
 	aggs      *aggScope
 	win       *winScope
@@ -310,7 +315,7 @@ func (b *Binder) constant(c *pg.A_Const, hint types.T) (Expr, error) {
 				return &Const{T: tInt8, D: types.DInt(i)}, nil
 			}
 		}
-		d, err := parseText(tNumeric, s)
+		d, err := b.parseText(tNumeric, s)
 		if err != nil {
 			return nil, posErr(pgerror.From(err), c.GetLocation())
 		}
@@ -320,7 +325,7 @@ func (b *Binder) constant(c *pg.A_Const, hint types.T) (Expr, error) {
 	case *pg.A_Const_Sval:
 		s := v.Sval.GetSval()
 		if hint.OID != types.OIDUnknown && hint.OID != 0 && !(b.Reg != nil && types.IsReg(hint.OID)) {
-			d, err := parseText(hint, s)
+			d, err := b.parseText(hint, s)
 			if err != nil {
 				return nil, posErr(pgerror.From(err), c.GetLocation())
 			}
@@ -417,7 +422,7 @@ func (b *Binder) cast(e Expr, to types.T, kind types.CastContext, loc int32) (Ex
 			if c.D.Null {
 				return nullConst(to), nil
 			}
-			d, err := parseText(to, c.D.S)
+			d, err := b.parseText(to, c.D.S)
 			if err != nil {
 				return nil, posErr(pgerror.From(err), loc)
 			}
@@ -432,7 +437,7 @@ func (b *Binder) cast(e Expr, to types.T, kind types.CastContext, loc int32) (Ex
 		if c.D.Null {
 			return nullConst(to), nil
 		}
-		d, err := coerce(c.D, from, to, kind, nil)
+		d, err := coerce(c.D, from, to, kind, &EvalContext{Location: b.location()})
 		if err != nil {
 			return nil, posErr(pgerror.From(err), loc)
 		}
@@ -717,7 +722,7 @@ func (b *Binder) binary(name string, l, r Expr, loc int32) (Expr, error) {
 	}
 	if lc, ok := out.L.(*Const); ok {
 		if rc, ok := out.R.(*Const); ok {
-			return foldBinary(out, lc, rc)
+			return b.foldBinary(out, lc, rc)
 		}
 	}
 	return out, nil
@@ -750,8 +755,10 @@ func (b *Binder) castOperand(e Expr, to types.T, loc int32) (Expr, error) {
 	return b.cast(e, to, types.CastImplicit, loc)
 }
 
-func foldBinary(op *BinOp, l, r *Const) (Expr, error) {
-	d, err := op.Eval(nil, nil)
+// foldBinary computes an operator over two constants, in the session's
+// time zone (timestamptz + interval across a DST change depends on it).
+func (b *Binder) foldBinary(op *BinOp, l, r *Const) (Expr, error) {
+	d, err := op.Eval(&EvalContext{Location: b.location()}, nil)
 	if err != nil {
 		return op, nil // report at run time, as PostgreSQL would for a row
 	}

@@ -106,7 +106,17 @@ func (a *aggState) Result() (types.Datum, error) { return a.st.Result() }
 // IsAggregate reports whether name is an aggregate function.
 func IsAggregate(name string) bool { return builtins.IsAggregate(name) }
 
-func parseText(t types.T, s string) (types.Datum, error) { return types.ParseText(s, t, time.UTC) }
+// parseText reads a literal of type t in the session's time zone.
+func (b *Binder) parseText(t types.T, s string) (types.Datum, error) {
+	return types.ParseText(s, t, b.location())
+}
+
+func (b *Binder) location() *time.Location {
+	if b.Location != nil {
+		return b.Location
+	}
+	return time.UTC
+}
 
 func coerce(d types.Datum, from, to types.T, kind types.CastContext, ec *EvalContext) (types.Datum, error) {
 	loc := time.UTC
@@ -116,9 +126,10 @@ func coerce(d types.Datum, from, to types.T, kind types.CastContext, ec *EvalCon
 	return types.CoerceTZ(d, from, to, kind, loc)
 }
 
-// Coerce converts a value with an explicit cast (EXECUTE parameters).
-func Coerce(d types.Datum, from, to types.T) (types.Datum, error) {
-	return coerce(d, from, to, types.CastExplicit, nil)
+// Coerce converts a value with an explicit cast (EXECUTE parameters) in
+// the time zone loc.
+func Coerce(d types.Datum, from, to types.T, loc *time.Location) (types.Datum, error) {
+	return coerce(d, from, to, types.CastExplicit, &EvalContext{Location: loc})
 }
 
 func canCast(from, to types.T, kind types.CastContext) bool { return types.CanCast(from, to, kind) }

@@ -13,9 +13,10 @@ import (
 // AT TIME ZONE (timezone()), date_bin, make_time/make_timestamp(tz),
 // make_interval and the justify functions.
 
-// zoneByName resolves a time zone argument as PostgreSQL does: names and
-// abbreviations, else a POSIX offset ('+05:30' is 5:30 west of UTC).
-func zoneByName(name string) (*time.Location, error) {
+// ZoneByName resolves a time zone (a function's argument, SET TimeZone) as
+// PostgreSQL does: names and abbreviations, else a POSIX offset ('+05:30'
+// is 5:30 west of UTC).
+func ZoneByName(name string) (*time.Location, error) {
 	if loc, ok := types.LoadZone(name); ok {
 		return loc, nil
 	}
@@ -23,6 +24,16 @@ func zoneByName(name string) (*time.Location, error) {
 		return time.FixedZone(name, -off), nil // POSIX: UTC+3 is 3 hours west
 	}
 	return nil, pgerror.New(pgerror.CodeInvalidParameterValue, "time zone %q not recognized", name)
+}
+
+// SessionZone resolves SET TimeZone's value: as ZoneByName, except that a
+// bare hour offset ('+03', '5') is east of UTC there, as PostgreSQL reads
+// it ('+05:30' and 'UTC+3' stay POSIX: west).
+func SessionZone(name string) (*time.Location, error) {
+	if h, err := strconv.Atoi(strings.TrimPrefix(name, "+")); err == nil && h >= -15 && h <= 15 {
+		return time.FixedZone(name, h*3600), nil
+	}
+	return ZoneByName(name)
 }
 
 // posixOffset parses [+-]hh[:mm[:ss]] into seconds.
@@ -237,7 +248,7 @@ func makeInterval(a []types.Datum) (types.Datum, error) {
 }
 
 func init() {
-	byName := func(d types.Datum) (*time.Location, error) { return zoneByName(d.S) }
+	byName := func(d types.Datum) (*time.Location, error) { return ZoneByName(d.S) }
 	byInterval := func(d types.Datum) (*time.Location, error) { return intervalZone(d.Iv) }
 	for _, z := range []struct {
 		arg  types.T
@@ -258,7 +269,7 @@ func init() {
 		}
 	}
 	addFn("date_trunc", args(tText, tTSTZ, tText), tTSTZ, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
-		loc, err := zoneByName(a[2].S)
+		loc, err := ZoneByName(a[2].S)
 		if err != nil {
 			return types.NullDatum, err
 		}
@@ -290,7 +301,7 @@ func init() {
 		if err != nil {
 			return types.NullDatum, err
 		}
-		loc, err := zoneByName(a[6].S)
+		loc, err := ZoneByName(a[6].S)
 		if off, ok := posixOffset(a[6].S); ok && strings.ContainsAny(a[6].S[:1], "+-") {
 			// A numeric zone here is ISO's: +2 is east of UTC.
 			loc, err = time.FixedZone(a[6].S, off), nil

@@ -12,11 +12,11 @@ import (
 
 	"github.com/shaledb/shaledb/internal/client"
 	"github.com/shaledb/shaledb/internal/master/masterpb"
+	"github.com/shaledb/shaledb/internal/ysql/builtins"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/pgwire"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
-	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
 // ServerVersion is reported as server_version: PostgreSQL 15 semantics.
@@ -360,8 +360,8 @@ func (s *Session) settingsNow() *derivedSettings {
 	for _, k := range reportedSettings {
 		d.reported[settingDisplayName(k)] = s.settings[k]
 	}
-	var ok bool
-	if d.loc, ok = types.LoadZone(s.settings["timezone"]); !ok {
+	var err error
+	if d.loc, err = builtins.SessionZone(s.settings["timezone"]); err != nil {
 		d.loc = time.UTC
 	}
 	ms, _ := parseDurationMs(s.settings["statement_timeout"])

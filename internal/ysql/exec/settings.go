@@ -7,8 +7,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/shaledb/shaledb/internal/ysql/builtins"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
-	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
 // settingDefaults are the session settings and their defaults; names are
@@ -103,7 +103,7 @@ func (s *Session) set(name, value string) error {
 		if strings.EqualFold(value, "local") || strings.EqualFold(value, "default") {
 			value = "UTC"
 		}
-		if _, ok := types.LoadZone(value); !ok {
+		if _, err := builtins.SessionZone(value); err != nil {
 			return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", value)
 		}
 	case "client_encoding":
@@ -117,13 +117,13 @@ func (s *Session) set(name, value string) error {
 		if !strings.Contains(v, "ISO") {
 			return pgerror.New(pgerror.CodeFeatureNotSupported, "DateStyle %q is not supported", value).WithHint("Only ISO output is supported.")
 		}
-		order := "MDY"
-		if strings.Contains(v, "DMY") || strings.Contains(v, "EURO") {
-			order = "DMY"
-		} else if strings.Contains(v, "YMD") {
-			order = "YMD"
+		if strings.Contains(v, "DMY") || strings.Contains(v, "EURO") || strings.Contains(v, "YMD") {
+			// Dates are read month first: accepting another order would
+			// read 01/02/2024 as the wrong day.
+			return pgerror.New(pgerror.CodeFeatureNotSupported, "DateStyle %q is not supported", value).
+				WithHint("Only ISO output with MDY input order is supported; ISO dates (2024-02-01) read the same in every order.")
 		}
-		value = "ISO, " + order
+		value = "ISO, MDY"
 	case "intervalstyle":
 		if !strings.EqualFold(value, "postgres") {
 			return pgerror.New(pgerror.CodeFeatureNotSupported, "IntervalStyle %q is not supported", value)

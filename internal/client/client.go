@@ -293,6 +293,20 @@ func (c *Client) OpenTableAs(ctx context.Context, namespace, name string, id uin
 		Message: fmt.Sprintf("table id %d was dropped (the name is table %d now)", id, t.id)}
 }
 
+// OpenTableAt is OpenTableAs for a caller whose catalog has the table at
+// schema version (at least) version: a cached entry of an older version
+// (the table altered through another client: a column added, a column
+// rewritten) is looked up again. Before, this client went on writing and
+// reading with the old columns ("unknown column").
+func (c *Client) OpenTableAt(ctx context.Context, namespace, name string, id, version uint32) (*Table, error) {
+	t, err := c.OpenTableAs(ctx, namespace, name, id)
+	if err != nil || t.schema.Version >= version {
+		return t, err
+	}
+	c.cache.forget(t.id)
+	return c.OpenTableAs(ctx, namespace, name, id)
+}
+
 // ID is the table's id.
 func (t *Table) ID() uint32 { return t.id }
 

@@ -251,5 +251,5 @@ func (c *Cache) alterTable(ctx context.Context, t, next, replaced *Table) error 
 
 // Open opens t's storage table through the client.
 func (c *Cache) Open(ctx context.Context, t *Table) (*client.Table, error) {
-	return c.cl.OpenTableAs(ctx, MasterNamespace(t.Database), MasterName(t.Schema, t.Name), t.MasterID)
+	return c.cl.OpenTableAt(ctx, MasterNamespace(t.Database), MasterName(t.Schema, t.Name), t.MasterID, t.Version)
 }

@@ -94,12 +94,15 @@ func (s *Session) searchPath() []string {
 }
 
 // plan binds the statement against the current catalog. A name this node
-// does not know may have been created through another node a moment ago:
-// it looks at the master's catalog once more before failing.
+// does not know may have been created through another node a moment ago
+// (a table, a column: INSERT naming a new column's value is "more
+// expressions than target columns", a column whose type changed a type
+// mismatch): it looks at the master's catalog once more before failing.
 func (st *Statement) plan(ctx context.Context) error {
 	err := st.planOnce(ctx)
 	switch pgerror.Code(err) {
-	case pgerror.CodeUndefinedTable, pgerror.CodeUndefinedColumn, pgerror.CodeInvalidSchemaName, pgerror.CodeUndefinedObject:
+	case pgerror.CodeUndefinedTable, pgerror.CodeUndefinedColumn, pgerror.CodeInvalidSchemaName, pgerror.CodeUndefinedObject,
+		pgerror.CodeSyntaxError, pgerror.CodeDatatypeMismatch, pgerror.CodeUndefinedFunction:
 		before, serr := st.s.snapshot(ctx)
 		if serr != nil {
 			return err

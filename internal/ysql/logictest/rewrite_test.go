@@ -17,14 +17,28 @@ import (
 // table is never missing (the new one takes the old one's name as the old
 // one goes, in one catalog change).
 func TestAddPrimaryKeyKeepsConcurrentWrites(t *testing.T) {
+	rewriteUnderWrites(t, "CREATE TABLE nokey (k int NOT NULL, n int, v text)", "ALTER TABLE nokey ADD PRIMARY KEY (k)")
+}
+
+// TestAlterColumnTypeKeepsConcurrentWrites: ALTER COLUMN TYPE writes the
+// column again into a new one; a row inserted meanwhile is refused or has
+// its value in the new column (else it would read NULL there).
+func TestAlterColumnTypeKeepsConcurrentWrites(t *testing.T) {
+	rewriteUnderWrites(t, "CREATE TABLE nokey (k int PRIMARY KEY, n int, v text)", "ALTER TABLE nokey ALTER COLUMN n TYPE bigint")
+}
+
+// rewriteUnderWrites creates table nokey(k, n, v) with 20,000 rows, runs
+// alter while two other nodes insert rows, and checks that every
+// acknowledged insert is there afterwards with its n (= k) intact.
+func rewriteUnderWrites(t *testing.T, create, alter string) {
 	addrs, admin := ysqlCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := admin.Exec(ctx, "CREATE TABLE nokey (k int NOT NULL, v text)"); err != nil {
+	if _, err := admin.Exec(ctx, create); err != nil {
 		t.Fatal(err)
 	}
 	const initial = 20000
-	if _, err := admin.Exec(ctx, "INSERT INTO nokey SELECT g, 'x' FROM generate_series(1, $1) g", initial); err != nil {
+	if _, err := admin.Exec(ctx, "INSERT INTO nokey SELECT g, g, 'x' FROM generate_series(1, $1) g", initial); err != nil {
 		t.Fatal(err)
 	}
 	var acked, refused atomic.Int64
@@ -40,14 +54,14 @@ func TestAddPrimaryKeyKeepsConcurrentWrites(t *testing.T) {
 					return
 				default:
 				}
-				_, err := conn.Exec(ctx, "INSERT INTO nokey VALUES ($1, 'during')", initial+1+w*1000000+i)
+				k := initial + 1 + w*1000000 + i
+				_, err := conn.Exec(ctx, "INSERT INTO nokey VALUES ($1, $1, 'during')", k)
 				var pe *pgconn.PgError
 				switch {
 				case err == nil:
 					acked.Add(1)
 				case errors.As(err, &pe) && (pe.Code == "55P03" || pe.Code == "40001"):
-					// Refused while the rows are copied.
-					refused.Add(1)
+					refused.Add(1) // refused while the rows are rewritten
 				default:
 					done <- err
 					return
@@ -71,8 +85,8 @@ func TestAddPrimaryKeyKeepsConcurrentWrites(t *testing.T) {
 		}
 	}
 	waitAcked(20) // some inserts land before the ALTER starts
-	_, alterErr := admin.Exec(ctx, "ALTER TABLE nokey ADD PRIMARY KEY (k)")
-	waitAcked(20) // and some after it ends, into the new table
+	_, alterErr := admin.Exec(ctx, alter)
+	waitAcked(20) // and some after it ends
 	close(stop)
 	for range 2 {
 		if err := <-done; err != nil {
@@ -80,14 +94,14 @@ func TestAddPrimaryKeyKeepsConcurrentWrites(t *testing.T) {
 		}
 	}
 	if alterErr != nil {
-		t.Fatalf("ALTER TABLE ADD PRIMARY KEY: %v", alterErr)
+		t.Fatalf("%s: %v", alter, alterErr)
 	}
-	var n, during int64
-	if err := admin.QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE v = 'during') FROM nokey").Scan(&n, &during); err != nil {
+	var n, during, intact int64
+	if err := admin.QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE v = 'during'), count(*) FILTER (WHERE n = k) FROM nokey").Scan(&n, &during, &intact); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d inserts acknowledged, %d refused during the rewrite; %d rows after", acked.Load(), refused.Load(), n)
-	if during != acked.Load() || n != initial+acked.Load() {
-		t.Fatalf("%d rows (%d inserted meanwhile), want %d (%d acknowledged): acknowledged inserts were lost", n, during, initial+acked.Load(), acked.Load())
+	t.Logf("%d inserts acknowledged, %d refused during the rewrite; %d rows after, %d with their n", acked.Load(), refused.Load(), n, intact)
+	if during != acked.Load() || n != initial+acked.Load() || intact != n {
+		t.Fatalf("%d rows (%d inserted meanwhile, %d with their n), want %d (%d acknowledged): acknowledged writes were lost", n, during, intact, initial+acked.Load(), acked.Load())
 	}
 }

@@ -14,8 +14,9 @@ import (
 // TestSchemaChangeEverywhereAtOnce: a schema change made through one node
 // holds on every node once it returns, before their heartbeats bring its
 // catalog version. DDL through another node finds a table created a moment
-// ago, and a constraint added through one node is enforced by the others
-// on their next write.
+// ago, a constraint added through one node is enforced by the others on
+// their next write, and a column added through one is written and read
+// through the others.
 func TestSchemaChangeEverywhereAtOnce(t *testing.T) {
 	addrs, admin := ysqlCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -53,6 +54,18 @@ func TestSchemaChangeEverywhereAtOnce(t *testing.T) {
 		exec(admin, "ALTER TABLE "+name+" ALTER COLUMN w SET NOT NULL")
 		for _, c := range others {
 			wantCode(c, "INSERT INTO "+name+" VALUES (2, 1, NULL)", "23502")
+		}
+
+		// A column added through the first node is written and read
+		// through the others at once (their clients had the table's
+		// old columns cached: "unknown column").
+		exec(admin, "ALTER TABLE "+name+" ADD COLUMN z int")
+		for i, c := range others {
+			exec(c, fmt.Sprintf("INSERT INTO %s VALUES (%d, 1, 0, %d)", name, 100+i, 7+i))
+			var z int
+			if err := c.QueryRow(ctx, fmt.Sprintf("SELECT z FROM %s WHERE k = %d", name, 100+i)).Scan(&z); err != nil || z != 7+i {
+				t.Fatalf("round %d, node %d: z = %d, %v; want %d", round, i+2, z, err, 7+i)
+			}
 		}
 	}
 }

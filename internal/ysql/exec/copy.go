@@ -48,6 +48,9 @@ func (s *Session) copyPortalFor(ctx context.Context, cs *pg.CopyStmt) (pgwire.Po
 	if !cs.GetIsFrom() {
 		return s.copyOutPortalFor(ctx, cs)
 	}
+	if err := s.readOnlyErr("COPY FROM"); err != nil {
+		return nil, err
+	}
 	if cs.GetFilename() != "" || cs.GetIsProgram() {
 		return nil, pgerror.New(pgerror.CodeInsufficientPrivilege, "COPY from a file or program is not allowed").
 			WithHint("Use COPY FROM STDIN (psql's \\copy).")

@@ -283,6 +283,11 @@ type Session struct {
 	failed   bool
 	txn      *client.Txn
 	blockIso client.Isolation
+	// blockReadOnly: the block is READ ONLY (readonly.go).
+	blockReadOnly bool
+	// blockSettings are the settings SET changed in the block
+	// (endBlockSettings).
+	blockSettings map[string]*blockSetting
 	txnTime  time.Time
 
 	// PostgreSQL's implicit transaction: outside a block, the statements of

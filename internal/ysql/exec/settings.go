@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -237,6 +238,68 @@ func setValue(args []*pg.Node) (string, error) {
 
 // variableSet runs SET / RESET.
 func (s *Session) variableSet(vs *pg.VariableSetStmt) (string, error) {
+	if !s.inBlock {
+		if vs.GetIsLocal() {
+			s.notice("WARNING", "25P01", "SET LOCAL can only be used in transaction blocks")
+			return "SET", nil
+		}
+		return s.setVariable(vs)
+	}
+	before := maps.Clone(s.settings)
+	tag, err := s.setVariable(vs)
+	if err == nil {
+		s.noteBlockSettings(before, vs.GetIsLocal())
+	}
+	return tag, err
+}
+
+// blockSetting is a setting changed inside a block: its value before the
+// block, and the last value a plain SET (not LOCAL) gave it there.
+type blockSetting struct {
+	prev    string
+	session *string
+}
+
+// noteBlockSettings records the settings a SET in a block changed: a
+// rolled-back block undoes them all, a committed one undoes SET LOCAL's
+// (endBlockSettings).
+func (s *Session) noteBlockSettings(before map[string]string, local bool) {
+	for k, v := range s.settings {
+		if before[k] == v {
+			continue
+		}
+		if s.blockSettings == nil {
+			s.blockSettings = map[string]*blockSetting{}
+		}
+		bs, ok := s.blockSettings[k]
+		if !ok {
+			bs = &blockSetting{prev: before[k]}
+			s.blockSettings[k] = bs
+		}
+		if !local {
+			v := v
+			bs.session = &v
+		}
+	}
+}
+
+// endBlockSettings puts back, at the end of a block, the settings its SETs
+// changed: all of them on a rollback, SET LOCAL's on a commit, as
+// PostgreSQL does.
+func (s *Session) endBlockSettings(commit bool) {
+	for k, bs := range s.blockSettings {
+		v := bs.prev
+		if commit && bs.session != nil {
+			v = *bs.session
+		}
+		if s.settings[k] != v {
+			s.setSetting(k, v)
+		}
+	}
+	s.blockSettings = nil
+}
+
+func (s *Session) setVariable(vs *pg.VariableSetStmt) (string, error) {
 	name := strings.ToLower(vs.GetName())
 	switch vs.GetKind() {
 	case pg.VariableSetKind_VAR_SET_VALUE:
@@ -290,8 +353,18 @@ func (s *Session) variableSet(vs *pg.VariableSetStmt) (string, error) {
 						return "", err
 					}
 				case "transaction_read_only":
-					if isOn(v) || v == "true" {
-						return "", pgerror.Unsupported("read-only transactions")
+					on := isOn(v) || v == "true"
+					switch {
+					case name != "transaction":
+						if err := s.set("default_transaction_read_only", v); err != nil {
+							return "", err
+						}
+					case !s.inBlock:
+						s.notice("WARNING", "25P01", "SET TRANSACTION can only be used in transaction blocks")
+					case !on && s.blockReadOnly && s.txn != nil:
+						return "", pgerror.New(pgerror.CodeActiveSQLTransaction, "transaction read-write mode must be set before any query")
+					default:
+						s.blockReadOnly = on
 					}
 				}
 			}
@@ -321,6 +394,9 @@ func (s *Session) show(name string) (string, error) {
 			return isolationName(s.blockIso), nil
 		}
 		return s.settings["default_transaction_isolation"], nil
+	}
+	if name == "transaction_read_only" {
+		return map[bool]string{true: "on", false: "off"}[s.readOnly()], nil
 	}
 	v, ok := s.settings[name]
 	if !ok {

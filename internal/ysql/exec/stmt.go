@@ -383,6 +383,12 @@ func (s *Session) run(ctx context.Context, st *Statement, params []types.Datum, 
 	if s.failed {
 		return "", nil, nil, nil, errInFailed
 	}
+	if err := s.readOnlyErr(writeOf(st.node)); err != nil {
+		if s.inBlock {
+			s.failed = true
+		}
+		return "", nil, nil, nil, err
+	}
 	s.pin()
 	defer s.unpinStatement()
 	for again := true; ; again = false {

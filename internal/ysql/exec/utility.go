@@ -118,6 +118,12 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 	case n.GetListenStmt() != nil, n.GetUnlistenStmt() != nil, n.GetNotifyStmt() != nil:
 		return "", nil, nil, pgerror.Unsupported("LISTEN/NOTIFY")
 	}
+	if err := s.readOnlyErr(utilityWriteOf(n)); err != nil {
+		if s.inBlock {
+			s.failed = true
+		}
+		return "", nil, nil, err
+	}
 	if s.inBlock && n.GetTruncateStmt() != nil {
 		// Inside a block TRUNCATE deletes the rows in the block's
 		// transaction, so it commits or rolls back with it.
@@ -190,6 +196,22 @@ func ddlName(n *pg.Node) string {
 		return "DROP DATABASE"
 	case n.GetTruncateStmt() != nil:
 		return "TRUNCATE"
+	case n.GetAlterTableStmt() != nil, n.GetRenameStmt() != nil:
+		return "ALTER TABLE"
+	case n.GetIndexStmt() != nil:
+		return "CREATE INDEX"
+	case n.GetCreateSeqStmt() != nil:
+		return "CREATE SEQUENCE"
+	case n.GetAlterSeqStmt() != nil:
+		return "ALTER SEQUENCE"
+	case n.GetViewStmt() != nil:
+		return "CREATE VIEW"
+	case n.GetCreateSchemaStmt() != nil:
+		return "CREATE SCHEMA"
+	case n.GetCreateTableAsStmt() != nil, n.GetSelectStmt().GetIntoClause() != nil:
+		return "CREATE TABLE AS"
+	case n.GetCommentStmt() != nil:
+		return "COMMENT"
 	}
 	return "this DDL statement"
 }
@@ -206,6 +228,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		if err != nil {
 			return "", err
 		}
+		readOnly := isOn(s.settings["default_transaction_read_only"])
 		for _, o := range ts.GetOptions() {
 			de := o.GetDefElem()
 			if de == nil {
@@ -221,17 +244,18 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 					return "", err
 				}
 			case "transaction_read_only":
-				if v == "true" || isOn(v) {
-					return "", pgerror.Unsupported("read-only transactions")
-				}
+				readOnly = v == "true" || isOn(v)
 			}
 		}
-		s.inBlock, s.failed, s.blockIso, s.txn = true, false, iso, nil
+		s.inBlock, s.failed, s.blockIso, s.txn, s.blockReadOnly = true, false, iso, nil, readOnly
 		if s.implicitTxn != nil {
 			// BEGIN inside a multi-statement Query turns the implicit
 			// transaction into the block (as PostgreSQL): what ran before
 			// commits with the block.
 			s.txn, s.implicitTxn, s.implicitRan = s.implicitTxn, nil, 0
+		}
+		if ts.GetKind() == pg.TransactionStmtKind_TRANS_STMT_START {
+			return "START TRANSACTION", nil
 		}
 		return "BEGIN", nil
 	case pg.TransactionStmtKind_TRANS_STMT_COMMIT:
@@ -319,6 +343,7 @@ func (s *Session) endBlock(ctx context.Context, commit bool) error {
 		deferredErr = s.runDeferred(ctx, tx, nil) // a violation rolls the block back
 	}
 	s.inBlock, s.failed, s.txn, s.deferred = false, false, nil, nil
+	s.endBlockSettings(commit && deferredErr == nil)
 	s.dropBlockCursors()
 	defer s.unpin()
 	if tx == nil {

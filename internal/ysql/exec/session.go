@@ -288,7 +288,7 @@ type Session struct {
 	// blockSettings are the settings SET changed in the block
 	// (endBlockSettings).
 	blockSettings map[string]*blockSetting
-	txnTime  time.Time
+	txnTime       time.Time
 
 	// PostgreSQL's implicit transaction: outside a block, the statements of
 	// a multi-statement simple Query, or of an extended-protocol batch (up

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"slices"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
@@ -120,6 +122,9 @@ func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, []scop
 	case d.recursive && d.query.GetOp() == pg.SetOperation_SETOP_UNION:
 		sub, err = b.recursiveUnion(d)
 	default:
+		if err := b.cteCycle(d, rv); err != nil {
+			return nil, nil, err
+		}
 		sub, err = b.cteQuery(d)
 	}
 	if err != nil {
@@ -137,11 +142,32 @@ func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, []scop
 	return node, cols, nil
 }
 
+// cteCycle refuses a reference to d met while d's own query is bound by
+// cteQuery (in WITH RECURSIVE, one not of the form UNION [ALL] reading
+// itself, or WITH queries reading each other): binding it again would
+// never end (a stack overflow killed the node).
+func (b *Binder) cteCycle(d *cteDef, rv *pg.RangeVar) error {
+	i := slices.Index(b.expanding, d)
+	switch {
+	case i < 0:
+		return nil
+	case i == len(b.expanding)-1:
+		return posErr(pgerror.New(pgerror.CodeInvalidRecursion,
+			"recursive query %q does not have the form non-recursive-term UNION [ALL] recursive-term", d.name), rv.GetLocation())
+	default:
+		return posErr(pgerror.Unsupported("mutual recursion between WITH items"), rv.GetLocation())
+	}
+}
+
 // cteQuery binds d's query where d was declared.
 func (b *Binder) cteQuery(d *cteDef) (Node, error) {
 	saved := b.ctes
 	b.ctes = d.visible
-	defer func() { b.ctes = saved }()
+	b.expanding = append(b.expanding, d)
+	defer func() {
+		b.ctes = saved
+		b.expanding = b.expanding[:len(b.expanding)-1]
+	}()
 	return b.selectStmt(d.query, d.parent)
 }
 

@@ -49,6 +49,7 @@ type Binder struct {
 	outerRefs int        // outer references bound so far (correlation)
 	ctes      []cteFrame // the WITH queries visible, outermost level first
 	recursing []*cteDef  // the recursive WITH queries whose recursive term is being bound
+	expanding []*cteDef  // the WITH queries bound by cteQuery now, outermost first
 	inViews   []uint32   // the views whose query is being bound, outermost first
 	inFromSub int        // depth of subqueries in FROM being bound
 	// groupedScopes: the scopes of grouped queries whose subqueries are

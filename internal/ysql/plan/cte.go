@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"slices"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
@@ -38,6 +40,9 @@ type cteDef struct {
 	binding  bool
 	work     *WorkTable
 	selfRefs int
+	// bindParent: the scope its query is bound under at this reference
+	// (cteParent).
+	bindParent *scope
 }
 
 // cteFrame is the WITH list of one query level.
@@ -118,9 +123,12 @@ func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, []scop
 	case d.binding:
 		sub, err = b.selfRef(d, rv, parent)
 	case d.recursive && d.query.GetOp() == pg.SetOperation_SETOP_UNION:
-		sub, err = b.recursiveUnion(d)
+		sub, err = b.recursiveUnion(d, cteParent(d, parent))
 	default:
-		sub, err = b.cteQuery(d)
+		if err := b.cteCycle(d, rv); err != nil {
+			return nil, nil, err
+		}
+		sub, err = b.cteQuery(d, cteParent(d, parent))
 	}
 	if err != nil {
 		return nil, nil, err
@@ -137,12 +145,55 @@ func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, []scop
 	return node, cols, nil
 }
 
-// cteQuery binds d's query where d was declared.
-func (b *Binder) cteQuery(d *cteDef) (Node, error) {
+// cteCycle refuses a reference to d met while d's own query is bound by
+// cteQuery (in WITH RECURSIVE, one not of the form UNION [ALL] reading
+// itself, or WITH queries reading each other): binding it again would
+// never end (a stack overflow killed the node).
+func (b *Binder) cteCycle(d *cteDef, rv *pg.RangeVar) error {
+	i := slices.Index(b.expanding, d)
+	switch {
+	case i < 0:
+		return nil
+	case i == len(b.expanding)-1:
+		return posErr(pgerror.New(pgerror.CodeInvalidRecursion,
+			"recursive query %q does not have the form non-recursive-term UNION [ALL] recursive-term", d.name), rv.GetLocation())
+	default:
+		return posErr(pgerror.Unsupported("mutual recursion between WITH items"), rv.GetLocation())
+	}
+}
+
+// cteParent is the scope to bind d's query under at a reference whose
+// FROM list has the scope parent: d's own parent, below one empty scope
+// for each query level between the reference and d's WITH. At run time
+// the query runs at the reference, under those levels' rows, so its outer
+// references count them (they read the wrong row, or past the end: 'index
+// out of range' ended the session); the empty scopes keep the names of
+// those levels out of its sight.
+func cteParent(d *cteDef, parent *scope) *scope {
+	levels := 0
+	for s := parent; s != d.parent; s = s.parent {
+		if s == nil {
+			return d.parent // not under d's WITH: cannot happen
+		}
+		levels++
+	}
+	p := d.parent
+	for range levels {
+		p = &scope{parent: p}
+	}
+	return p
+}
+
+// cteQuery binds d's query where d was declared, under parent (cteParent).
+func (b *Binder) cteQuery(d *cteDef, parent *scope) (Node, error) {
 	saved := b.ctes
 	b.ctes = d.visible
-	defer func() { b.ctes = saved }()
-	return b.selectStmt(d.query, d.parent)
+	b.expanding = append(b.expanding, d)
+	defer func() {
+		b.ctes = saved
+		b.expanding = b.expanding[:len(b.expanding)-1]
+	}()
+	return b.selectStmt(d.query, parent)
 }
 
 // selfRef is a reference to d inside d's own query.
@@ -155,7 +206,7 @@ func (b *Binder) selfRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, error
 		return nil, recursive("recursive reference to query %q must not appear within its non-recursive term")
 	case b.recursing[len(b.recursing)-1] != d:
 		return nil, posErr(pgerror.Unsupported("mutual recursion between WITH items"), rv.GetLocation())
-	case parent != d.parent:
+	case parent != d.bindParent:
 		return nil, recursive("recursive reference to query %q must not appear within a subquery")
 	case d.selfRefs > 0:
 		return nil, recursive("recursive reference to query %q must not appear more than once")
@@ -165,17 +216,18 @@ func (b *Binder) selfRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, error
 }
 
 // recursiveUnion binds d, a UNION [ALL] in a WITH RECURSIVE: as a
-// RecursiveUnion if its right side reads d, else as the plain UNION.
-func (b *Binder) recursiveUnion(d *cteDef) (Node, error) {
+// RecursiveUnion if its right side reads d, else as the plain UNION;
+// parent as for cteQuery.
+func (b *Binder) recursiveUnion(d *cteDef, parent *scope) (Node, error) {
 	q := d.query
 	saved := b.ctes
 	b.ctes = d.visible
-	d.binding = true
+	d.binding, d.bindParent = true, parent
 	defer func() {
 		b.ctes = saved
-		d.binding, d.work, d.selfRefs = false, nil, 0
+		d.binding, d.work, d.selfRefs, d.bindParent = false, nil, 0, nil
 	}()
-	l, err := b.selectStmt(q.GetLarg(), d.parent)
+	l, err := b.selectStmt(q.GetLarg(), parent)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +251,7 @@ func (b *Binder) recursiveUnion(d *cteDef) (Node, error) {
 	l = &Project{Input: l, Exprs: casts, cols: cols}
 	d.work = &WorkTable{Name: d.name, Cols: cols}
 	b.recursing = append(b.recursing, d)
-	r, err := b.selectStmt(q.GetRarg(), d.parent)
+	r, err := b.selectStmt(q.GetRarg(), parent)
 	b.recursing = b.recursing[:len(b.recursing)-1]
 	if err != nil {
 		return nil, err
@@ -207,7 +259,7 @@ func (b *Binder) recursiveUnion(d *cteDef) (Node, error) {
 	if d.selfRefs == 0 {
 		// Not recursive after all: the plain UNION.
 		d.binding, d.work = false, nil
-		return b.selectStmt(q, d.parent)
+		return b.selectStmt(q, parent)
 	}
 	for _, t := range q.GetRarg().GetTargetList() {
 		if hasAgg(t.GetResTarget().GetVal()) || hasAgg(q.GetRarg().GetHavingClause()) {

@@ -71,12 +71,6 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		}
 	}
 	planLookups(from)
-	if b.srfRefs == nil {
-		b.srfRefs = map[*pg.FuncCall]Expr{}
-	}
-	if from, err = b.targetSRFs(s.GetTargetList(), from, sc, parent); err != nil {
-		return nil, err
-	}
 	aggregated := len(s.GetGroupClause()) > 0 || s.GetHavingClause() != nil
 	for _, t := range s.GetTargetList() {
 		if hasAgg(t.GetResTarget().GetVal()) {
@@ -93,6 +87,17 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		for _, a := range append(wd.GetPartitionClause(), wd.GetOrderClause()...) {
 			aggregated = aggregated || hasAgg(a)
 		}
+	}
+	if aggregated {
+		if err := b.noGroupedSRFs(s.GetTargetList()); err != nil {
+			return nil, err
+		}
+	}
+	if b.srfRefs == nil {
+		b.srfRefs = map[*pg.FuncCall]Expr{}
+	}
+	if from, err = b.targetSRFs(s.GetTargetList(), from, sc, parent); err != nil {
+		return nil, err
 	}
 	input := from
 	inputScope := sc

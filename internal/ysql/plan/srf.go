@@ -427,18 +427,7 @@ func fieldSelect(e Expr, name string) (Expr, error) {
 func (b *Binder) targetSRFs(targets []*pg.Node, from Node, sc, parent *scope) (Node, error) {
 	var calls []*pg.FuncCall
 	for _, t := range targets {
-		walk(t.GetResTarget().GetVal(), func(n *pg.Node) bool {
-			if fc := n.GetFuncCall(); fc != nil && fc.GetOver() == nil {
-				if _, ok := srfs[funcName(fc)]; ok {
-					calls = append(calls, fc)
-				} else if b.SessionSRF != nil {
-					if _, ok := b.SessionSRF(funcName(fc)); ok {
-						calls = append(calls, fc)
-					}
-				}
-			}
-			return true
-		})
+		calls = append(calls, b.srfCalls(t.GetResTarget().GetVal())...)
 	}
 	if len(calls) == 0 {
 		return from, nil
@@ -486,6 +475,56 @@ func (b *Binder) targetSRFs(targets []*pg.Node, from Node, sc, parent *scope) (N
 		b.srfRefs[fc] = e
 	}
 	return from, nil
+}
+
+// srfCalls returns the set-returning function calls in n (not in its
+// subqueries).
+func (b *Binder) srfCalls(n *pg.Node) []*pg.FuncCall {
+	var calls []*pg.FuncCall
+	walk(n, func(n *pg.Node) bool {
+		if fc := n.GetFuncCall(); fc != nil && fc.GetOver() == nil {
+			if _, ok := srfs[funcName(fc)]; ok {
+				calls = append(calls, fc)
+			} else if b.SessionSRF != nil {
+				if _, ok := b.SessionSRF(funcName(fc)); ok {
+					calls = append(calls, fc)
+				}
+			}
+		}
+		return true
+	})
+	return calls
+}
+
+// noGroupedSRFs refuses set-returning functions in the select list of a
+// grouped or aggregated query: they are joined to the rows before
+// grouping, which would multiply the groups' input rows, and a reference
+// to them read a column past the grouped row ('index out of range' ended
+// the session). PostgreSQL runs them after grouping; an aggregate's
+// argument may not call one there either.
+func (b *Binder) noGroupedSRFs(targets []*pg.Node) error {
+	for _, t := range targets {
+		calls := b.srfCalls(t.GetResTarget().GetVal())
+		if len(calls) == 0 {
+			continue
+		}
+		var err *pgerror.Error
+		walk(t.GetResTarget().GetVal(), func(n *pg.Node) bool {
+			if fc := n.GetFuncCall(); fc != nil && fc.GetOver() == nil && IsAggregate(funcName(fc)) {
+				for _, a := range append(append([]*pg.Node(nil), fc.GetArgs()...), fc.GetAggFilter()) {
+					if c := b.srfCalls(a); len(c) > 0 && err == nil {
+						err = posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "aggregate function calls cannot contain set-returning function calls"), c[0].GetLocation())
+					}
+				}
+			}
+			return err == nil
+		})
+		if err == nil {
+			err = posErr(pgerror.Unsupported("a set-returning function in the select list of a grouped or aggregated query"), calls[0].GetLocation())
+		}
+		return err.WithHint("You might be able to move the set-returning function into a LATERAL FROM item.")
+	}
+	return nil
 }
 
 // deparseNode prints an expression (to recognise repeated calls).

@@ -602,11 +602,15 @@ func (s *Subquery) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 			sawNull = sawNull || eq.Null
 			continue
 		}
-		if r[0].Null {
+		rv, err := s.right(ec, r)
+		if err != nil {
+			return rv, err
+		}
+		if rv.Null {
 			sawNull = true
 			continue
 		}
-		eq, err := s.Eq.Fn(ec, l, r[0])
+		eq, err := s.Eq.Fn(ec, l, rv)
 		if err != nil {
 			return eq, err
 		}
@@ -622,16 +626,27 @@ func (s *Subquery) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 	return types.DBool(s.Not), nil
 }
 
+// right is the operator's right operand for a row of the subquery: its
+// column, cast as the operator needs (float8 = ANY (SELECT numeric ...)
+// compares float8 values).
+func (s *Subquery) right(ec *EvalContext, r Row) (types.Datum, error) {
+	return s.Eq.R.Eval(ec, r)
+}
+
 // allRows is x op ALL over rows: false at the first row that compares
 // false, else NULL if one compared NULL, else true.
 func (s *Subquery) allRows(ec *EvalContext, l types.Datum, rows []Row) (types.Datum, error) {
 	sawNull := false
 	for _, r := range rows {
-		if r[0].Null {
+		rv, err := s.right(ec, r)
+		if err != nil {
+			return rv, err
+		}
+		if rv.Null {
 			sawNull = true
 			continue
 		}
-		c, err := s.Eq.Fn(ec, l, r[0])
+		c, err := s.Eq.Fn(ec, l, rv)
 		if err != nil {
 			return c, err
 		}

@@ -49,6 +49,9 @@ func pushdownAggs(a *plan.Agg) (aggs []client.Aggregate, groupBy []string, ok bo
 		!plan.FullyRemote(sc) {
 		return nil, nil, false
 	}
+	if len(a.Aggs) == 0 && len(a.Groups) == 0 {
+		return nil, nil, false // GROUP BY (): one group, nothing for the tablets to compute
+	}
 	t := sc.Table
 	for _, g := range a.Groups {
 		cr, isCol := g.(*plan.ColRef)

@@ -179,7 +179,9 @@ func (h *hashAgg) next() (plan.Row, error) {
 	g := h.order[h.out]
 	h.order[h.out] = nil // the group's memory goes with it
 	h.out++
-	row := append(plan.Row(nil), g.vals...)
+	// Never nil, which ends a row source: a group of no columns and no
+	// aggregates (SELECT 2 FROM t HAVING true) is a row of nothing.
+	row := append(make(plan.Row, 0, len(g.vals)+len(g.aggs)), g.vals...)
 	for _, ag := range g.aggs {
 		d, err := ag.Result()
 		if err != nil {

@@ -132,6 +132,10 @@ func (b *Binder) expandGroupingSets(s *pg.SelectStmt, parent *scope) (*pg.Select
 				return nil, err
 			}
 			arm.HavingClause = v
+		} else if len(set) == 0 {
+			// The empty grouping set is one group of every row, none
+			// too: HAVING makes the arm an aggregation without groups.
+			arm.HavingClause = &pg.Node{Node: &pg.Node_AConst{AConst: &pg.A_Const{Val: &pg.A_Const_Boolval{Boolval: &pg.Boolean{Boolval: true}}, Location: -1}}}
 		}
 		if union == nil {
 			union = arm

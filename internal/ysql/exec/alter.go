@@ -452,14 +452,7 @@ func (s *Session) rewriteWithKey(ctx context.Context, old, next *catalog.Table, 
 	if err != nil {
 		return err
 	}
-	thaw := func(err error) error {
-		undo := cloneTable(cur)
-		undo.Rewriting = false
-		if uerr := s.e.cfg.Cache.AlterTable(context.WithoutCancel(ctx), cur, undo); uerr != nil {
-			return alterErr(uerr, cur)
-		}
-		return err
-	}
+	thaw := func(err error) error { return s.thaw(ctx, cur, err) }
 	if !s.busyBlock && !s.pinned() {
 		if err := s.waitNodes(ctx, s.e.cfg.Cache.Latest()); err != nil {
 			return thaw(err)

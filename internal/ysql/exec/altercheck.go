@@ -117,15 +117,38 @@ func (s *Session) anyRow(ctx context.Context, t *catalog.Table, cond string) (bo
 // rows may hold values under them.
 func (s *Session) undoAlter(ctx context.Context, t, cur *catalog.Table, err error) error {
 	ctx = context.WithoutCancel(ctx)
-	undo := cloneTable(t)
-	undo.NextColID, undo.Indexes = cur.NextColID, cur.Indexes
-	if uerr := s.e.cfg.Cache.AlterTable(ctx, cur, undo); uerr != nil {
-		return alterErr(uerr, cur)
+	if uerr := s.putBack(ctx, t, cur); uerr != nil {
+		return uerr
 	}
 	for _, q := range s.pendingSeqs {
 		if uerr := s.e.cfg.Cache.DropSequence(ctx, q); uerr != nil {
 			return uerr
 		}
+	}
+	return err
+}
+
+// putBack replaces latest, a table an ALTER changed, by def's definition,
+// keeping latest's column id counter (the ids it handed out stay used:
+// rows may hold values under them) and indexes.
+func (s *Session) putBack(ctx context.Context, def, latest *catalog.Table) error {
+	undo := cloneTable(def)
+	undo.NextColID, undo.Indexes = latest.NextColID, latest.Indexes
+	return alterErr(s.e.cfg.Cache.AlterTable(context.WithoutCancel(ctx), latest, undo), latest)
+}
+
+// thaw ends a rewrite that failed (err): frozen, the table as
+// freezeForRewrite marked it, is put back without the mark over what the
+// rewrite staged meanwhile.
+func (s *Session) thaw(ctx context.Context, frozen *catalog.Table, err error) error {
+	latest, lerr := s.currentTable(ctx, frozen)
+	if lerr != nil {
+		return err
+	}
+	def := cloneTable(frozen)
+	def.Rewriting = false
+	if uerr := s.putBack(ctx, def, latest); uerr != nil {
+		return uerr
 	}
 	return err
 }

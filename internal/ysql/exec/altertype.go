@@ -105,14 +105,7 @@ func (s *Session) alterColumnTypes(ctx context.Context, snap *catalog.Snapshot, 
 		return err
 	}
 	if err := s.rewriteColumns(ctx, cur, changes); err != nil {
-		if latest, lerr := s.currentTable(ctx, cur); lerr == nil {
-			undo := cloneTable(cur)
-			undo.Rewriting, undo.NextColID = false, latest.NextColID
-			if uerr := s.e.cfg.Cache.AlterTable(context.WithoutCancel(ctx), latest, undo); uerr != nil {
-				return alterErr(uerr, latest)
-			}
-		}
-		return err
+		return s.thaw(ctx, cur, err)
 	}
 	return nil
 }

@@ -117,10 +117,23 @@ func descriptionRows(s *Session, snap *catalog.Snapshot) []plan.Row {
 
 // describedAs is the comment on (class, oid) or its column at attnum sub.
 func describedAs(s *Session, snap *catalog.Snapshot, class, oid uint32, sub int64) types.Datum {
-	for _, r := range descriptionRows(s, snap) {
-		if uint32(r[0].I) == oid && uint32(r[1].I) == class && r[2].I == sub {
-			return r[3]
+	id := catalog.CommentID{Database: s.db, ClassOID: class, ObjOID: oid}
+	if sub != 0 {
+		t, ok := snap.ByOID[oid]
+		if !ok {
+			return types.NullDatum
 		}
+		for i, c := range t.Columns {
+			if !c.Hidden && int64(attnum(t, i)) == sub {
+				id.Column = c.ID
+			}
+		}
+		if id.Column == 0 {
+			return types.NullDatum
+		}
+	}
+	if text, ok := snap.Comments[id]; ok {
+		return types.DString(text)
 	}
 	return types.NullDatum
 }

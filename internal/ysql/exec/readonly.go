@@ -18,7 +18,7 @@ func (s *Session) readOnly() bool {
 	if s.inBlock {
 		return s.blockReadOnly
 	}
-	return isOn(s.settings["default_transaction_read_only"])
+	return s.settingsNow().readOnly
 }
 
 // readOnlyErr is 25006 for a statement that writes (what names it, "INSERT")

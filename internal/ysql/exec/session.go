@@ -352,6 +352,7 @@ type derivedSettings struct {
 	reported map[string]string // the ParameterStatus answer (read-only for the caller)
 	loc      *time.Location    // timezone
 	timeout  time.Duration     // statement_timeout
+	readOnly bool              // default_transaction_read_only
 }
 
 // settingsNow is the derived settings of the current settings.
@@ -371,6 +372,7 @@ func (s *Session) settingsNow() *derivedSettings {
 	}
 	ms, _ := parseDurationMs(s.settings["statement_timeout"])
 	d.timeout = time.Duration(ms) * time.Millisecond
+	d.readOnly = isOn(s.settings["default_transaction_read_only"])
 	return d
 }
 

@@ -589,75 +589,37 @@ func (s *Subquery) Eval(ec *EvalContext, row Row) (types.Datum, error) {
 	if err != nil || l.Null {
 		return types.NullDatum, err
 	}
-	if s.All {
-		return s.allRows(ec, l, rows)
-	}
+	// ANY ends at the first row that compares true, ALL at the first
+	// that compares false; else NULL if one compared NULL.
+	decisive := !s.All
 	sawNull := false
 	for _, r := range rows {
-		if s.RowEq != nil {
-			eq, err := rowEqual(ec, s.RowEq, l.A, r)
-			if err != nil || (!eq.Null && eq.Bool()) {
-				return types.DBool(!s.Not), err
-			}
-			sawNull = sawNull || eq.Null
-			continue
-		}
-		rv, err := s.right(ec, r)
-		if err != nil {
-			return rv, err
-		}
-		if rv.Null {
-			sawNull = true
-			continue
-		}
-		eq, err := s.Eq.Fn(ec, l, rv)
-		if err != nil {
-			return eq, err
-		}
-		if eq.Null {
-			sawNull = true
-		} else if eq.Bool() {
-			return types.DBool(!s.Not), nil
-		}
-	}
-	if sawNull {
-		return types.NullDatum, nil
-	}
-	return types.DBool(s.Not), nil
-}
-
-// right is the operator's right operand for a row of the subquery: its
-// column, cast as the operator needs (float8 = ANY (SELECT numeric ...)
-// compares float8 values).
-func (s *Subquery) right(ec *EvalContext, r Row) (types.Datum, error) {
-	return s.Eq.R.Eval(ec, r)
-}
-
-// allRows is x op ALL over rows: false at the first row that compares
-// false, else NULL if one compared NULL, else true.
-func (s *Subquery) allRows(ec *EvalContext, l types.Datum, rows []Row) (types.Datum, error) {
-	sawNull := false
-	for _, r := range rows {
-		rv, err := s.right(ec, r)
-		if err != nil {
-			return rv, err
-		}
-		if rv.Null {
-			sawNull = true
-			continue
-		}
-		c, err := s.Eq.Fn(ec, l, rv)
+		c, err := s.compareRow(ec, l, r)
 		if err != nil {
 			return c, err
 		}
 		if c.Null {
 			sawNull = true
-		} else if !c.Bool() {
-			return types.DBool(false), nil
+		} else if c.Bool() == decisive {
+			return types.DBool(decisive != s.Not), nil
 		}
 	}
 	if sawNull {
 		return types.NullDatum, nil
 	}
-	return types.DBool(true), nil
+	return types.DBool(!decisive != s.Not), nil
+}
+
+// compareRow compares the test value l with a row of the subquery: field
+// by field for a row IN, else with the operator, the row's column cast as
+// it needs (float8 = ANY (SELECT numeric ...) compares float8 values).
+func (s *Subquery) compareRow(ec *EvalContext, l types.Datum, r Row) (types.Datum, error) {
+	if s.RowEq != nil {
+		return rowEqual(ec, s.RowEq, l.A, r)
+	}
+	rv, err := s.Eq.R.Eval(ec, r)
+	if err != nil || rv.Null {
+		return types.NullDatum, err
+	}
+	return s.Eq.Fn(ec, l, rv)
 }

@@ -47,10 +47,13 @@ func (i Isolation) String() string {
 // LockMode is a row lock of GetForUpdate and Lock.
 type LockMode = tspb.LockMode
 
-// Row lock modes.
+// Row lock modes: PostgreSQL's (tablet.LockMode says what each conflicts
+// with).
 const (
-	ForShare  = tspb.LockMode_LOCK_SHARE
-	ForUpdate = tspb.LockMode_LOCK_UPDATE
+	ForKeyShare    = tspb.LockMode_LOCK_KEY_SHARE
+	ForShare       = tspb.LockMode_LOCK_SHARE
+	ForNoKeyUpdate = tspb.LockMode_LOCK_NO_KEY_UPDATE
+	ForUpdate      = tspb.LockMode_LOCK_UPDATE
 )
 
 // WaitPolicy says what to do when a row is locked or written by another

@@ -59,21 +59,28 @@ type IntentType uint8
 // liveness marker of an INSERT, a row tombstone) takes a strong write intent
 // on the row. A serializable read takes a strong read intent on what it read
 // and a weak read intent on the row of a column it read.
+//
+// WriteLock is a row lock that conflicts as a strong write does but carries
+// no value (SELECT ... FOR UPDATE): unlike a strong write it is no
+// provisional row level, so reads, inserts' duplicate checks and the apply
+// of a commit pass over it as over the other locks.
 const (
 	WeakRead IntentType = 1 << iota
 	WeakWrite
 	StrongRead
 	StrongWrite
+	WriteLock
 )
 
 func (t IntentType) valid() bool {
-	return t == WeakRead || t == WeakWrite || t == StrongRead || t == StrongWrite
+	return t == WeakRead || t == WeakWrite || t == StrongRead || t == StrongWrite || t == WriteLock
 }
 
-func (t IntentType) strong() bool { return t&(StrongRead|StrongWrite) != 0 }
-func (t IntentType) write() bool  { return t&(WeakWrite|StrongWrite) != 0 }
+func (t IntentType) strong() bool { return t&(StrongRead|StrongWrite|WriteLock) != 0 }
+func (t IntentType) write() bool  { return t&(WeakWrite|StrongWrite|WriteLock) != 0 }
 
-// String returns weak_read, weak_write, strong_read or strong_write.
+// String returns weak_read, weak_write, strong_read, strong_write or
+// write_lock.
 func (t IntentType) String() string {
 	switch t {
 	case WeakRead:
@@ -84,6 +91,8 @@ func (t IntentType) String() string {
 		return "strong_read"
 	case StrongWrite:
 		return "strong_write"
+	case WriteLock:
+		return "write_lock"
 	}
 	return fmt.Sprintf("intent_type(%d)", uint8(t))
 }

@@ -500,14 +500,16 @@ func dumpIntents(eng *storage.Engine) (string, error) {
 }
 
 func TestIntentsConflictMatrix(t *testing.T) {
-	types := []IntentType{WeakRead, WeakWrite, StrongRead, StrongWrite}
-	// want[i][j]: does types[i] conflict with types[j]?
-	want := [4][4]bool{
-		//       WR     WW     SR     SW
-		/*WR*/ {false, false, false, true},
-		/*WW*/ {false, false, true, true},
-		/*SR*/ {false, true, false, true},
-		/*SW*/ {true, true, true, true},
+	types := []IntentType{WeakRead, WeakWrite, StrongRead, StrongWrite, WriteLock}
+	// want[i][j]: does types[i] conflict with types[j]? A write lock
+	// conflicts as a strong write does.
+	want := [5][5]bool{
+		//       WR     WW     SR     SW    WL
+		/*WR*/ {false, false, false, true, true},
+		/*WW*/ {false, false, true, true, true},
+		/*SR*/ {false, true, false, true, true},
+		/*SW*/ {true, true, true, true, true},
+		/*WL*/ {true, true, true, true, true},
 	}
 	for i, a := range types {
 		for j, b := range types {

@@ -11,6 +11,31 @@ import (
 	"github.com/shaledb/shaledb/internal/storage"
 )
 
+// NewestRowLevelVersion returns the hybrid time of the newest version of
+// the row level of a row (its liveness marker or tombstone: the row's
+// insertion or deletion), or 0 if there is none. A FOR KEY SHARE lock
+// compares it with its read time: updates of the row's columns leave the
+// lock's row in place and do not conflict with it.
+func NewestRowLevelVersion(r pebble.Reader, rowKey []byte) (hlc.Timestamp, error) {
+	if !IsRowKey(rowKey) {
+		return 0, fmt.Errorf("docdb: NewestRowLevelVersion: malformed row key %x", rowKey)
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: rowKey, UpperBound: rowEnd(rowKey), UseL6Filters: lookupsMostlyMiss})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	// The row level's versions sort before its columns', newest first.
+	if !it.SeekPrefixGE(rowKey) {
+		return 0, it.Error()
+	}
+	_, isCol, v, err := splitKey(it.Key(), len(rowKey))
+	if err != nil || isCol {
+		return 0, err
+	}
+	return v.ht, nil
+}
+
 // NewestVersion returns the hybrid time of the newest version of any piece
 // of a row (its row level or any column, tombstones included), or 0 if the
 // row has no version at all. A snapshot-isolation writer compares it with
@@ -67,11 +92,9 @@ func NewestVersion(r pebble.Reader, rowKey []byte) (hlc.Timestamp, error) {
 const nextsBeforeSeek = 4
 
 // WriteLockIntents writes lock-only intents of the given types (no
-// provisional value) for transaction txn. Row locks use it: SELECT ... FOR
-// UPDATE takes a strong read and a weak write intent on the row, which
-// conflict with every write and every other row lock but not with plain
-// reads; FOR SHARE takes a strong read intent (WriteReadIntents). Strong
-// write intents are refused: they carry a value.
+// provisional value) for transaction txn: the row locks (see
+// tablet.LockMode for the intents each takes). Strong write intents are
+// refused: they carry a value (a lock takes WriteLock instead).
 func WriteLockIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestamp, locks []Access, writeID uint32) error {
 	if txn.IsZero() {
 		return errors.New("docdb: WriteLockIntents: zero transaction id")

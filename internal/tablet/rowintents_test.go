@@ -110,7 +110,9 @@ func TestHeldIntentsMatchEngine(t *testing.T) {
 			docdb.WriteAccesses([]docdb.WriteOp{{Kind: docdb.OpPutColumns, RowKey: rowKey(row), Columns: []docdb.ColumnValue{{ID: 1, Value: docdb.Int64(1)}}}}),
 			docdb.WriteAccesses([]docdb.WriteOp{{Kind: docdb.OpPutColumns, RowKey: rowKey(row), Columns: []docdb.ColumnValue{{ID: 2, Value: docdb.Int64(1)}}}}),
 			docdb.WriteAccesses([]docdb.WriteOp{{Kind: docdb.OpDeleteRow, RowKey: rowKey(row)}}),
+			tablet.LockAccesses([][]byte{rowKey(row)}, tablet.LockKeyShare),
 			tablet.LockAccesses([][]byte{rowKey(row)}, tablet.LockShare),
+			tablet.LockAccesses([][]byte{rowKey(row)}, tablet.LockNoKeyUpdate),
 			tablet.LockAccesses([][]byte{rowKey(row)}, tablet.LockUpdate),
 		}
 	}
@@ -133,7 +135,7 @@ func TestHeldIntentsMatchEngine(t *testing.T) {
 				w.Ops = append(w.Ops, op(rng.IntN(rows)))
 			}
 			if rng.IntN(3) == 0 {
-				w.Locks, w.Lock = [][]byte{rowKey(rng.IntN(rows))}, []tablet.LockMode{tablet.LockShare, tablet.LockUpdate}[rng.IntN(2)]
+				w.Locks, w.Lock = [][]byte{rowKey(rng.IntN(rows))}, rowLockModes[rng.IntN(len(rowLockModes))]
 			}
 			wids[i] += uint32(len(w.Ops) + 1)
 			if err := h.txnWrite(t, id, w); err != nil && !errors.Is(err, tablet.ErrTxnConflict) {

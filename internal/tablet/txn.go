@@ -136,13 +136,27 @@ func (e *ReadRestartError) Error() string {
 // LockMode is the row lock a transactional write or lock request takes.
 type LockMode int8
 
-// Lock modes.
+// Lock modes: PostgreSQL's four row locks (the values are tserverpb's).
+// Each takes intents on the row level (lockAccesses), as YugabyteDB maps
+// them: FOR KEY SHARE a weak read, FOR SHARE a strong read, FOR NO KEY
+// UPDATE a strong read and a weak write, FOR UPDATE a strong read and a
+// write lock. So FOR KEY SHARE (a foreign key check of the parent row)
+// conflicts only with what removes the row or changes its key (a
+// DELETE's row tombstone, FOR UPDATE), not with an UPDATE of other
+// columns (a weak write on the row) nor FOR NO KEY UPDATE, which is what
+// lets a transaction update a parent row that others are inserting
+// children of.
 const (
 	LockNone LockMode = iota
 	// LockShare: SELECT ... FOR SHARE and serializable reads.
 	LockShare
-	// LockUpdate: SELECT ... FOR UPDATE.
+	// LockUpdate: SELECT ... FOR UPDATE, DELETE, an UPDATE of key columns.
 	LockUpdate
+	// LockKeyShare: SELECT ... FOR KEY SHARE, foreign key checks.
+	LockKeyShare
+	// LockNoKeyUpdate: SELECT ... FOR NO KEY UPDATE, an UPDATE of other
+	// columns.
+	LockNoKeyUpdate
 )
 
 // WaitPolicy says what a transaction does when it meets a conflicting
@@ -736,17 +750,34 @@ func (t *Tablet) noteApplied(ht hlc.Timestamp) {
 
 // ---- Leader side: intents with conflict detection ----
 
-// lockAccesses are the intents a row lock takes.
+// lockAccesses are the intents a row lock takes (see LockMode).
 func lockAccesses(rows [][]byte, mode LockMode) []docdb.Access {
 	var out []docdb.Access
 	for _, r := range rows {
 		k := docdb.IntentKey{RowKey: r}
+		if mode == LockKeyShare {
+			out = append(out, docdb.Access{Key: k, Type: docdb.WeakRead})
+			continue
+		}
 		out = append(out, docdb.Access{Key: k, Type: docdb.StrongRead})
-		if mode == LockUpdate {
+		switch mode {
+		case LockNoKeyUpdate:
 			out = append(out, docdb.Access{Key: k, Type: docdb.WeakWrite})
+		case LockUpdate:
+			out = append(out, docdb.Access{Key: k, Type: docdb.WriteLock})
 		}
 	}
 	return out
+}
+
+// newestConflicting is the newest committed version of row k that a
+// snapshot writer or locker w conflicts with: any version of the row, but
+// for a row w only locks FOR KEY SHARE, only its insertion or deletion.
+func newestConflicting(eng pebble.Reader, k string, w *TxnWrite) (hlc.Timestamp, error) {
+	if w.Lock == LockKeyShare && !slices.ContainsFunc(w.Ops, func(op docdb.WriteOp) bool { return string(op.RowKey) == k }) {
+		return docdb.NewestRowLevelVersion(eng, []byte(k))
+	}
+	return docdb.NewestVersion(eng, []byte(k))
 }
 
 // waitPoll is how often a waiter re-checks the transactions it waits for
@@ -817,7 +848,7 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 					return TxnWriteResult{}, fmt.Errorf("%w: a transaction committed at %s, after the transaction's read time %s, wrote the rows", ErrTxnConflict, riding, w.ReadTime)
 				}
 				for _, k := range keys {
-					newest, err := docdb.NewestVersion(t.eng, []byte(k))
+					newest, err := newestConflicting(t.eng, k, w)
 					if err != nil {
 						release()
 						return TxnWriteResult{}, err

@@ -146,7 +146,7 @@ func (s *service) TxnWrite(ctx context.Context, req *pb.TxnWriteRequest) (*pb.Tx
 				return fmt.Errorf("%w: malformed row key %x", errInvalid, r)
 			}
 		}
-		if req.GetLockMode() > pb.LockMode_LOCK_UPDATE || req.GetWaitPolicy() > pb.WaitPolicy_FAIL_ON_CONFLICT {
+		if req.GetLockMode() > pb.LockMode_LOCK_NO_KEY_UPDATE || req.GetWaitPolicy() > pb.WaitPolicy_FAIL_ON_CONFLICT {
 			return fmt.Errorf("%w: unknown lock mode or wait policy", errInvalid)
 		}
 		res, err := tb.WriteTxn(ctx, &tablet.TxnWrite{

@@ -79,9 +79,11 @@ func (ReadConsistency) EnumDescriptor() ([]byte, []int) {
 type LockMode int32
 
 const (
-	LockMode_LOCK_NONE   LockMode = 0
-	LockMode_LOCK_SHARE  LockMode = 1 // FOR SHARE, serializable reads
-	LockMode_LOCK_UPDATE LockMode = 2 // FOR UPDATE
+	LockMode_LOCK_NONE          LockMode = 0
+	LockMode_LOCK_SHARE         LockMode = 1 // FOR SHARE, serializable reads
+	LockMode_LOCK_UPDATE        LockMode = 2 // FOR UPDATE, DELETE, an UPDATE of key columns
+	LockMode_LOCK_KEY_SHARE     LockMode = 3 // FOR KEY SHARE, foreign key checks
+	LockMode_LOCK_NO_KEY_UPDATE LockMode = 4 // FOR NO KEY UPDATE, an UPDATE of other columns
 )
 
 // Enum value maps for LockMode.
@@ -90,11 +92,15 @@ var (
 		0: "LOCK_NONE",
 		1: "LOCK_SHARE",
 		2: "LOCK_UPDATE",
+		3: "LOCK_KEY_SHARE",
+		4: "LOCK_NO_KEY_UPDATE",
 	}
 	LockMode_value = map[string]int32{
-		"LOCK_NONE":   0,
-		"LOCK_SHARE":  1,
-		"LOCK_UPDATE": 2,
+		"LOCK_NONE":          0,
+		"LOCK_SHARE":         1,
+		"LOCK_UPDATE":        2,
+		"LOCK_KEY_SHARE":     3,
+		"LOCK_NO_KEY_UPDATE": 4,
 	}
 )
 
@@ -4115,12 +4121,14 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\x0fReadConsistency\x12\n" +
 	"\n" +
 	"\x06LEADER\x10\x00\x12\x1e\n" +
-	"\x1aFOLLOWER_BOUNDED_STALENESS\x10\x01*:\n" +
+	"\x1aFOLLOWER_BOUNDED_STALENESS\x10\x01*f\n" +
 	"\bLockMode\x12\r\n" +
 	"\tLOCK_NONE\x10\x00\x12\x0e\n" +
 	"\n" +
 	"LOCK_SHARE\x10\x01\x12\x0f\n" +
-	"\vLOCK_UPDATE\x10\x02*V\n" +
+	"\vLOCK_UPDATE\x10\x02\x12\x12\n" +
+	"\x0eLOCK_KEY_SHARE\x10\x03\x12\x16\n" +
+	"\x12LOCK_NO_KEY_UPDATE\x10\x04*V\n" +
 	"\n" +
 	"WaitPolicy\x12\x14\n" +
 	"\x10WAIT_ON_CONFLICT\x10\x00\x12\v\n" +

@@ -414,6 +414,9 @@ func (r *runner) insertChecked(st *insertState, row plan.Row, sr client.Row, rk 
 	if !sameKey(t, oldRow, updated) {
 		return pgerror.Unsupported("ON CONFLICT DO UPDATE of primary-key columns")
 	}
+	if err := r.lockKeyChange(tw, oldRow, updated); err != nil {
+		return err
+	}
 	if err := r.writeUpdate(&tw.base, t, oldRow, updated); err != nil {
 		return err
 	}
@@ -446,7 +449,7 @@ func (r *runner) conflicting(st *insertState, row plan.Row, rk []byte) (client.R
 		if err != nil {
 			return nil, false, err
 		}
-		old, exists, err := r.txn.GetForUpdate(r.ctx, tw.base.tbl, key, client.ForUpdate, client.WaitOnConflict)
+		old, exists, err := r.txn.GetForUpdate(r.ctx, tw.base.tbl, key, client.ForNoKeyUpdate, client.WaitOnConflict)
 		if err != nil || exists {
 			return old, exists, err
 		}
@@ -465,7 +468,7 @@ func (r *runner) conflicting(st *insertState, row plan.Row, rk []byte) (client.R
 		if !uniqueKeyed(w, full) {
 			continue // NULLs never conflict
 		}
-		ent, found, err := r.txn.GetForUpdate(r.ctx, w.b.tbl, key, client.ForUpdate, client.WaitOnConflict)
+		ent, found, err := r.txn.GetForUpdate(r.ctx, w.b.tbl, key, client.ForNoKeyUpdate, client.WaitOnConflict)
 		if err != nil {
 			return nil, false, err
 		}
@@ -480,7 +483,7 @@ func (r *runner) conflicting(st *insertState, row plan.Row, rk []byte) (client.R
 		if st.pending[string(brk)] {
 			return nil, true, nil
 		}
-		old, exists, err := r.txn.GetForUpdate(r.ctx, tw.base.tbl, bkey, client.ForUpdate, client.WaitOnConflict)
+		old, exists, err := r.txn.GetForUpdate(r.ctx, tw.base.tbl, bkey, client.ForNoKeyUpdate, client.WaitOnConflict)
 		if err != nil || exists {
 			return old, exists, err
 		}
@@ -570,6 +573,36 @@ func (r *runner) writeUpdate(b *writeBatch, t *catalog.Table, old, next plan.Row
 		}
 	}
 	return r.add(b, client.Op{Kind: client.OpUpdate, Row: sr})
+}
+
+// lockKeyChange locks FOR UPDATE a row whose update changes a unique
+// index column, as PostgreSQL locks an update of key columns: the
+// column's write alone conflicts with no FOR KEY SHARE lock, which must
+// keep the key it locked. (A change of the primary key moves the row:
+// its delete conflicts with every lock.) An update that changes no key,
+// or writes the same value, takes FOR NO KEY UPDATE, through its scan.
+func (r *runner) lockKeyChange(tw *tableWriter, old, next plan.Row) error {
+	t := tw.t
+	changed := false
+	for _, ix := range t.Indexes {
+		if !ix.Unique {
+			continue
+		}
+		for _, c := range ix.Columns {
+			if i := t.ColumnByID(c.ID); i >= 0 && !sameDatum(old[i], next[i], t.Columns[i].Type) {
+				changed = true
+			}
+		}
+	}
+	if !changed || r.txn == nil {
+		return nil
+	}
+	key, err := storageRow(t, old, true)
+	if err != nil {
+		return err
+	}
+	_, err = r.txn.Lock(r.ctx, tw.base.tbl, []client.Row{key}, client.ForUpdate, client.WaitOnConflict)
+	return err
 }
 
 // updatedColumns is the storage row of next's key and of the columns that
@@ -694,6 +727,8 @@ func (r *runner) updateRows(u *plan.Update, keyChanged bool) (int64, []plan.Row,
 			if err := r.moveRow(tw, old, next); err != nil {
 				return err
 			}
+		} else if err := r.lockKeyChange(tw, old, next); err != nil {
+			return err
 		} else if err := r.writeUpdate(&tw.base, t, old, next); err != nil {
 			return err
 		}

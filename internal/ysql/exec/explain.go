@@ -268,7 +268,7 @@ func (s *Session) describeScan(ctx context.Context, x *plan.Scan, add, detail fu
 		detail("Filter: evaluated on the rows read")
 	}
 	if x.Lock != plan.NoLock {
-		detail("Row locks: %s", lockText(x.Lock))
+		detail("Row locks: %s", x.Lock)
 	}
 	if x.LimitHint != nil && s.pushdownEnabled() && x.Wait != plan.SkipLocked && (x.Filter == nil || pushdown && !local && x.Lock == plan.NoLock) {
 		detail("Remote Limit: %s", plan.FormatLimit(x.LimitHint, x.OffsetHint))
@@ -345,15 +345,8 @@ func (s *Session) describeLookup(l *plan.Lookup, sc *plan.Scan, depth int, lines
 		detail("Filter: evaluated on the rows read")
 	}
 	if sc.Lock != plan.NoLock {
-		detail("Row locks: %s (the rows read)", lockText(sc.Lock))
+		detail("Row locks: %s (the rows read)", sc.Lock)
 	}
-}
-
-func lockText(l plan.LockStrength) string {
-	if l == plan.LockShare {
-		return "FOR SHARE"
-	}
-	return "FOR UPDATE"
 }
 
 // groupKeyText names the GROUP BY columns of a pushed-down aggregate.

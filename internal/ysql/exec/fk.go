@@ -17,10 +17,13 @@ import (
 //   - as a child: a new or changed row whose key columns are all non-NULL
 //     (MATCH SIMPLE) needs its parent row; the distinct keys are collected
 //     and, once the statement's writes are flushed, the parent rows are
-//     locked FOR SHARE (PostgreSQL takes FOR KEY SHARE) and read, many at
-//     once: by primary key, or through the parent's unique index. The lock
-//     keeps the parent from being deleted or its key changed until the
-//     transaction ends.
+//     locked FOR KEY SHARE, as PostgreSQL does, and read, many at once: by
+//     primary key, or through the parent's unique index (whose entry is
+//     then the row locked). The lock keeps the parent from being deleted
+//     or its key changed until the transaction ends, and lets others
+//     update its other columns meanwhile: FOR SHARE made two transactions
+//     that each inserted a child and then updated the parent (an order's
+//     line, then its total) deadlock.
 //   - as a parent: a deleted row, or one whose referenced columns changed,
 //     has its referencing rows looked for after the statement's writes
 //     (which lock the parent row) are flushed, reading the newest data
@@ -315,7 +318,7 @@ func (r *runner) missingParents(c *fkCheck, keys [][]types.Datum) ([]types.Datum
 		}
 	}
 	if len(lock) > 0 {
-		if _, err := r.txn.Lock(r.ctx, tbl, lock, client.ForShare, client.WaitOnConflict); err != nil {
+		if _, err := r.txn.Lock(r.ctx, tbl, lock, client.ForKeyShare, client.WaitOnConflict); err != nil {
 			return nil, err
 		}
 	}

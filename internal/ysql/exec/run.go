@@ -855,8 +855,13 @@ func withoutSkipped(tbl *client.Table, rows []plan.Row, keys, skipped []client.R
 }
 
 func lockMode(l plan.LockStrength) client.LockMode {
-	if l == plan.LockShare {
+	switch l {
+	case plan.LockKeyShare:
+		return client.ForKeyShare
+	case plan.LockShare:
 		return client.ForShare
+	case plan.LockNoKeyUpdate:
+		return client.ForNoKeyUpdate
 	}
 	return client.ForUpdate
 }

@@ -3,6 +3,7 @@ package logictest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -118,6 +119,98 @@ func TestForeignKeys(t *testing.T) {
 			t.Fatal("both the parent delete and the child insert succeeded")
 		}
 		orphans()
+	})
+
+	// Children hold their parent FOR KEY SHARE, as in PostgreSQL: two
+	// transactions that each insert a child and then update the parent's
+	// other columns (an order's line, then its total) both commit. With
+	// FOR SHARE the first update waited for the other's lock and the
+	// second then deadlocked (40P01).
+	t.Run("key share", func(t *testing.T) {
+		other := connect(t, addrs[1], "yugabyte")
+		exec(conn, `INSERT INTO p VALUES (4, 0)`)
+		t1, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t2, err := other.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tx := range []pgx.Tx{t1, t2} {
+			if _, err := tx.Exec(ctx, `INSERT INTO c VALUES ($1, 4)`, 40+i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Not blocked by t2's child: it returns while t2 is open (or
+		// fails once waiting for it has taken 20 s).
+		uctx, ucancel := context.WithTimeout(ctx, 20*time.Second)
+		_, err = t1.Exec(uctx, `UPDATE p SET n = n + 1 WHERE k = 4`)
+		ucancel()
+		if err != nil {
+			t.Fatalf("t1's update: %v", err)
+		}
+		updated := make(chan error, 1)
+		go func() {
+			_, err := t2.Exec(ctx, `UPDATE p SET n = n + 1 WHERE k = 4`) // waits for t1
+			updated <- err
+		}()
+		if err := t1.Commit(ctx); err != nil {
+			t.Fatalf("t1: %v", err)
+		}
+		if err := <-updated; err != nil {
+			t.Fatalf("t2's update: %v", err)
+		}
+		if err := t2.Commit(ctx); err != nil {
+			t.Fatalf("t2: %v", err)
+		}
+		var n, children int
+		if err := conn.QueryRow(ctx, `SELECT n, (SELECT count(*) FROM c WHERE p = 4) FROM p WHERE k = 4`).Scan(&n, &children); err != nil || n != 2 || children != 2 {
+			t.Fatalf("n = %d, %d children, %v; want 2, 2", n, children, err)
+		}
+
+		// The explicit locks conflict as PostgreSQL's table says
+		// (NOWAIT: 55P03 on a conflict).
+		modes := []string{"KEY SHARE", "SHARE", "NO KEY UPDATE", "UPDATE"}
+		var got [][]string
+		for _, held := range modes {
+			var line []string
+			for _, wanted := range modes {
+				tx, err := conn.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Exec(ctx, `SELECT * FROM p WHERE k = 4 FOR `+held); err != nil {
+					t.Fatal(err)
+				}
+				otx, err := other.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = otx.Exec(ctx, `SELECT * FROM p WHERE k = 4 FOR `+wanted+` NOWAIT`)
+				var pe *pgconn.PgError
+				switch {
+				case err == nil:
+					line = append(line, "ok")
+				case errors.As(err, &pe):
+					line = append(line, pe.Code)
+				default:
+					t.Fatal(err)
+				}
+				_ = otx.Rollback(ctx)
+				_ = tx.Rollback(ctx)
+			}
+			got = append(got, line)
+		}
+		want := [][]string{
+			{"ok", "ok", "ok", "55P03"},
+			{"ok", "ok", "55P03", "55P03"},
+			{"ok", "55P03", "55P03", "55P03"},
+			{"55P03", "55P03", "55P03", "55P03"},
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("lock conflicts (held by row, wanted by column):\n%v\nwant\n%v", got, want)
+		}
 	})
 
 	t.Run("notices", func(t *testing.T) {

@@ -427,7 +427,7 @@ func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, at, sc, err := b.dmlSource(t, s.GetRelation(), s.GetFromClause(), s.GetWhereClause())
+	src, scan, at, sc, err := b.dmlSource(t, s.GetRelation(), s.GetFromClause(), s.GetWhereClause())
 	if err != nil {
 		return nil, err
 	}
@@ -435,6 +435,9 @@ func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
 	if u.Set, err = b.setList(t, s.GetTargetList(), sc); err != nil {
 		return nil, err
 	}
+	// PostgreSQL's lock for an UPDATE: FOR NO KEY UPDATE. A row whose
+	// key changes is also locked FOR UPDATE, when it does (exec).
+	scan.Lock = LockNoKeyUpdate
 	if u.Checks, err = b.checks(t); err != nil {
 		return nil, err
 	}
@@ -457,7 +460,7 @@ func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, at, sc, err := b.dmlSource(t, s.GetRelation(), s.GetUsingClause(), s.GetWhereClause())
+	src, _, at, sc, err := b.dmlSource(t, s.GetRelation(), s.GetUsingClause(), s.GetWhereClause())
 	if err != nil {
 		return nil, err
 	}
@@ -475,24 +478,25 @@ func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
 // fixes the target's primary key reads and locks the matched target rows
 // alone (a locked lookup join) rather than scanning and locking all of
 // them; each row then holds the other tables' columns, then the target's,
-// from at. It returns the scope that SET, WHERE and RETURNING see.
-func (b *Binder) dmlSource(t *catalog.Table, rel *pg.RangeVar, from []*pg.Node, where *pg.Node) (src Node, at int, sc *scope, err error) {
+// from at. It returns the target's scan, which locks its rows FOR UPDATE,
+// and the scope that SET, WHERE and RETURNING see.
+func (b *Binder) dmlSource(t *catalog.Table, rel *pg.RangeVar, from []*pg.Node, where *pg.Node) (src Node, scan *Scan, at int, sc *scope, err error) {
 	alias := t.Name
 	if a := rel.GetAlias(); a != nil {
 		alias = a.GetAliasname()
 	}
 	sc = tableScope(t, alias)
-	scan := newScan(t, alias)
+	scan = newScan(t, alias)
 	scan.Lock, scan.ForWrite = LockUpdate, true
 	src = scan
 	if len(from) > 0 {
 		other, osc, err := b.fromList(from, nil)
 		if err != nil {
-			return nil, 0, nil, err
+			return nil, nil, 0, nil, err
 		}
 		for _, c := range osc.cols {
 			if c.Table == alias {
-				return nil, 0, nil, pgerror.New(pgerror.CodeDuplicateAlias, "table name %q specified more than once", alias)
+				return nil, nil, 0, nil, pgerror.New(pgerror.CodeDuplicateAlias, "table name %q specified more than once", alias)
 			}
 		}
 		at = len(other.Columns())
@@ -502,15 +506,15 @@ func (b *Binder) dmlSource(t *catalog.Table, rel *pg.RangeVar, from []*pg.Node, 
 	if where != nil {
 		cond, err := b.expr(where, sc, tBool)
 		if err != nil {
-			return nil, 0, nil, err
+			return nil, nil, 0, nil, err
 		}
 		if cond, err = b.coerceTo(cond, tBool, "argument of WHERE", -1); err != nil {
-			return nil, 0, nil, err
+			return nil, nil, 0, nil, err
 		}
 		src = b.addFilter(src, cond)
 	}
 	planLookups(src)
-	return src, at, sc, nil
+	return src, scan, at, sc, nil
 }
 
 func tableColumns(t *catalog.Table) []Column {

@@ -61,12 +61,19 @@ type Access struct {
 // LockStrength is the row lock a SELECT ... FOR ... takes.
 type LockStrength int
 
-// Lock strengths.
+// Lock strengths, weakest first: PostgreSQL's four row locks.
 const (
 	NoLock LockStrength = iota
+	LockKeyShare
 	LockShare
+	LockNoKeyUpdate
 	LockUpdate
 )
+
+// String is the locking clause, as EXPLAIN shows it.
+func (l LockStrength) String() string {
+	return [...]string{"", "FOR KEY SHARE", "FOR SHARE", "FOR NO KEY UPDATE", "FOR UPDATE"}[l]
+}
 
 // WaitPolicy is NOWAIT / SKIP LOCKED.
 type WaitPolicy int

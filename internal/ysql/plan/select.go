@@ -669,13 +669,16 @@ func (b *Binder) applyLocking(n Node, clauses []*pg.Node) error {
 			}
 			return pgerror.Unsupported("FOR UPDATE/SHARE on this query")
 		}
+		// A row named by several clauses takes the strongest lock.
 		switch lc.GetStrength() {
-		case pg.LockClauseStrength_LCS_FORUPDATE, pg.LockClauseStrength_LCS_FORNOKEYUPDATE:
-			sc.Lock = LockUpdate
-		default:
-			if sc.Lock != LockUpdate {
-				sc.Lock = LockShare
-			}
+		case pg.LockClauseStrength_LCS_FORUPDATE:
+			sc.Lock = max(sc.Lock, LockUpdate)
+		case pg.LockClauseStrength_LCS_FORNOKEYUPDATE:
+			sc.Lock = max(sc.Lock, LockNoKeyUpdate)
+		case pg.LockClauseStrength_LCS_FORSHARE:
+			sc.Lock = max(sc.Lock, LockShare)
+		case pg.LockClauseStrength_LCS_FORKEYSHARE:
+			sc.Lock = max(sc.Lock, LockKeyShare)
 		}
 		switch lc.GetWaitPolicy() {
 		case pg.LockWaitPolicy_LockWaitError:

@@ -217,6 +217,10 @@ func (c *Client) Begin(ctx context.Context, opts TxnOptions) (*Txn, error) {
 // ID is the transaction's id.
 func (tx *Txn) ID() docdb.TxnID { return tx.id }
 
+// HasIntents reports whether the transaction has written or locked
+// anything: whether any tablet holds intents of it.
+func (tx *Txn) HasIntents() bool { return len(tx.participants) > 0 }
+
 // ReadTime is the snapshot time (0 until fixed; under read committed the
 // current statement's).
 func (tx *Txn) ReadTime() hlc.Timestamp { return tx.readTime }

@@ -132,16 +132,13 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		return "TRUNCATE TABLE", nil, nil, err
 	}
 	if s.inBlock && isDDL(n) {
-		if n.GetIndexStmt() != nil {
-			// An index build waits for the sessions of its database to
-			// reach the new catalog version, this block's among them.
-			return "", nil, nil, pgerror.New(pgerror.CodeActiveSQLTransaction, "%s cannot run inside a transaction block", ddlName(n))
-		}
 		// DDL is not transactional here: inside a block it runs and
 		// commits on its own, as if outside the block, and stays when
 		// the block rolls back (YugabyteDB before transactional DDL).
 		// Clients that open a block for every statement (psycopg2, JDBC
-		// without autocommit, migration tools) need it to run.
+		// without autocommit, migration tools: Django, Alembic and Rails
+		// run a migration's CREATE TABLE and CREATE INDEX in one) need
+		// it to run.
 		tag, err := s.outsideBlock(func() (string, error) { return s.ddl(ctx, n, st.yb) })
 		return tag, nil, nil, err
 	}
@@ -150,15 +147,16 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 }
 
 // outsideBlock runs fn as a statement alone outside any block: what it
-// runs through inTxn commits on its own. A block that has not run anything
-// yet gives up its catalog pin meanwhile (the next statement pins again);
-// one that has keeps it, and DDL that would wait for every session to
-// move past the catalog version, this one included, is refused
-// (errBusyBlock).
+// runs through inTxn commits on its own. A block that has written or
+// locked nothing yet gives up its catalog pin meanwhile (the next
+// statement pins again, on the new catalog): it has no rows whose index
+// entries an older catalog left out. One that has keeps it, and DDL that
+// would wait for every session to move past the catalog version, this
+// one included, is refused (canWaitForSessions).
 func (s *Session) outsideBlock(fn func() (string, error)) (string, error) {
 	inBlock, single := s.inBlock, s.singleStmt
 	s.inBlock, s.singleStmt = false, true
-	s.busyBlock = s.txn != nil
+	s.busyBlock = s.txn != nil && s.txn.HasIntents()
 	if !s.busyBlock {
 		s.unpin()
 	}
@@ -171,8 +169,8 @@ func (s *Session) outsideBlock(fn func() (string, error)) (string, error) {
 // older one in a block that has run statements.
 func (s *Session) canWaitForSessions() error {
 	if s.busyBlock {
-		return pgerror.New(pgerror.CodeActiveSQLTransaction, "this index change cannot run inside a transaction block that has run other statements").
-			WithHint("Run it first in the block, or outside a block.")
+		return pgerror.New(pgerror.CodeActiveSQLTransaction, "this index change cannot run inside a transaction block that has written rows").
+			WithHint("Run it before the block's writes, or outside a block.")
 	}
 	return nil
 }

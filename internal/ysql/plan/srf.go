@@ -90,6 +90,41 @@ var srfs = map[string]SRF{
 			}
 			return out, nil
 		}},
+	// generate_subscripts(array, dim [, reverse]): the subscripts of an
+	// array's dimension (SQLAlchemy orders pg_index.indkey's columns by
+	// them). Arrays here have one dimension; int2vector and oidvector
+	// count from 0, as in PostgreSQL.
+	"generate_subscripts": {
+		Cols: func(args []types.T) ([]Column, bool) {
+			if len(args) < 2 || len(args) > 3 || !args[0].IsArray() || !isIntegerArg(args[1]) || len(args) == 3 && args[2].OID != types.OIDBool && args[2].OID != types.OIDUnknown {
+				return nil, false
+			}
+			return []Column{{Name: "generate_subscripts", T: tInt4}}, true
+		},
+		Rows: func(args []types.T, vals []types.Datum) ([]Row, error) {
+			for _, v := range vals {
+				if v.Null {
+					return nil, nil
+				}
+			}
+			if vals[1].I != 1 {
+				return nil, nil
+			}
+			lower := 1
+			if args[0].OID == types.OIDInt2Vector || args[0].OID == types.OIDOIDVector {
+				lower = 0
+			}
+			n := len(vals[0].A)
+			out := make([]Row, n)
+			for i := range n {
+				sub := lower + i
+				if len(vals) == 3 && vals[2].Bool() {
+					sub = lower + n - 1 - i
+				}
+				out[i] = Row{types.DInt(int64(sub))}
+			}
+			return out, nil
+		}},
 	"generate_series": {
 		Cols: func(args []types.T) ([]Column, bool) {
 			if len(args) < 2 || len(args) > 3 {
@@ -162,6 +197,14 @@ func heldRows(name string, iter func(loc *time.Location, args []types.T, vals []
 			}
 		}
 	}
+}
+
+func isIntegerArg(t types.T) bool {
+	switch t.OID {
+	case types.OIDInt2, types.OIDInt4, types.OIDInt8, types.OIDUnknown:
+		return true
+	}
+	return false
 }
 
 // arrayElem is an array type's element type (int2vector and oidvector

@@ -382,7 +382,7 @@ func (s *Session) backfill(ctx context.Context, old *catalog.Table, cols []int) 
 	}
 	defaults := make([]plan.Expr, len(cols))
 	for i, c := range cols {
-		if defaults[i], err = b.DefaultExpr(&t.Columns[c]); err != nil {
+		if defaults[i], err = b.DefaultExpr(t, &t.Columns[c]); err != nil {
 			return err
 		}
 	}

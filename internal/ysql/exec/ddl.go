@@ -507,7 +507,7 @@ func (s *Session) checkDefault(col *catalog.Column) error {
 	if err != nil {
 		return err
 	}
-	_, err = b.DefaultExpr(col)
+	_, err = b.DefaultExpr(nil, col)
 	return err
 }
 
@@ -698,7 +698,13 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 					views = append(views, v)
 				}
 			}
-			if len(inside)+len(views) > 0 && ds.GetBehavior() != pg.DropBehavior_DROP_CASCADE {
+			seqs := 0
+			for _, q := range snap.Sequences[s.db] {
+				if q.Schema == name {
+					seqs++
+				}
+			}
+			if len(inside)+len(views)+seqs > 0 && ds.GetBehavior() != pg.DropBehavior_DROP_CASCADE {
 				return "", pgerror.New(pgerror.CodeDependentObjectsStillExist, "cannot drop schema %s because other objects depend on it", name).
 					WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
 			}

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"strings"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
 
@@ -20,8 +22,9 @@ func tableScope(t *catalog.Table, alias string) *scope {
 	return sc
 }
 
-// DefaultExpr binds column c's default (NULL when it has none).
-func (b *Binder) DefaultExpr(c *catalog.Column) (Expr, error) {
+// DefaultExpr binds column c of table t's default (NULL when it has
+// none); t may be nil for a default not stored yet.
+func (b *Binder) DefaultExpr(t *catalog.Table, c *catalog.Column) (Expr, error) {
 	if c.Default == "" {
 		return nullConst(c.Type), nil
 	}
@@ -29,11 +32,39 @@ func (b *Binder) DefaultExpr(c *catalog.Column) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := b.expr(st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal(), &scope{}, c.Type)
+	val := st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal()
+	val = b.qualifyOwnedSequence(t, c, val)
+	e, err := b.expr(val, &scope{}, c.Type)
 	if err != nil {
 		return nil, err
 	}
 	return b.assign(e, c, -1)
+}
+
+// qualifyOwnedSequence names the schema of the sequence in a SERIAL or
+// identity column's default, nextval('t_a_seq'): the sequence is the
+// table's, in the table's schema, whatever the search_path (PostgreSQL
+// binds it by OID when the table is made). Unqualified, an insert into a
+// table outside the search_path found no sequence, or another schema's of
+// the same name.
+func (b *Binder) qualifyOwnedSequence(t *catalog.Table, c *catalog.Column, n *pg.Node) *pg.Node {
+	fc := n.GetFuncCall()
+	if t == nil || b.Cat == nil || fc == nil || len(fc.GetFuncname()) != 1 || len(fc.GetArgs()) != 1 ||
+		fc.GetFuncname()[0].GetString_().GetSval() != "nextval" {
+		return n
+	}
+	lit := fc.GetArgs()[0].GetAConst().GetSval()
+	if lit == nil || strings.ContainsAny(lit.GetSval(), `."`) {
+		return n
+	}
+	if q, ok := b.Cat.Sequence(t.Database, t.Schema, lit.GetSval()); !ok || q.OwnedBy != t.Name+"."+c.Name {
+		return n
+	}
+	// The parsed tree is shared (parse.One): change a copy.
+	n = proto.Clone(n).(*pg.Node)
+	lit = n.GetFuncCall().GetArgs()[0].GetAConst().GetSval()
+	lit.Sval = t.Schema + "." + lit.GetSval()
+	return n
 }
 
 // ColumnValue binds a row-independent expression as a value of column c
@@ -149,7 +180,7 @@ func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
 	}
 	defaults := make([]Expr, len(t.Columns))
 	for i := range t.Columns {
-		if defaults[i], err = b.DefaultExpr(&t.Columns[i]); err != nil {
+		if defaults[i], err = b.DefaultExpr(t, &t.Columns[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -361,7 +392,7 @@ func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[i
 			return nil, err
 		}
 		if val.GetSetToDefault() != nil {
-			e, err = b.DefaultExpr(c)
+			e, err = b.DefaultExpr(t, c)
 		} else if c.Identity == "a" {
 			return nil, posErr(pgerror.New(pgerror.CodeGeneratedAlways, "column %q can only be updated to DEFAULT", c.Name).
 				WithDetail("Column %q is an identity column defined as GENERATED ALWAYS.", c.Name), rt.GetLocation())

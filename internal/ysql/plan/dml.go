@@ -107,7 +107,10 @@ func (b *Binder) checks(t *catalog.Table) ([]Expr, error) {
 	return out, nil
 }
 
-func (b *Binder) returning(list []*pg.Node, sc *scope) ([]Expr, []Column, error) {
+// returning binds a RETURNING list over scope sc, whose columns from at
+// on are the target table's (before them: UPDATE's FROM or DELETE's
+// USING tables).
+func (b *Binder) returning(list []*pg.Node, sc *scope, at int) ([]Expr, []Column, error) {
 	var exprs []Expr
 	var cols []Column
 	for _, n := range list {
@@ -116,6 +119,20 @@ func (b *Binder) returning(list []*pg.Node, sc *scope) ([]Expr, []Column, error)
 			es, cs, err := b.expandStar(cr, sc)
 			if err != nil {
 				return nil, nil, err
+			}
+			if at > 0 {
+				// * is the target's columns first, as PostgreSQL's range
+				// table has it, then the other tables'.
+				var tes, oes []Expr
+				var tcs, ocs []Column
+				for i, e := range es {
+					if r, ok := e.(*ColRef); ok && r.Idx >= at {
+						tes, tcs = append(tes, e), append(tcs, cs[i])
+					} else {
+						oes, ocs = append(oes, e), append(ocs, cs[i])
+					}
+				}
+				es, cs = append(tes, oes...), append(tcs, ocs...)
 			}
 			exprs, cols = append(exprs, es...), append(cols, cs...)
 			continue
@@ -315,7 +332,7 @@ func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
 			}
 		}
 	}
-	if ins.Returning, ins.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
+	if ins.Returning, ins.cols, err = b.returning(s.GetReturningList(), sc, 0); err != nil {
 		return nil, err
 	}
 	return ins, nil
@@ -442,7 +459,7 @@ func multiAssignItem(rt *pg.ResTarget) (*pg.Node, error) {
 		return &pg.Node{Node: &pg.Node_SubLink{SubLink: &pg.SubLink{SubLinkType: pg.SubLinkType_EXPR_SUBLINK,
 			Subselect: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: one}}, Location: sl.GetLocation()}}}, nil
 	}
-	return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression"), loc)
+	return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression"), loc)
 }
 
 // Update plans an UPDATE.
@@ -469,7 +486,7 @@ func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
 	if u.Checks, err = b.checks(t); err != nil {
 		return nil, err
 	}
-	if u.Returning, u.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
+	if u.Returning, u.cols, err = b.returning(s.GetReturningList(), sc, at); err != nil {
 		return nil, err
 	}
 	return u, nil
@@ -493,7 +510,7 @@ func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
 		return nil, err
 	}
 	d := &Delete{Table: t, Source: src, TargetAt: at}
-	if d.Returning, d.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
+	if d.Returning, d.cols, err = b.returning(s.GetReturningList(), sc, at); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -285,6 +285,9 @@ type Session struct {
 	blockIso client.Isolation
 	// blockReadOnly: the block is READ ONLY (readonly.go).
 	blockReadOnly bool
+	// blockDeferrable: the block is DEFERRABLE (only shown: a
+	// serializable read-only block never waits here).
+	blockDeferrable bool
 	// blockSettings are the settings SET changed in the block
 	// (endBlockSettings).
 	blockSettings map[string]*blockSetting

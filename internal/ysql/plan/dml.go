@@ -358,6 +358,10 @@ func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) 
 	}
 	named := map[int]bool{}
 	for _, e := range inf.GetIndexElems() {
+		if e.GetIndexElem().GetExpr() != nil {
+			// No index is on an expression, so none matches.
+			return "", pgerror.New(pgerror.CodeInvalidColumnReference, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+		}
 		i := t.ColumnIndex(e.GetIndexElem().GetName())
 		if i < 0 {
 			return "", pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", e.GetIndexElem().GetName())

@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -220,6 +221,9 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 		default:
 			return pgerror.Unsupported("this table constraint")
 		}
+	}
+	if err := s.checkChecks(ctx, t, 0); err != nil {
+		return err
 	}
 	if yb != nil && yb.pk != nil {
 		if pk == nil {
@@ -501,13 +505,42 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 	return col, pk, nil
 }
 
+// checkChecks validates t's CHECK constraints from the from-th on, when
+// they are defined: their expressions (plan.CheckConstraint) and names.
+func (s *Session) checkChecks(ctx context.Context, t *catalog.Table, from int) error {
+	b, err := s.binder(ctx)
+	if err != nil {
+		return err
+	}
+	for i := from; i < len(t.Checks); i++ {
+		for j := 0; j < i; j++ {
+			if t.Checks[j].Name == t.Checks[i].Name {
+				if from > 0 {
+					return pgerror.New(pgerror.CodeDuplicateObject, "constraint %q for relation %q already exists", t.Checks[i].Name, t.Name)
+				}
+				return pgerror.New(pgerror.CodeDuplicateObject, "check constraint %q already exists", t.Checks[i].Name)
+			}
+		}
+		if err := b.CheckConstraint(t, t.Checks[i].Expr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkDefault binds a default once so a bad one fails at CREATE.
 func (s *Session) checkDefault(col *catalog.Column) error {
 	b, err := s.binder(context.Background())
 	if err != nil {
 		return err
 	}
-	_, err = b.DefaultExpr(nil, col)
+	if err = b.DefaultDefinition(col.Default); err == nil {
+		_, err = b.DefaultExpr(nil, col)
+	}
+	var pe *pgerror.Error
+	if errors.As(err, &pe) {
+		pe.Position = 0 // a position in the stored text, not the statement's
+	}
 	return err
 }
 

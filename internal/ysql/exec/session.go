@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -356,6 +357,7 @@ type derivedSettings struct {
 	loc      *time.Location    // timezone
 	timeout  time.Duration     // statement_timeout
 	readOnly bool              // default_transaction_read_only
+	floatEFD int               // extra_float_digits
 }
 
 // settingsNow is the derived settings of the current settings.
@@ -376,6 +378,7 @@ func (s *Session) settingsNow() *derivedSettings {
 	ms, _ := parseDurationMs(s.settings["statement_timeout"])
 	d.timeout = time.Duration(ms) * time.Millisecond
 	d.readOnly = isOn(s.settings["default_transaction_read_only"])
+	d.floatEFD, _ = strconv.Atoi(s.settings["extra_float_digits"])
 	return d
 }
 

@@ -834,16 +834,7 @@ func (s *Session) truncate(ctx context.Context, ts *pg.TruncateStmt) error {
 	if err != nil {
 		return err
 	}
-	var tables []*catalog.Table
-	for _, r := range ts.GetRelations() {
-		rv := r.GetRangeVar()
-		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
-		if !ok {
-			return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
-		}
-		tables = append(tables, t)
-	}
-	tables, err = s.truncateReferences(snap, tables, ts.GetBehavior() == pg.DropBehavior_DROP_CASCADE)
+	tables, err := s.truncateTables(snap, ts)
 	if err != nil {
 		return err
 	}
@@ -854,9 +845,51 @@ func (s *Session) truncate(ctx context.Context, ts *pg.TruncateStmt) error {
 		}
 		moved[t.MasterID] = t.QualifiedName()
 	}
+	if err := s.restartIdentity(ctx, snap, ts, tables); err != nil {
+		return err
+	}
 	for _, t := range tables {
 		if len(snap.ReferencedBy(t)) > 0 {
 			return s.repointForeignKeys(ctx, moved)
+		}
+	}
+	return nil
+}
+
+// truncateTables resolves TRUNCATE's tables, each once (a table named
+// twice was recreated twice, and the second time was not found), with
+// those CASCADE adds.
+func (s *Session) truncateTables(snap *catalog.Snapshot, ts *pg.TruncateStmt) ([]*catalog.Table, error) {
+	var tables []*catalog.Table
+	seen := map[string]bool{}
+	for _, r := range ts.GetRelations() {
+		rv := r.GetRangeVar()
+		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
+		if !ok {
+			return nil, pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+		}
+		if !seen[t.QualifiedName()] {
+			seen[t.QualifiedName()] = true
+			tables = append(tables, t)
+		}
+	}
+	return s.truncateReferences(snap, tables, ts.GetBehavior() == pg.DropBehavior_DROP_CASCADE)
+}
+
+// restartIdentity restarts the sequences the truncated tables own (SERIAL
+// and identity columns) for TRUNCATE ... RESTART IDENTITY, which was
+// ignored.
+func (s *Session) restartIdentity(ctx context.Context, snap *catalog.Snapshot, ts *pg.TruncateStmt, tables []*catalog.Table) error {
+	if !ts.GetRestartSeqs() {
+		return nil
+	}
+	for _, t := range tables {
+		for _, q := range snap.Sequences[t.Database] {
+			if q.Schema == t.Schema && strings.HasPrefix(q.OwnedBy, t.Name+".") {
+				if err := s.setval(ctx, q, q.Start, false); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
@@ -868,16 +901,7 @@ func (s *Session) truncateInTxn(ctx context.Context, tx *client.Txn, ts *pg.Trun
 	if err != nil {
 		return err
 	}
-	var tables []*catalog.Table
-	for _, r := range ts.GetRelations() {
-		rv := r.GetRangeVar()
-		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
-		if !ok {
-			return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
-		}
-		tables = append(tables, t)
-	}
-	tables, err = s.truncateReferences(snap, tables, ts.GetBehavior() == pg.DropBehavior_DROP_CASCADE)
+	tables, err := s.truncateTables(snap, ts)
 	if err != nil {
 		return err
 	}
@@ -889,7 +913,7 @@ func (s *Session) truncateInTxn(ctx context.Context, tx *client.Txn, ts *pg.Trun
 			return err
 		}
 	}
-	return nil
+	return s.restartIdentity(ctx, snap, ts, tables)
 }
 
 // recreate drops old and creates next (same name) with old's partitioning,

@@ -352,6 +352,12 @@ func numPow(base, exp *apd.Decimal) (*apd.Decimal, error) {
 	if base.Sign() < 0 && !isInt {
 		return nil, pgerror.New("2201F", "a negative number raised to a non-integer power yields a complex result")
 	}
+	if base.IsZero() && !isInt {
+		// Zero to a (positive) non-integer power: zero at
+		// NUMERIC_MIN_SIG_DIGITS as PostgreSQL's power_var, not log(0)
+		// (which overflowed).
+		return types.RoundNumeric(apd.New(0, 0), minSigDigits), nil
+	}
 	var rscale int
 	if isInt && intErr == nil && ie >= math.MinInt32 && ie <= math.MaxInt32 {
 		rscale = min(max(minSigDigits, types.NumericScale(base), 0), maxDisplayScale)
@@ -361,6 +367,10 @@ func numPow(base, exp *apd.Decimal) (*apd.Decimal, error) {
 		val := ef * math.Log(bf) * 0.434294481903252
 		rscale = minSigDigits - int(val)
 		rscale = min(max(rscale, types.NumericScale(base), types.NumericScale(exp), 0), maxDisplayScale)
+	}
+	if exp.IsZero() {
+		// x ^ 0 is 1, 0 ^ 0 too (the decimal library refuses 0 ^ 0).
+		return types.RoundNumeric(apd.New(1, 0), rscale), nil
 	}
 	bf, _ := new(apd.Decimal).Abs(base).Float64()
 	ef, _ := exp.Float64()

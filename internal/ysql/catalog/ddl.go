@@ -128,10 +128,16 @@ func (c *Cache) CreateSchema(ctx context.Context, db, name string) error {
 	})
 }
 
-// DropSchema drops a schema's object.
+// DropSchema drops a schema's object and the sequences in it (they live
+// in the catalog, not in tables, so nothing else drops them).
 func (c *Cache) DropSchema(ctx context.Context, db, name string) error {
 	return c.update(ctx, func(s *Snapshot, req *masterpb.UpdateCatalogObjectsRequest) error {
 		req.Delete = append(req.Delete, schemaKey(db, name))
+		for _, q := range s.Sequences[db] {
+			if q.Schema == name {
+				req.Delete = append(req.Delete, seqKey(db, q.Schema, q.Name))
+			}
+		}
 		return nil
 	})
 }

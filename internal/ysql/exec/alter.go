@@ -186,6 +186,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 					name = checkName(t.Name, c.GetRawExpr(), next.Checks)
 				}
 				next.Checks = append(next.Checks, catalog.Check{Name: name, Expr: expr, NotValid: c.GetSkipValidation()})
+				if err := s.checkChecks(ctx, next, len(next.Checks)-1); err != nil {
+					return err
+				}
 			case pg.ConstrType_CONSTR_PRIMARY:
 				if !t.RowID {
 					return pgerror.New(pgerror.CodeInvalidTableDefinition, "multiple primary keys for table %q are not allowed", t.Name)
@@ -382,7 +385,7 @@ func (s *Session) backfill(ctx context.Context, old *catalog.Table, cols []int) 
 	}
 	defaults := make([]plan.Expr, len(cols))
 	for i, c := range cols {
-		if defaults[i], err = b.DefaultExpr(&t.Columns[c]); err != nil {
+		if defaults[i], err = b.DefaultExpr(t, &t.Columns[c]); err != nil {
 			return err
 		}
 	}

@@ -119,7 +119,7 @@ func (s *Session) checkDefaults(ctx context.Context, next *catalog.Table, change
 	}
 	for _, ch := range changes {
 		c := &next.Columns[next.ColumnByID(ch.col)]
-		if _, err := b.DefaultExpr(c); err != nil {
+		if _, err := b.DefaultExpr(next, c); err != nil {
 			return pgerror.New(pgerror.CodeDatatypeMismatch, "default for column %q cannot be cast automatically to type %s", c.Name, ch.to.String())
 		}
 	}

@@ -177,7 +177,7 @@ func (p *copyPortal) CopyIn(ctx context.Context, data io.Reader) (string, error)
 	}
 	defaults := make([]plan.Expr, len(t.Columns))
 	for i := range t.Columns {
-		if defaults[i], err = b.DefaultExpr(&t.Columns[i]); err != nil {
+		if defaults[i], err = b.DefaultExpr(t, &t.Columns[i]); err != nil {
 			return "", err
 		}
 	}

@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -220,6 +221,9 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 		default:
 			return pgerror.Unsupported("this table constraint")
 		}
+	}
+	if err := s.checkChecks(ctx, t, 0); err != nil {
+		return err
 	}
 	if yb != nil && yb.pk != nil {
 		if pk == nil {
@@ -501,13 +505,42 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 	return col, pk, nil
 }
 
+// checkChecks validates t's CHECK constraints from the from-th on, when
+// they are defined: their expressions (plan.CheckConstraint) and names.
+func (s *Session) checkChecks(ctx context.Context, t *catalog.Table, from int) error {
+	b, err := s.binder(ctx)
+	if err != nil {
+		return err
+	}
+	for i := from; i < len(t.Checks); i++ {
+		for j := 0; j < i; j++ {
+			if t.Checks[j].Name == t.Checks[i].Name {
+				if from > 0 {
+					return pgerror.New(pgerror.CodeDuplicateObject, "constraint %q for relation %q already exists", t.Checks[i].Name, t.Name)
+				}
+				return pgerror.New(pgerror.CodeDuplicateObject, "check constraint %q already exists", t.Checks[i].Name)
+			}
+		}
+		if err := b.CheckConstraint(t, t.Checks[i].Expr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkDefault binds a default once so a bad one fails at CREATE.
 func (s *Session) checkDefault(col *catalog.Column) error {
 	b, err := s.binder(context.Background())
 	if err != nil {
 		return err
 	}
-	_, err = b.DefaultExpr(col)
+	if err = b.DefaultDefinition(col.Default); err == nil {
+		_, err = b.DefaultExpr(nil, col)
+	}
+	var pe *pgerror.Error
+	if errors.As(err, &pe) {
+		pe.Position = 0 // a position in the stored text, not the statement's
+	}
 	return err
 }
 
@@ -698,7 +731,13 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 					views = append(views, v)
 				}
 			}
-			if len(inside)+len(views) > 0 && ds.GetBehavior() != pg.DropBehavior_DROP_CASCADE {
+			seqs := 0
+			for _, q := range snap.Sequences[s.db] {
+				if q.Schema == name {
+					seqs++
+				}
+			}
+			if len(inside)+len(views)+seqs > 0 && ds.GetBehavior() != pg.DropBehavior_DROP_CASCADE {
 				return "", pgerror.New(pgerror.CodeDependentObjectsStillExist, "cannot drop schema %s because other objects depend on it", name).
 					WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
 			}
@@ -795,16 +834,7 @@ func (s *Session) truncate(ctx context.Context, ts *pg.TruncateStmt) error {
 	if err != nil {
 		return err
 	}
-	var tables []*catalog.Table
-	for _, r := range ts.GetRelations() {
-		rv := r.GetRangeVar()
-		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
-		if !ok {
-			return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
-		}
-		tables = append(tables, t)
-	}
-	tables, err = s.truncateReferences(snap, tables, ts.GetBehavior() == pg.DropBehavior_DROP_CASCADE)
+	tables, err := s.truncateTables(snap, ts)
 	if err != nil {
 		return err
 	}
@@ -815,9 +845,51 @@ func (s *Session) truncate(ctx context.Context, ts *pg.TruncateStmt) error {
 		}
 		moved[t.MasterID] = t.QualifiedName()
 	}
+	if err := s.restartIdentity(ctx, snap, ts, tables); err != nil {
+		return err
+	}
 	for _, t := range tables {
 		if len(snap.ReferencedBy(t)) > 0 {
 			return s.repointForeignKeys(ctx, moved)
+		}
+	}
+	return nil
+}
+
+// truncateTables resolves TRUNCATE's tables, each once (a table named
+// twice was recreated twice, and the second time was not found), with
+// those CASCADE adds.
+func (s *Session) truncateTables(snap *catalog.Snapshot, ts *pg.TruncateStmt) ([]*catalog.Table, error) {
+	var tables []*catalog.Table
+	seen := map[string]bool{}
+	for _, r := range ts.GetRelations() {
+		rv := r.GetRangeVar()
+		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
+		if !ok {
+			return nil, pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
+		}
+		if !seen[t.QualifiedName()] {
+			seen[t.QualifiedName()] = true
+			tables = append(tables, t)
+		}
+	}
+	return s.truncateReferences(snap, tables, ts.GetBehavior() == pg.DropBehavior_DROP_CASCADE)
+}
+
+// restartIdentity restarts the sequences the truncated tables own (SERIAL
+// and identity columns) for TRUNCATE ... RESTART IDENTITY, which was
+// ignored.
+func (s *Session) restartIdentity(ctx context.Context, snap *catalog.Snapshot, ts *pg.TruncateStmt, tables []*catalog.Table) error {
+	if !ts.GetRestartSeqs() {
+		return nil
+	}
+	for _, t := range tables {
+		for _, q := range snap.Sequences[t.Database] {
+			if q.Schema == t.Schema && strings.HasPrefix(q.OwnedBy, t.Name+".") {
+				if err := s.setval(ctx, q, q.Start, false); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
@@ -829,16 +901,7 @@ func (s *Session) truncateInTxn(ctx context.Context, tx *client.Txn, ts *pg.Trun
 	if err != nil {
 		return err
 	}
-	var tables []*catalog.Table
-	for _, r := range ts.GetRelations() {
-		rv := r.GetRangeVar()
-		t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
-		if !ok {
-			return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
-		}
-		tables = append(tables, t)
-	}
-	tables, err = s.truncateReferences(snap, tables, ts.GetBehavior() == pg.DropBehavior_DROP_CASCADE)
+	tables, err := s.truncateTables(snap, ts)
 	if err != nil {
 		return err
 	}
@@ -850,7 +913,7 @@ func (s *Session) truncateInTxn(ctx context.Context, tx *client.Txn, ts *pg.Trun
 			return err
 		}
 	}
-	return nil
+	return s.restartIdentity(ctx, snap, ts, tables)
 }
 
 // recreate drops old and creates next (same name) with old's partitioning,

@@ -209,6 +209,12 @@ func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error
 		if err != nil {
 			return types.NullDatum, err
 		}
+		if name != "currval" {
+			// A sequence change is a write (it was allowed).
+			if err := s.readOnlyErr(name + "()"); err != nil {
+				return types.NullDatum, err
+			}
+		}
 		switch name {
 		case "nextval":
 			v, err := s.nextval(ctx, q)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -285,6 +286,9 @@ type Session struct {
 	blockIso client.Isolation
 	// blockReadOnly: the block is READ ONLY (readonly.go).
 	blockReadOnly bool
+	// blockDeferrable: the block is DEFERRABLE (only shown: a
+	// serializable read-only block never waits here).
+	blockDeferrable bool
 	// blockSettings are the settings SET changed in the block
 	// (endBlockSettings).
 	blockSettings map[string]*blockSetting
@@ -353,6 +357,7 @@ type derivedSettings struct {
 	loc      *time.Location    // timezone
 	timeout  time.Duration     // statement_timeout
 	readOnly bool              // default_transaction_read_only
+	floatEFD int               // extra_float_digits
 }
 
 // settingsNow is the derived settings of the current settings.
@@ -373,6 +378,7 @@ func (s *Session) settingsNow() *derivedSettings {
 	ms, _ := parseDurationMs(s.settings["statement_timeout"])
 	d.timeout = time.Duration(ms) * time.Millisecond
 	d.readOnly = isOn(s.settings["default_transaction_read_only"])
+	d.floatEFD, _ = strconv.Atoi(s.settings["extra_float_digits"])
 	return d
 }
 

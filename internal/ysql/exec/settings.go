@@ -37,6 +37,8 @@ var settingDefaults = map[string]string{
 	"transaction_isolation":               "read committed",
 	"default_transaction_read_only":       "off",
 	"transaction_read_only":               "off",
+	"default_transaction_deferrable":      "off",
+	"transaction_deferrable":              "off",
 	"max_identifier_length":               "63",
 	"yb_enable_upsert_mode":               "off",
 	"yb_enable_expression_pushdown":       "on",
@@ -160,7 +162,8 @@ func (s *Session) set(name, value string) error {
 			return pgerror.New(pgerror.CodeFeatureNotSupported, "standard_conforming_strings off is not supported")
 		}
 		value = "on"
-	case "yb_enable_upsert_mode", "default_transaction_read_only", "transaction_read_only", "jit", "enable_seqscan", "row_security":
+	case "yb_enable_upsert_mode", "default_transaction_read_only", "transaction_read_only", "jit", "enable_seqscan", "row_security",
+		"default_transaction_deferrable", "transaction_deferrable":
 		if isOn(value) {
 			value = "on"
 		} else {
@@ -366,6 +369,20 @@ func (s *Session) setVariable(vs *pg.VariableSetStmt) (string, error) {
 					default:
 						s.blockReadOnly = on
 					}
+				case "transaction_deferrable":
+					on := isOn(v) || v == "true"
+					switch {
+					case name != "transaction":
+						if err := s.set("default_transaction_deferrable", v); err != nil {
+							return "", err
+						}
+					case !s.inBlock:
+						s.notice("WARNING", "25P01", "SET TRANSACTION can only be used in transaction blocks")
+					case s.txn != nil:
+						return "", pgerror.New(pgerror.CodeActiveSQLTransaction, "SET TRANSACTION [NOT] DEFERRABLE must be called before any query")
+					default:
+						s.blockDeferrable = on
+					}
 				}
 			}
 			return "SET", nil
@@ -397,6 +414,13 @@ func (s *Session) show(name string) (string, error) {
 	}
 	if name == "transaction_read_only" {
 		return map[bool]string{true: "on", false: "off"}[s.readOnly()], nil
+	}
+	if name == "transaction_deferrable" {
+		on := isOn(s.settings["default_transaction_deferrable"])
+		if s.inBlock {
+			on = s.blockDeferrable
+		}
+		return map[bool]string{true: "on", false: "off"}[on], nil
 	}
 	v, ok := s.settings[name]
 	if !ok {

@@ -63,6 +63,11 @@ func (s *Session) prepare(ctx context.Context, query string, paramTypes []uint32
 	if raw == nil {
 		return st, nil
 	}
+	if s.failed && !allowedInFailed(raw.GetStmt()) {
+		// Before planning, as PostgreSQL: a statement that would not
+		// plan is 25P02 too, not its own error.
+		return nil, errInFailed
+	}
 	if err := st.plan(ctx); err != nil {
 		return nil, err
 	}

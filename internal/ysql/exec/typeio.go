@@ -30,8 +30,16 @@ func encodeResult(d types.Datum, t types.T, format int16, loc *time.Location, s 
 	if types.IsReg(t.OID) && s != nil && !d.Null {
 		return []byte(s.RegOut(t, uint32(d.I))), nil
 	}
-	if t.Family() == types.FamFloat && s != nil && s.settings["extra_float_digits"] != "1" {
-		return []byte(types.FormatText(d, t, loc)), nil
+	if t.Family() == types.FamFloat && s != nil && !d.Null {
+		// extra_float_digits 0 and below print fewer digits (they were
+		// ignored: a client asking for 15 digits got 17).
+		if efd := s.settingsNow().floatEFD; efd <= 0 {
+			bits := 64
+			if t.OID == types.OIDFloat4 {
+				bits = 32
+			}
+			return types.AppendFloatDigits(nil, d.F, bits, efd), nil
+		}
 	}
 	return types.AppendText(nil, d, t, loc), nil
 }

@@ -227,6 +227,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 			return "", err
 		}
 		readOnly := isOn(s.settings["default_transaction_read_only"])
+		deferrable := isOn(s.settings["default_transaction_deferrable"])
 		for _, o := range ts.GetOptions() {
 			de := o.GetDefElem()
 			if de == nil {
@@ -243,9 +244,11 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 				}
 			case "transaction_read_only":
 				readOnly = v == "true" || isOn(v)
+			case "transaction_deferrable":
+				deferrable = v == "true" || isOn(v)
 			}
 		}
-		s.inBlock, s.failed, s.blockIso, s.txn, s.blockReadOnly = true, false, iso, nil, readOnly
+		s.inBlock, s.failed, s.blockIso, s.txn, s.blockReadOnly, s.blockDeferrable = true, false, iso, nil, readOnly, deferrable
 		if s.implicitTxn != nil {
 			// BEGIN inside a multi-statement Query turns the implicit
 			// transaction into the block (as PostgreSQL): what ran before
@@ -258,20 +261,34 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		return "BEGIN", nil
 	case pg.TransactionStmtKind_TRANS_STMT_COMMIT:
 		if !s.inBlock {
+			if ts.GetChain() {
+				return "", pgerror.New(pgerror.CodeNoActiveSQLTransaction, "COMMIT AND CHAIN can only be used in transaction blocks")
+			}
 			s.notice("WARNING", "25P01", "there is no transaction in progress")
 			return "COMMIT", s.endImplicit(ctx, true)
 		}
+		chain := s.chain(ts)
 		if s.failed {
 			s.endBlock(ctx, false)
+			chain()
 			return "ROLLBACK", nil
 		}
-		return "COMMIT", s.endBlock(ctx, true)
+		if err := s.endBlock(ctx, true); err != nil {
+			return "", err
+		}
+		chain()
+		return "COMMIT", nil
 	case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK:
 		if !s.inBlock {
+			if ts.GetChain() {
+				return "", pgerror.New(pgerror.CodeNoActiveSQLTransaction, "ROLLBACK AND CHAIN can only be used in transaction blocks")
+			}
 			s.notice("WARNING", "25P01", "there is no transaction in progress")
 			return "ROLLBACK", s.endImplicit(ctx, false)
 		}
+		chain := s.chain(ts)
 		s.endBlock(ctx, false)
+		chain()
 		return "ROLLBACK", nil
 	case pg.TransactionStmtKind_TRANS_STMT_SAVEPOINT:
 		if !s.inBlock {
@@ -311,6 +328,20 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		return "", pgerror.Unsupported("two-phase commit")
 	}
 	return "", pgerror.Unsupported("this transaction statement")
+}
+
+// chain returns what COMMIT / ROLLBACK AND CHAIN does once the block has
+// ended: a new block with the same characteristics (isolation, read only,
+// deferrable). Without CHAIN, nothing. (The chain was ignored: the
+// statements after it ran outside any block, each committing.)
+func (s *Session) chain(ts *pg.TransactionStmt) func() {
+	if !ts.GetChain() {
+		return func() {}
+	}
+	iso, ro, def := s.blockIso, s.blockReadOnly, s.blockDeferrable
+	return func() {
+		s.inBlock, s.failed, s.blockIso, s.txn, s.blockReadOnly, s.blockDeferrable = true, false, iso, nil, ro, def
+	}
 }
 
 func savepointErr(err error, name string) error {

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"strings"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
 
@@ -20,8 +22,9 @@ func tableScope(t *catalog.Table, alias string) *scope {
 	return sc
 }
 
-// DefaultExpr binds column c's default (NULL when it has none).
-func (b *Binder) DefaultExpr(c *catalog.Column) (Expr, error) {
+// DefaultExpr binds column c of table t's default (NULL when it has
+// none); t may be nil for a default not stored yet.
+func (b *Binder) DefaultExpr(t *catalog.Table, c *catalog.Column) (Expr, error) {
 	if c.Default == "" {
 		return nullConst(c.Type), nil
 	}
@@ -29,11 +32,39 @@ func (b *Binder) DefaultExpr(c *catalog.Column) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := b.expr(st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal(), &scope{}, c.Type)
+	val := st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal()
+	val = b.qualifyOwnedSequence(t, c, val)
+	e, err := b.expr(val, &scope{}, c.Type)
 	if err != nil {
 		return nil, err
 	}
 	return b.assign(e, c, -1)
+}
+
+// qualifyOwnedSequence names the schema of the sequence in a SERIAL or
+// identity column's default, nextval('t_a_seq'): the sequence is the
+// table's, in the table's schema, whatever the search_path (PostgreSQL
+// binds it by OID when the table is made). Unqualified, an insert into a
+// table outside the search_path found no sequence, or another schema's of
+// the same name.
+func (b *Binder) qualifyOwnedSequence(t *catalog.Table, c *catalog.Column, n *pg.Node) *pg.Node {
+	fc := n.GetFuncCall()
+	if t == nil || b.Cat == nil || fc == nil || len(fc.GetFuncname()) != 1 || len(fc.GetArgs()) != 1 ||
+		fc.GetFuncname()[0].GetString_().GetSval() != "nextval" {
+		return n
+	}
+	lit := fc.GetArgs()[0].GetAConst().GetSval()
+	if lit == nil || strings.ContainsAny(lit.GetSval(), `."`) {
+		return n
+	}
+	if q, ok := b.Cat.Sequence(t.Database, t.Schema, lit.GetSval()); !ok || q.OwnedBy != t.Name+"."+c.Name {
+		return n
+	}
+	// The parsed tree is shared (parse.One): change a copy.
+	n = proto.Clone(n).(*pg.Node)
+	lit = n.GetFuncCall().GetArgs()[0].GetAConst().GetSval()
+	lit.Sval = t.Schema + "." + lit.GetSval()
+	return n
 }
 
 // ColumnValue binds a row-independent expression as a value of column c
@@ -76,7 +107,10 @@ func (b *Binder) checks(t *catalog.Table) ([]Expr, error) {
 	return out, nil
 }
 
-func (b *Binder) returning(list []*pg.Node, sc *scope) ([]Expr, []Column, error) {
+// returning binds a RETURNING list over scope sc, whose columns from at
+// on are the target table's (before them: UPDATE's FROM or DELETE's
+// USING tables).
+func (b *Binder) returning(list []*pg.Node, sc *scope, at int) ([]Expr, []Column, error) {
 	var exprs []Expr
 	var cols []Column
 	for _, n := range list {
@@ -85,6 +119,20 @@ func (b *Binder) returning(list []*pg.Node, sc *scope) ([]Expr, []Column, error)
 			es, cs, err := b.expandStar(cr, sc)
 			if err != nil {
 				return nil, nil, err
+			}
+			if at > 0 {
+				// * is the target's columns first, as PostgreSQL's range
+				// table has it, then the other tables'.
+				var tes, oes []Expr
+				var tcs, ocs []Column
+				for i, e := range es {
+					if r, ok := e.(*ColRef); ok && r.Idx >= at {
+						tes, tcs = append(tes, e), append(tcs, cs[i])
+					} else {
+						oes, ocs = append(oes, e), append(ocs, cs[i])
+					}
+				}
+				es, cs = append(tes, oes...), append(tcs, ocs...)
 			}
 			exprs, cols = append(exprs, es...), append(cols, cs...)
 			continue
@@ -149,7 +197,7 @@ func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
 	}
 	defaults := make([]Expr, len(t.Columns))
 	for i := range t.Columns {
-		if defaults[i], err = b.DefaultExpr(&t.Columns[i]); err != nil {
+		if defaults[i], err = b.DefaultExpr(t, &t.Columns[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -284,7 +332,7 @@ func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
 			}
 		}
 	}
-	if ins.Returning, ins.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
+	if ins.Returning, ins.cols, err = b.returning(s.GetReturningList(), sc, 0); err != nil {
 		return nil, err
 	}
 	return ins, nil
@@ -310,6 +358,10 @@ func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) 
 	}
 	named := map[int]bool{}
 	for _, e := range inf.GetIndexElems() {
+		if e.GetIndexElem().GetExpr() != nil {
+			// No index is on an expression, so none matches.
+			return "", pgerror.New(pgerror.CodeInvalidColumnReference, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+		}
 		i := t.ColumnIndex(e.GetIndexElem().GetName())
 		if i < 0 {
 			return "", pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", e.GetIndexElem().GetName())
@@ -361,7 +413,7 @@ func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[i
 			return nil, err
 		}
 		if val.GetSetToDefault() != nil {
-			e, err = b.DefaultExpr(c)
+			e, err = b.DefaultExpr(t, c)
 		} else if c.Identity == "a" {
 			return nil, posErr(pgerror.New(pgerror.CodeGeneratedAlways, "column %q can only be updated to DEFAULT", c.Name).
 				WithDetail("Column %q is an identity column defined as GENERATED ALWAYS.", c.Name), rt.GetLocation())
@@ -411,7 +463,7 @@ func multiAssignItem(rt *pg.ResTarget) (*pg.Node, error) {
 		return &pg.Node{Node: &pg.Node_SubLink{SubLink: &pg.SubLink{SubLinkType: pg.SubLinkType_EXPR_SUBLINK,
 			Subselect: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: one}}, Location: sl.GetLocation()}}}, nil
 	}
-	return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression"), loc)
+	return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression"), loc)
 }
 
 // Update plans an UPDATE.
@@ -441,7 +493,7 @@ func (b *Binder) Update(s *pg.UpdateStmt) (*Update, error) {
 	if u.Checks, err = b.checks(t); err != nil {
 		return nil, err
 	}
-	if u.Returning, u.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
+	if u.Returning, u.cols, err = b.returning(s.GetReturningList(), sc, at); err != nil {
 		return nil, err
 	}
 	return u, nil
@@ -465,7 +517,7 @@ func (b *Binder) Delete(s *pg.DeleteStmt) (*Delete, error) {
 		return nil, err
 	}
 	d := &Delete{Table: t, Source: src, TargetAt: at}
-	if d.Returning, d.cols, err = b.returning(s.GetReturningList(), sc); err != nil {
+	if d.Returning, d.cols, err = b.returning(s.GetReturningList(), sc, at); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -107,6 +107,20 @@ func AppendUUID(buf []byte, u [16]byte) []byte {
 	return append(buf, s[:]...)
 }
 
+// AppendFloatDigits appends f as float4out / float8out print it under
+// extra_float_digits efd: above 0 the shortest exact string (AppendFloat),
+// else %g with 6 (float4) or 15 (float8) significant digits plus efd.
+func AppendFloatDigits(buf []byte, f float64, bits, efd int) []byte {
+	if efd > 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return AppendFloat(buf, f, bits)
+	}
+	prec := 15 + efd
+	if bits == 32 {
+		prec = 6 + efd
+	}
+	return strconv.AppendFloat(buf, f, 'g', max(prec, 1), bits)
+}
+
 // AppendFloat appends f as float4out (bits 32) or float8out (bits 64) print
 // it: the shortest string that reads back exactly, in %g style with
 // exponent thresholds of 6 (float4) or 15 (float8) digits, and Infinity,

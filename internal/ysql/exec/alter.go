@@ -648,6 +648,9 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 	if err := s.e.cfg.Cache.AlterTable(ctx, t, next); err != nil {
 		return "", alterErr(err, t)
 	}
+	if err := s.renameOwnedSequences(ctx, snap, t, rs); err != nil {
+		return "", err
+	}
 	return "ALTER TABLE", nil
 }
 

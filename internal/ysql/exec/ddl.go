@@ -490,7 +490,10 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 				setDeferrability(lastFK, c.GetContype())
 			}
 		case pg.ConstrType_CONSTR_IDENTITY:
-			q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: objectName(t.Name, col.Name, "seq"), OwnedBy: t.Name + "." + col.Name}
+			q, err := s.ownedSequence(ctx, t, col.Name)
+			if err != nil {
+				return nil, false, err
+			}
 			if err := seqOptions(q, c.GetOptions(), typ); err != nil {
 				return nil, false, err
 			}

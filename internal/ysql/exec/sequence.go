@@ -444,19 +444,57 @@ func (s *Session) createSequence(ctx context.Context, cs *pg.CreateSeqStmt) erro
 // serialSequence creates the sequence behind a SERIAL column and returns
 // the column's default.
 func (s *Session) serialSequence(ctx context.Context, t *catalog.Table, col string, typ types.T) (string, error) {
-	q := &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: objectName(t.Name, col, "seq"), OwnedBy: t.Name + "." + col}
-	if err := seqOptions(q, nil, typ); err != nil {
-		return "", err
-	}
-	snap, err := s.snapshot(ctx)
+	q, err := s.ownedSequence(ctx, t, col)
 	if err != nil {
 		return "", err
 	}
-	if _, exists := snap.Sequence(s.db, q.Schema, q.Name); exists {
-		return "", pgerror.New(pgerror.CodeDuplicateTable, "relation %q already exists", q.Name)
+	if err := seqOptions(q, nil, typ); err != nil {
+		return "", err
 	}
 	s.pendingSeqs = append(s.pendingSeqs, q)
 	return fmt.Sprintf("nextval('%s')", q.Name), nil
+}
+
+// ownedSequence is the definition of a new SERIAL or identity column's
+// sequence: named t_col_seq, or with a number after seq when a relation
+// has that name (PostgreSQL's choice: a sequence made first by hand made
+// the table's creation fail with XX000).
+func (s *Session) ownedSequence(ctx context.Context, t *catalog.Table, col string) (*catalog.Sequence, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	name := s.chooseRelationName(snap, t.Schema, t.Name, col, "seq")
+	return &catalog.Sequence{Database: t.Database, Schema: t.Schema, Name: name, OwnedBy: t.Name + "." + col}, nil
+}
+
+// renameOwnedSequences keeps the owner of t's SERIAL and identity
+// sequences ("table.column") in step with a rename of the table or of the
+// column: pg_get_serial_sequence and DROP TABLE find them by it (after a
+// rename, DROP TABLE left the sequence behind).
+func (s *Session) renameOwnedSequences(ctx context.Context, snap *catalog.Snapshot, t *catalog.Table, rs *pg.RenameStmt) error {
+	for _, q := range snap.Sequences[t.Database] {
+		tbl, col, ok := strings.Cut(q.OwnedBy, ".")
+		if q.Schema != t.Schema || !ok || tbl != t.Name {
+			continue
+		}
+		next := *q
+		switch rs.GetRenameType() {
+		case pg.ObjectType_OBJECT_TABLE:
+			next.OwnedBy = rs.GetNewname() + "." + col
+		case pg.ObjectType_OBJECT_COLUMN:
+			if col != rs.GetSubname() {
+				continue
+			}
+			next.OwnedBy = t.Name + "." + rs.GetNewname()
+		default:
+			return nil
+		}
+		if err := s.e.cfg.Cache.PutSequence(ctx, &next, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropOwnedSequences drops the sequences of a table's SERIAL columns.

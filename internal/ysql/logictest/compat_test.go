@@ -14,8 +14,9 @@ import (
 )
 
 // TestClientCompat runs real PostgreSQL clients against one 3-node
-// cluster: psql's describe commands, psycopg2 and the PostgreSQL JDBC
-// driver (each a script or program under testdata), and yb_servers().
+// cluster: psql's describe commands, psycopg2, SQLAlchemy's reflection and
+// ORM, and the PostgreSQL JDBC driver (each a script or program under
+// testdata), and yb_servers().
 func TestClientCompat(t *testing.T) {
 	addrs, admin := ysqlCluster(t)
 	newDB := func(t *testing.T, name string) {
@@ -35,6 +36,12 @@ func TestClientCompat(t *testing.T) {
 		newDB(t, "pydb")
 		host, port, _ := net.SplitHostPort(addrs[2])
 		runClient(t, py, "testdata/psycopg2_client.py", host, port, "pydb")
+	})
+	t.Run("sqlalchemy", func(t *testing.T) {
+		py := pythonWith(t, "sqlalchemy")
+		newDB(t, "sadb")
+		host, port, _ := net.SplitHostPort(addrs[1])
+		runClient(t, py, "testdata/sqlalchemy_client.py", host, port, "sadb")
 	})
 	t.Run("yb_servers", func(t *testing.T) {
 		// Every node reports its YSQL address and open connections in its

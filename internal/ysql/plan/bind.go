@@ -44,7 +44,7 @@ type Binder struct {
 
 	aggs      *aggScope
 	win       *winScope
-	srfRefs   map[*pg.FuncCall]Expr // set-returning calls of a select list
+	srfs      *srfScope // the set-returning calls of the select list being bound
 	inAggArg  bool
 	outerRefs int        // outer references bound so far (correlation)
 	ctes      []cteFrame // the WITH queries visible, outermost level first
@@ -253,6 +253,9 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 		return b.caseExpr(n.GetCaseExpr(), sc)
 	case n.GetCoalesceExpr() != nil:
 		ce := n.GetCoalesceExpr()
+		if err := b.noSRF(n, "COALESCE"); err != nil {
+			return nil, err
+		}
 		args, t, err := b.common(ce.GetArgs(), sc, "COALESCE", ce.GetLocation())
 		if err != nil {
 			return nil, err
@@ -504,6 +507,9 @@ func (b *Binder) unify(exprs []Expr, what string, loc int32) ([]Expr, types.T, e
 }
 
 func (b *Binder) caseExpr(ce *pg.CaseExpr, sc *scope) (Expr, error) {
+	if err := b.noSRF(&pg.Node{Node: &pg.Node_CaseExpr{CaseExpr: ce}}, "CASE"); err != nil {
+		return nil, err
+	}
 	var operand Expr
 	if ce.GetArg() != nil {
 		var err error

@@ -21,6 +21,11 @@ func (b *Binder) Select(s *pg.SelectStmt) (Node, error) {
 }
 
 func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
+	// The set-returning calls of an enclosing select list are not this
+	// query's.
+	savedSRFs := b.srfs
+	b.srfs = nil
+	defer func() { b.srfs = savedSRFs }()
 	if s.GetOp() == pg.SetOperation_SETOP_NONE && hasGroupingSets(s) {
 		u, err := b.expandGroupingSets(s, parent)
 		if err != nil {
@@ -39,6 +44,11 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		return b.setOp(s, parent)
 	}
 	if len(s.GetValuesLists()) > 0 {
+		for _, l := range s.GetValuesLists() {
+			if err := b.noSRF(l, "VALUES"); err != nil {
+				return nil, err
+			}
+		}
 		n, err := b.values(s.GetValuesLists(), &scope{parent: parent}, nil)
 		if err != nil {
 			return nil, err
@@ -51,6 +61,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	}
 	if w := s.GetWhereClause(); w != nil {
 		if err := noWindow(w, "WHERE"); err != nil {
+			return nil, err
+		}
+		if err := b.noSRF(w, "WHERE"); err != nil {
 			return nil, err
 		}
 		cond, err := b.expr(w, sc, tBool)
@@ -88,23 +101,15 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 			aggregated = aggregated || hasAgg(a)
 		}
 	}
-	if aggregated {
-		if err := b.noGroupedSRFs(s.GetTargetList()); err != nil {
-			return nil, err
-		}
-	}
-	if b.srfRefs == nil {
-		b.srfRefs = map[*pg.FuncCall]Expr{}
-	}
-	if from, err = b.targetSRFs(s.GetTargetList(), from, sc, parent); err != nil {
-		return nil, err
-	}
 	input := from
 	inputScope := sc
 	var agg *Agg
 	if aggregated {
 		agg = &Agg{Input: from}
 		as := &aggScope{agg: agg, b: b, input: sc}
+		// Set-returning calls in GROUP BY run before the grouping, in a
+		// ProjectSet of their own whose columns the groups read.
+		b.srfs = &srfScope{byText: map[string]srfBound{}}
 		for _, g := range s.GetGroupClause() {
 			e, n, err := b.groupExpr(g, s.GetTargetList(), sc)
 			if err != nil {
@@ -113,6 +118,8 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 			agg.Groups = append(agg.Groups, e)
 			as.groupNodes = append(as.groupNodes, withoutLocations(n))
 		}
+		agg.Input = b.srfs.place(from)
+		b.srfs = nil
 		b.aggs = as
 		defer func() { b.aggs = nil }()
 		input = agg
@@ -126,6 +133,19 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		saved := b.win
 		b.win = &winScope{node: win, input: sc, defs: s.GetWindowClause()}
 		defer func() { b.win = saved }()
+	}
+	// Set-returning calls of the select list, ORDER BY and DISTINCT ON run
+	// in a ProjectSet above the grouping and the window functions
+	// (srfCall); it is there from the start so that nothing beneath is
+	// taken for the rows the projection sees (a LIMIT's scan hint).
+	b.srfs = &srfScope{byText: map[string]srfBound{}}
+	var srfNodes []*pg.Node
+	for _, t := range s.GetTargetList() {
+		srfNodes = append(srfNodes, t.GetResTarget().GetVal())
+	}
+	srfNodes = append(append(srfNodes, s.GetSortClause()...), s.GetDistinctClause()...)
+	if b.hasSRF(srfNodes...) {
+		b.srfs.levels = []*ProjectSet{{}}
 	}
 	// Target list.
 	var exprs []Expr
@@ -156,7 +176,7 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		if col.Name == "" {
 			col.Name = columnName(rt.GetVal())
 		}
-		if cr, ok := e.(*ColRef); ok && !aggregated && cr.Idx < len(sc.cols) {
+		if cr, ok := e.(*ColRef); ok && !aggregated && cr.Idx >= 0 && cr.Idx < len(sc.cols) {
 			src := sc.cols[cr.Idx]
 			col.Table = src.Table
 			if fc := from.Columns(); cr.Idx < len(fc) {
@@ -169,6 +189,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	if aggregated {
 		if h := s.GetHavingClause(); h != nil {
 			if err := noWindow(h, "HAVING"); err != nil {
+				return nil, err
+			}
+			if err := b.noSRF(h, "HAVING"); err != nil {
 				return nil, err
 			}
 			cond, err := b.expr(h, inputScope, tBool)
@@ -187,6 +210,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		win.Input, input = input, win
 	}
 	proj := &Project{Input: input, Exprs: exprs, cols: cols}
+	if len(b.srfs.levels) > 0 {
+		proj.Input = b.srfs.levels[0] // placed on input below
+	}
 	n, err := b.orderLimitProject(s, proj, inputScope, parent)
 	if err != nil {
 		return nil, err
@@ -197,6 +223,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	}
 	if win != nil {
 		b.win.place()
+	}
+	if len(b.srfs.levels) > 0 {
+		proj.Input = b.srfs.place(input)
 	}
 	return n, nil
 }
@@ -363,13 +392,16 @@ func (b *Binder) limit(s *pg.SelectStmt, n Node, parent *scope) (Node, error) {
 		if src == nil || (src.GetAConst() != nil && src.GetAConst().GetIsnull()) {
 			continue
 		}
-		e, err := b.expr(src, &scope{parent: parent}, tInt8)
-		if err != nil {
-			return nil, err
-		}
 		what := "argument of LIMIT"
 		if i == 1 {
 			what = "argument of OFFSET"
+		}
+		if err := b.noSRF(src, strings.TrimPrefix(what, "argument of ")); err != nil {
+			return nil, err
+		}
+		e, err := b.expr(src, &scope{parent: parent}, tInt8)
+		if err != nil {
+			return nil, err
 		}
 		if e, err = b.coerceTo(e, tInt8, what, -1); err != nil {
 			return nil, err
@@ -946,6 +978,9 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 	switch {
 	case j.GetQuals() != nil:
 		if err := noWindow(j.GetQuals(), "JOIN conditions"); err != nil {
+			return nil, nil, err
+		}
+		if err := b.noSRF(j.GetQuals(), "JOIN conditions"); err != nil {
 			return nil, nil, err
 		}
 		cond, err := b.expr(j.GetQuals(), js, tBool)

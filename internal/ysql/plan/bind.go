@@ -391,19 +391,26 @@ func (b *Binder) columnRef(cr *pg.ColumnRef, sc *scope) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.columnAt(sc, idx, level, t, name, cr.GetLocation())
+}
+
+// columnAt binds a reference to column idx of the scope level levels up
+// from sc.
+func (b *Binder) columnAt(sc *scope, idx, level int, t types.T, name string, loc int32) (Expr, error) {
+	var err error
 	if level > 0 {
 		b.outerRefs++
 		outer := sc
 		for range level {
 			outer = outer.parent
 		}
-		if idx, err = b.outerGroupRef(outer, idx, t, name, cr.GetLocation()); err != nil {
+		if idx, err = b.outerGroupRef(outer, idx, t, name, loc); err != nil {
 			return nil, err
 		}
 		return &OuterRef{Level: level, Idx: idx, T: t}, nil
 	}
 	if b.aggs != nil && !b.inAggArg {
-		return b.aggs.groupRef(idx, t, name, cr.GetLocation())
+		return b.aggs.groupRef(idx, t, name, loc)
 	}
 	return &ColRef{Idx: idx, T: t, Name: name}, nil
 }

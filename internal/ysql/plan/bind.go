@@ -92,6 +92,9 @@ type scopeCol struct {
 	// Scalar: the one column of a function in FROM, which the FROM
 	// item's name stands for as a value (not a record of it).
 	Scalar bool
+	// Using: a right-hand USING column, hidden from * but not from its
+	// own table's t.*.
+	Using bool
 }
 
 // scope is the set of columns a clause can reference; parent is the

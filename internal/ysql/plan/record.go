@@ -48,7 +48,7 @@ func (b *Binder) wholeRow(name string, sc *scope, loc int32) (Expr, bool, error)
 		var args []Expr
 		var fields []Column
 		for i, c := range s.cols {
-			if c.Table != name || c.Hidden {
+			if c.Table != name || c.Hidden && !c.Using {
 				continue
 			}
 			// By position: the item's columns may share a name (SELECT

@@ -496,7 +496,7 @@ func (b *Binder) expandStar(cr *pg.ColumnRef, sc *scope) ([]Expr, []Column, erro
 	var exprs []Expr
 	var cols []Column
 	for i, c := range sc.cols {
-		if c.Hidden || (table != "" && c.Table != table) {
+		if c.Hidden && !(table != "" && c.Using) || (table != "" && c.Table != table) {
 			continue
 		}
 		exprs = append(exprs, &ColRef{Idx: i, T: c.T, Name: c.Name})
@@ -1027,6 +1027,7 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 			}
 			cond = and(cond, eq)
 			cols[len(lcols)+ri].Hidden = true // USING columns appear once in *
+			cols[len(lcols)+ri].Using = true
 		}
 		b.setJoinCond(out, cond, len(lcols))
 	}
@@ -1188,11 +1189,33 @@ func (b *Binder) setOp(s *pg.SelectStmt, parent *scope) (Node, error) {
 	if s.GetLarg() == nil || s.GetRarg() == nil {
 		return nil, pgerror.New(pgerror.CodeInternalError, "set operation %v without both sides", s.GetOp())
 	}
-	l, err := b.selectStmt(s.GetLarg(), parent)
+	// In a recursive term PostgreSQL refuses the self reference under
+	// INTERSECT ALL, on the right of EXCEPT and on the left of EXCEPT ALL.
+	var lctx, rctx string
+	switch s.GetOp() {
+	case pg.SetOperation_SETOP_INTERSECT:
+		if s.GetAll() {
+			lctx, rctx = "INTERSECT", "INTERSECT"
+		}
+	case pg.SetOperation_SETOP_EXCEPT:
+		if s.GetAll() {
+			lctx = "EXCEPT"
+		}
+		rctx = "EXCEPT"
+	}
+	side := func(n *pg.SelectStmt, ctx string) (Node, error) {
+		if k := len(b.recursing); k > 0 && ctx != "" && b.recursing[k-1].setOpCtx == "" {
+			d := b.recursing[k-1]
+			d.setOpCtx = ctx
+			defer func() { d.setOpCtx = "" }()
+		}
+		return b.selectStmt(n, parent)
+	}
+	l, err := side(s.GetLarg(), lctx)
 	if err != nil {
 		return nil, err
 	}
-	r, err := b.selectStmt(s.GetRarg(), parent)
+	r, err := side(s.GetRarg(), rctx)
 	if err != nil {
 		return nil, err
 	}

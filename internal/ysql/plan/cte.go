@@ -152,6 +152,9 @@ func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, []scop
 	var aliasCols []*pg.Node
 	if a := rv.GetAlias(); a != nil {
 		alias, aliasCols = a.GetAliasname(), a.GetColnames()
+		if err := aliasFits(alias, sub.Columns(), aliasCols); err != nil {
+			return nil, nil, err
+		}
 	}
 	node, cols := subqueryItem(sub, alias, d.colnames, aliasCols)
 	return node, cols, nil

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -79,6 +80,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		from = b.addFilter(orderFromList(from, cond), cond)
 	}
 	if lc := s.GetLockingClause(); len(lc) > 0 {
+		if err := b.checkLocking(s, sc); err != nil {
+			return nil, err
+		}
 		if err := b.applyLocking(from, lc); err != nil {
 			return nil, err
 		}
@@ -124,6 +128,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		defer func() { b.aggs = nil }()
 		input = agg
 		inputScope = sc
+	}
+	if err := b.checkWindowClause(s.GetWindowClause()); err != nil {
+		return nil, err
 	}
 	// Window functions see the rows after grouping and HAVING: the Window
 	// node's input is set once HAVING is bound.
@@ -366,6 +373,13 @@ func (b *Binder) orderLimit(s *pg.SelectStmt, n Node, _ *scope, parent *scope) (
 						idx = i
 					}
 				}
+			}
+			if c := sb.GetNode().GetAConst(); c != nil && c.GetIval() != nil && (idx < 0 || idx >= len(cols)) {
+				return nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "ORDER BY position %d is not in select list", idx+1), c.GetLocation())
+			}
+			if cr := sb.GetNode().GetColumnRef(); cr != nil && len(cr.GetFields()) == 1 && idx < 0 {
+				// Only the output columns are in scope here.
+				return nil, posErr(pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", cr.GetFields()[0].GetString_().GetSval()), cr.GetLocation())
 			}
 			if idx < 0 || idx >= len(cols) {
 				return nil, pgerror.Unsupported("this ORDER BY over a set operation or VALUES")
@@ -688,6 +702,83 @@ func (b *Binder) chooseAccess(s *Scan) {
 	s.Access = acc
 }
 
+// lockName is a locking clause as PostgreSQL names it in messages.
+func lockName(lc *pg.LockingClause) string {
+	switch lc.GetStrength() {
+	case pg.LockClauseStrength_LCS_FORKEYSHARE:
+		return "FOR KEY SHARE"
+	case pg.LockClauseStrength_LCS_FORSHARE:
+		return "FOR SHARE"
+	case pg.LockClauseStrength_LCS_FORNOKEYUPDATE:
+		return "FOR NO KEY UPDATE"
+	}
+	return "FOR UPDATE"
+}
+
+// checkLocking refuses FOR UPDATE/SHARE where PostgreSQL does
+// (CheckSelectLocking: the rows are not a table's), and a relation of
+// FOR UPDATE OF that is not in FROM (the query sc is its scope).
+func (b *Binder) checkLocking(s *pg.SelectStmt, sc *scope) error {
+	clauses := s.GetLockingClause()
+	name := lockName(clauses[0].GetLockingClause())
+	refuse := func(what string) error {
+		return pgerror.New(pgerror.CodeFeatureNotSupported, "%s is not allowed with %s", name, what)
+	}
+	windowed := false
+	for _, t := range s.GetTargetList() {
+		windowed = windowed || hasWindow(t.GetResTarget().GetVal())
+	}
+	switch {
+	case len(s.GetDistinctClause()) > 0:
+		return refuse("DISTINCT clause")
+	case len(s.GetGroupClause()) > 0:
+		return refuse("GROUP BY clause")
+	case s.GetHavingClause() != nil:
+		return refuse("HAVING clause")
+	}
+	for _, t := range s.GetTargetList() {
+		if hasAgg(t.GetResTarget().GetVal()) {
+			return refuse("aggregate functions")
+		}
+	}
+	if windowed {
+		return refuse("window functions")
+	}
+	for _, t := range s.GetTargetList() {
+		if b.hasSRF(t.GetResTarget().GetVal()) {
+			return refuse("set-returning functions in the target list")
+		}
+	}
+	for _, c := range clauses {
+		for _, r := range c.GetLockingClause().GetLockedRels() {
+			rv := r.GetRangeVar()
+			found := false
+			for _, col := range sc.cols {
+				found = found || col.Table == rv.GetRelname()
+			}
+			if !found {
+				return posErr(pgerror.New(pgerror.CodeUndefinedTable, "relation %q in %s clause not found in FROM clause", rv.GetRelname(), lockName(c.GetLockingClause())), rv.GetLocation())
+			}
+		}
+	}
+	return nil
+}
+
+// noSetOpLocking refuses FOR UPDATE/SHARE on a set operation or on one of
+// its branches, as PostgreSQL does.
+func noSetOpLocking(s *pg.SelectStmt) error {
+	if lc := s.GetLockingClause(); len(lc) > 0 {
+		return pgerror.New(pgerror.CodeFeatureNotSupported, "%s is not allowed with UNION/INTERSECT/EXCEPT", lockName(lc[0].GetLockingClause()))
+	}
+	if s.GetOp() == pg.SetOperation_SETOP_NONE {
+		return nil
+	}
+	if err := noSetOpLocking(s.GetLarg()); err != nil {
+		return err
+	}
+	return noSetOpLocking(s.GetRarg())
+}
+
 func (b *Binder) applyLocking(n Node, clauses []*pg.Node) error {
 	for _, c := range clauses {
 		lc := c.GetLockingClause()
@@ -813,6 +904,9 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 			return nil, nil, err
 		}
 		cols := node.Columns()
+		if err := aliasFits(alias, cols, rv.GetAlias().GetColnames()); err != nil {
+			return nil, nil, err
+		}
 		if a := rv.GetAlias(); a != nil && len(a.GetColnames()) > 0 {
 			cols = append([]Column(nil), cols...)
 			vi := 0
@@ -844,6 +938,9 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := aliasFits(rs.GetAlias().GetAliasname(), sub.Columns(), rs.GetAlias().GetColnames()); err != nil {
+			return nil, nil, err
+		}
 		node, cols := subqueryItem(sub, rs.GetAlias().GetAliasname(), nil, rs.GetAlias().GetColnames())
 		if rs.GetLateral() {
 			node = &Lateral{Sub: node}
@@ -853,6 +950,21 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		return b.rangeFunction(n.GetRangeFunction(), sc, parent)
 	}
 	return nil, nil, pgerror.Unsupported("this FROM item")
+}
+
+// aliasFits refuses an alias naming more columns than the FROM item has
+// (its visible ones), as PostgreSQL does: the extra names were ignored.
+func aliasFits(alias string, cols []Column, names []*pg.Node) error {
+	n := 0
+	for _, c := range cols {
+		if !c.Hidden {
+			n++
+		}
+	}
+	if len(names) > n {
+		return pgerror.New(pgerror.CodeInvalidColumnReference, "table %q has %d columns available but %d columns specified", alias, n, len(names))
+	}
+	return nil
 }
 
 func setCols(n Node, cols []Column) {
@@ -994,7 +1106,11 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 	case len(j.GetUsingClause()) > 0 || j.GetIsNatural():
 		var names []string
 		for _, u := range j.GetUsingClause() {
-			names = append(names, u.GetString_().GetSval())
+			name := u.GetString_().GetSval()
+			if slices.Contains(names, name) {
+				return nil, nil, pgerror.New(pgerror.CodeDuplicateColumn, "column name %q appears more than once in USING clause", name)
+			}
+			names = append(names, name)
 		}
 		if j.GetIsNatural() {
 			for _, l := range lcols {
@@ -1188,6 +1304,9 @@ func itoa(i int) string {
 func (b *Binder) setOp(s *pg.SelectStmt, parent *scope) (Node, error) {
 	if s.GetLarg() == nil || s.GetRarg() == nil {
 		return nil, pgerror.New(pgerror.CodeInternalError, "set operation %v without both sides", s.GetOp())
+	}
+	if err := noSetOpLocking(s); err != nil {
+		return nil, err
 	}
 	// In a recursive term PostgreSQL refuses the self reference under
 	// INTERSECT ALL, on the right of EXCEPT and on the left of EXCEPT ALL.

@@ -213,6 +213,9 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 	alias := name
 	if a := rf.GetAlias(); a != nil {
 		alias = a.GetAliasname()
+		if err := aliasFits(alias, cols, a.GetColnames()); err != nil {
+			return nil, nil, err
+		}
 		names := a.GetColnames()
 		if len(names) == 0 && len(cols) == 1+boolInt(rf.GetOrdinality()) && !f.OutNames && name != "_pg_expandarray" {
 			cols[0].Name = alias // a scalar function's column takes the alias

@@ -205,6 +205,9 @@ func (s *Session) describe(ctx context.Context, n plan.Node, depth int, lines *[
 		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.FuncScan:
 		add("Function Scan on %s", x.Name)
+	case *plan.ProjectSet:
+		add("ProjectSet")
+		s.describe(ctx, x.Input, depth+1, lines)
 	case *plan.LateralJoin:
 		add("Nested Loop (lateral)")
 		s.describe(ctx, x.Left, depth+1, lines)

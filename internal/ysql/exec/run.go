@@ -165,7 +165,7 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 		return r.filter(all, x.Filter)
 	case *plan.Filter, *plan.Project, *plan.Truncate, *plan.DistinctNode, *plan.SetOp,
 		*plan.Sort, *plan.Window, *plan.Agg, *plan.Join, *plan.RecursiveUnion, *plan.DistinctOn,
-		*plan.LateralJoin:
+		*plan.LateralJoin, *plan.ProjectSet:
 		return r.collect(x) // the same code whether the rows stream or not
 	case *plan.Limit:
 		return r.limit(x)

@@ -84,6 +84,12 @@ func (r *runner) open(n plan.Node) (rowSource, error) {
 		ls := &lateralSource{r: r, j: x, left: left}
 		r.onClose(ls.closeSub)
 		return ls, nil
+	case *plan.ProjectSet:
+		in, err := r.open(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		return &projectSetSource{r: r, ps: x, in: in, gens: make([]func() (plan.Row, error), len(x.Calls))}, nil
 	case *plan.DistinctNode:
 		in, err := r.open(x.Input)
 		if err != nil {
@@ -805,6 +811,83 @@ func (x *funcSource) next() (plan.Row, error) {
 	}
 	x.n++
 	return append(row, types.DInt(x.n)), nil
+}
+
+// projectSetSource runs the set-returning calls of a ProjectSet on each
+// input row as it comes: the calls advance together, a call that has
+// ended gives NULLs, and the row is done when all have ended.
+type projectSetSource struct {
+	r    *runner
+	ps   *plan.ProjectSet
+	in   rowSource
+	row  plan.Row                   // the input row being expanded; nil: read the next
+	gens []func() (plan.Row, error) // each call's rows for row; nil once ended
+}
+
+func (x *projectSetSource) next() (plan.Row, error) {
+	for {
+		if x.row != nil {
+			out := append(make(plan.Row, 0, len(x.ps.Columns())), x.row...)
+			more := false
+			for i, c := range x.ps.Calls {
+				var vals plan.Row
+				if x.gens[i] != nil {
+					var err error
+					if vals, err = x.gens[i](); err != nil {
+						return nil, err
+					}
+					if vals == nil {
+						x.gens[i] = nil
+					}
+				}
+				if vals == nil {
+					vals = make(plan.Row, len(c.Columns()))
+					for j := range vals {
+						vals[j] = types.NullDatum
+					}
+				} else {
+					more = true
+				}
+				out = append(out, vals...)
+			}
+			if more {
+				return out, nil
+			}
+			x.row = nil
+		}
+		row, err := x.in.next()
+		if err != nil || row == nil {
+			return nil, err
+		}
+		for i, c := range x.ps.Calls {
+			if x.gens[i], err = x.r.callRows(c, row); err != nil {
+				return nil, err
+			}
+		}
+		x.row = row
+	}
+}
+
+// callRows starts the set-returning call c on row: its rows one at a
+// time.
+func (r *runner) callRows(c *plan.FuncScan, row plan.Row) (func() (plan.Row, error), error) {
+	args, err := r.evalAll(c.Args, row)
+	if err != nil {
+		return nil, err
+	}
+	if c.Iter != nil {
+		return c.Iter(r.ec.Location, args)
+	}
+	rows, err := c.Fn(r.ec.Location, args)
+	if err != nil {
+		return nil, err
+	}
+	return func() (plan.Row, error) {
+		if len(rows) == 0 {
+			return nil, nil
+		}
+		return pop(&rows), nil
+	}, nil
 }
 
 type sliceSource struct {

@@ -44,7 +44,7 @@ type Binder struct {
 
 	aggs      *aggScope
 	win       *winScope
-	srfRefs   map[*pg.FuncCall]Expr // set-returning calls of a select list
+	srfs      *srfScope // the set-returning calls of the select list being bound
 	inAggArg  bool
 	outerRefs int        // outer references bound so far (correlation)
 	ctes      []cteFrame // the WITH queries visible, outermost level first
@@ -92,6 +92,9 @@ type scopeCol struct {
 	// Scalar: the one column of a function in FROM, which the FROM
 	// item's name stands for as a value (not a record of it).
 	Scalar bool
+	// Using: a right-hand USING column, hidden from * but not from its
+	// own table's t.*.
+	Using bool
 }
 
 // scope is the set of columns a clause can reference; parent is the
@@ -253,6 +256,9 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 		return b.caseExpr(n.GetCaseExpr(), sc)
 	case n.GetCoalesceExpr() != nil:
 		ce := n.GetCoalesceExpr()
+		if err := b.noSRF(n, "COALESCE"); err != nil {
+			return nil, err
+		}
 		args, t, err := b.common(ce.GetArgs(), sc, "COALESCE", ce.GetLocation())
 		if err != nil {
 			return nil, err
@@ -388,19 +394,26 @@ func (b *Binder) columnRef(cr *pg.ColumnRef, sc *scope) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.columnAt(sc, idx, level, t, name, cr.GetLocation())
+}
+
+// columnAt binds a reference to column idx of the scope level levels up
+// from sc.
+func (b *Binder) columnAt(sc *scope, idx, level int, t types.T, name string, loc int32) (Expr, error) {
+	var err error
 	if level > 0 {
 		b.outerRefs++
 		outer := sc
 		for range level {
 			outer = outer.parent
 		}
-		if idx, err = b.outerGroupRef(outer, idx, t, name, cr.GetLocation()); err != nil {
+		if idx, err = b.outerGroupRef(outer, idx, t, name, loc); err != nil {
 			return nil, err
 		}
 		return &OuterRef{Level: level, Idx: idx, T: t}, nil
 	}
 	if b.aggs != nil && !b.inAggArg {
-		return b.aggs.groupRef(idx, t, name, cr.GetLocation())
+		return b.aggs.groupRef(idx, t, name, loc)
 	}
 	return &ColRef{Idx: idx, T: t, Name: name}, nil
 }
@@ -504,6 +517,9 @@ func (b *Binder) unify(exprs []Expr, what string, loc int32) ([]Expr, types.T, e
 }
 
 func (b *Binder) caseExpr(ce *pg.CaseExpr, sc *scope) (Expr, error) {
+	if err := b.noSRF(&pg.Node{Node: &pg.Node_CaseExpr{CaseExpr: ce}}, "CASE"); err != nil {
+		return nil, err
+	}
 	var operand Expr
 	if ce.GetArg() != nil {
 		var err error

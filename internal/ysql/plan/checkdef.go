@@ -70,7 +70,7 @@ func refuseInDefinition(b *Binder, n *pg.Node, what string, noColumns bool) erro
 				err = pgerror.New(pgerror.CodeWindowingError, "window functions are not allowed in %ss", what)
 			case IsAggregate(funcName(fc)):
 				err = pgerror.New(pgerror.CodeGroupingError, "aggregate functions are not allowed in %ss", what)
-			case len(b.srfCalls(x)) > 0:
+			case b.isSRF(fc):
 				err = pgerror.New(pgerror.CodeFeatureNotSupported, "set-returning functions are not allowed in %ss", what)
 			}
 		}

@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"maps"
 	"slices"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/types"
@@ -40,6 +42,13 @@ type cteDef struct {
 	binding  bool
 	work     *WorkTable
 	selfRefs int
+	// setOpCtx: the recursive term's set operation the query is bound
+	// in where PostgreSQL refuses a self reference (INTERSECT, EXCEPT).
+	setOpCtx string
+	// inOwnWith counts the queries of its own WITH clause being bound
+	// (owner: the recursive query whose WITH declares this one).
+	inOwnWith int
+	owner     *cteDef
 	// bindParent: the scope its query is bound under at this reference
 	// (cteParent).
 	bindParent *scope
@@ -91,6 +100,9 @@ func (b *Binder) withClause(w *pg.WithClause, parent *scope) (restore func(), er
 		for _, d := range frame {
 			d.visible = append(append([]cteFrame(nil), outer...), frame)
 		}
+		if err := mutualRecursion(w, frame); err != nil {
+			return nil, err
+		}
 	}
 	b.ctes = append(append([]cteFrame(nil), outer...), frame)
 	return func() { b.ctes = outer }, nil
@@ -140,6 +152,9 @@ func (b *Binder) cteRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, []scop
 	var aliasCols []*pg.Node
 	if a := rv.GetAlias(); a != nil {
 		alias, aliasCols = a.GetAliasname(), a.GetColnames()
+		if err := aliasFits(alias, sub.Columns(), aliasCols); err != nil {
+			return nil, nil, err
+		}
 	}
 	node, cols := subqueryItem(sub, alias, d.colnames, aliasCols)
 	return node, cols, nil
@@ -158,7 +173,7 @@ func (b *Binder) cteCycle(d *cteDef, rv *pg.RangeVar) error {
 		return posErr(pgerror.New(pgerror.CodeInvalidRecursion,
 			"recursive query %q does not have the form non-recursive-term UNION [ALL] recursive-term", d.name), rv.GetLocation())
 	default:
-		return posErr(pgerror.Unsupported("mutual recursion between WITH items"), rv.GetLocation())
+		return posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "mutual recursion between WITH items is not implemented"), rv.GetLocation())
 	}
 }
 
@@ -186,6 +201,10 @@ func cteParent(d *cteDef, parent *scope) *scope {
 
 // cteQuery binds d's query where d was declared, under parent (cteParent).
 func (b *Binder) cteQuery(d *cteDef, parent *scope) (Node, error) {
+	if d.owner != nil {
+		d.owner.inOwnWith++
+		defer func() { d.owner.inOwnWith-- }()
+	}
 	saved := b.ctes
 	b.ctes = d.visible
 	b.expanding = append(b.expanding, d)
@@ -202,10 +221,16 @@ func (b *Binder) selfRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, error
 		return posErr(pgerror.New(pgerror.CodeInvalidRecursion, format, d.name), rv.GetLocation())
 	}
 	switch {
+	case d.inOwnWith > 0:
+		// PostgreSQL checks the queries of the recursive query's own
+		// WITH as subqueries.
+		return nil, recursive("recursive reference to query %q must not appear within a subquery")
 	case d.work == nil:
 		return nil, recursive("recursive reference to query %q must not appear within its non-recursive term")
 	case b.recursing[len(b.recursing)-1] != d:
-		return nil, posErr(pgerror.Unsupported("mutual recursion between WITH items"), rv.GetLocation())
+		return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "mutual recursion between WITH items is not implemented"), rv.GetLocation())
+	case d.setOpCtx != "":
+		return nil, recursive("recursive reference to query %q must not appear within " + d.setOpCtx)
 	case parent != d.bindParent:
 		return nil, recursive("recursive reference to query %q must not appear within a subquery")
 	case d.selfRefs > 0:
@@ -220,6 +245,10 @@ func (b *Binder) selfRef(d *cteDef, rv *pg.RangeVar, parent *scope) (Node, error
 // parent as for cteQuery.
 func (b *Binder) recursiveUnion(d *cteDef, parent *scope) (Node, error) {
 	q := d.query
+	if d.owner != nil {
+		d.owner.inOwnWith++
+		defer func() { d.owner.inOwnWith-- }()
+	}
 	saved := b.ctes
 	b.ctes = d.visible
 	d.binding, d.bindParent = true, parent
@@ -227,6 +256,19 @@ func (b *Binder) recursiveUnion(d *cteDef, parent *scope) (Node, error) {
 		b.ctes = saved
 		d.binding, d.work, d.selfRefs, d.bindParent = false, nil, 0, nil
 	}()
+	if w := q.GetWithClause(); w != nil {
+		// The UNION's own WITH (WITH RECURSIVE t AS (WITH s AS (...)
+		// SELECT ... FROM s UNION ALL SELECT ... FROM t)) is seen by
+		// both of its sides.
+		restore, err := b.withClause(w, parent)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
+		for _, o := range b.ctes[len(b.ctes)-1] {
+			o.owner = d
+		}
+	}
 	l, err := b.selectStmt(q.GetLarg(), parent)
 	if err != nil {
 		return nil, err
@@ -257,8 +299,10 @@ func (b *Binder) recursiveUnion(d *cteDef, parent *scope) (Node, error) {
 		return nil, err
 	}
 	if d.selfRefs == 0 {
-		// Not recursive after all: the plain UNION.
+		// Not recursive after all: the plain UNION (its WITH bound again
+		// by selectStmt).
 		d.binding, d.work = false, nil
+		b.ctes = d.visible
 		return b.selectStmt(q, parent)
 	}
 	for _, t := range q.GetRarg().GetTargetList() {
@@ -287,4 +331,91 @@ func (b *Binder) recursiveUnion(d *cteDef, parent *scope) (Node, error) {
 		}
 	}
 	return &RecursiveUnion{Name: d.name, NonRec: l, Recursive: r, All: q.GetAll(), Work: d.work}, nil
+}
+
+// mutualRecursion refuses, as PostgreSQL does when it orders a WITH
+// RECURSIVE list by what each query reads, a list whose queries read each
+// other in a cycle (a query reading itself aside), whether or not the
+// statement reads them: bound at their references, such queries were taken
+// or ran without end.
+func mutualRecursion(w *pg.WithClause, frame cteFrame) error {
+	ctes := w.GetCtes()
+	index := map[string]int{}
+	for i, d := range frame {
+		index[d.name] = i
+	}
+	deps := make([]map[int]bool, len(frame))
+	for i, n := range ctes {
+		deps[i] = map[int]bool{}
+		cteReads(n.GetCommonTableExpr().GetCtequery().ProtoReflect(), map[string]bool{}, func(name string) {
+			if j, ok := index[name]; ok && j != i {
+				deps[i][j] = true
+			}
+		})
+	}
+	// PostgreSQL's TopologicalSort: the first item left that reads none
+	// of those left goes next; none such is the error, at the first left.
+	order := make([]int, len(frame))
+	for i := range order {
+		order[i] = i
+	}
+	for i := range order {
+		j := i
+		for j < len(order) && len(deps[order[j]]) > 0 {
+			j++
+		}
+		if j == len(order) {
+			c := ctes[order[i]].GetCommonTableExpr()
+			return posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "mutual recursion between WITH items is not implemented"), c.GetLocation())
+		}
+		order[i], order[j] = order[j], order[i]
+		for _, k := range order[i+1:] {
+			delete(deps[k], order[i])
+		}
+	}
+	return nil
+}
+
+// cteReads calls read with each relation name m reads unqualified, other
+// than the names its own WITH clauses declare where they are visible.
+func cteReads(m protoreflect.Message, hidden map[string]bool, read func(string)) {
+	if !m.IsValid() {
+		return
+	}
+	if rv, ok := m.Interface().(*pg.RangeVar); ok {
+		if rv.GetSchemaname() == "" && !hidden[rv.GetRelname()] {
+			read(rv.GetRelname())
+		}
+		return
+	}
+	// A statement's WITH: its names hide the outer ones in the statement,
+	// and in WITH RECURSIVE in its queries too (a query sees the earlier
+	// ones otherwise).
+	if fd := m.Descriptor().Fields().ByName("with_clause"); fd != nil && m.Has(fd) {
+		w, _ := m.Get(fd).Message().Interface().(*pg.WithClause)
+		inner := maps.Clone(hidden)
+		if w.GetRecursive() {
+			for _, c := range w.GetCtes() {
+				inner[c.GetCommonTableExpr().GetCtename()] = true
+			}
+		}
+		for _, c := range w.GetCtes() {
+			cte := c.GetCommonTableExpr()
+			cteReads(cte.GetCtequery().ProtoReflect(), inner, read)
+			inner[cte.GetCtename()] = true
+		}
+		hidden = inner
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.Name() == "with_clause" || fd.Message() == nil || fd.IsMap():
+		case fd.IsList():
+			for i := 0; i < v.List().Len(); i++ {
+				cteReads(v.List().Get(i).Message(), hidden, read)
+			}
+		default:
+			cteReads(v.Message(), hidden, read)
+		}
+		return true
+	})
 }

@@ -115,6 +115,9 @@ func (b *Binder) returning(list []*pg.Node, sc *scope, at int) ([]Expr, []Column
 	var cols []Column
 	for _, n := range list {
 		rt := n.GetResTarget()
+		if err := b.noSRF(rt.GetVal(), "RETURNING"); err != nil {
+			return nil, nil, err
+		}
 		if cr := rt.GetVal().GetColumnRef(); cr != nil && isStar(cr) {
 			es, cs, err := b.expandStar(cr, sc)
 			if err != nil {
@@ -401,6 +404,9 @@ func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[i
 		}
 		if len(rt.GetIndirection()) > 0 {
 			return nil, posErr(pgerror.Unsupported("assignment to a field or element"), rt.GetLocation())
+		}
+		if err := b.noSRF(rt.GetVal(), "UPDATE"); err != nil {
+			return nil, err
 		}
 		if _, dup := set[i]; dup {
 			return nil, posErr(pgerror.New(pgerror.CodeSyntaxError, "multiple assignments to same column %q", rt.GetName()), rt.GetLocation())

@@ -253,8 +253,8 @@ func (b *Binder) funcCall(fc *pg.FuncCall, sc *scope) (Expr, error) {
 	if fc.GetOver() != nil {
 		return b.windowCall(fc, name)
 	}
-	if e, ok := b.srfRefs[fc]; ok {
-		return e, nil
+	if b.isSRF(fc) {
+		return b.srfCall(fc, name, sc)
 	}
 	if fc.GetAggWithinGroup() || isOrderedSet(name) {
 		return b.orderedSetCall(name, fc, sc)
@@ -325,6 +325,9 @@ func (b *Binder) aggCall(name string, fc *pg.FuncCall, sc *scope) (Expr, error) 
 		return nil, err
 	}
 	if f := fc.GetAggFilter(); f != nil {
+		if err := b.noSRF(f, "FILTER"); err != nil {
+			return nil, err
+		}
 		e, err := b.expr(f, b.aggs.input, tBool)
 		if err != nil {
 			return nil, err

@@ -462,3 +462,23 @@ type LateralJoin struct {
 
 // Columns are the left's then the subquery's.
 func (l *LateralJoin) Columns() []Column { return l.cols }
+
+// ProjectSet runs the set-returning calls of a select list on each row of
+// Input, as PostgreSQL's ProjectSet does above the grouping and the window
+// functions: the calls advance in lockstep, each output row is the input
+// row and every call's next row (NULLs for a call that has ended), until
+// all have ended. A call nested in another's arguments is run by a
+// ProjectSet below the other's.
+type ProjectSet struct {
+	Input Node
+	// Calls read the input row in their Args.
+	Calls []*FuncScan
+	cols  []Column
+	// refs are the references to the calls' columns, in order: they
+	// follow the input's columns, whose number is known only once the
+	// query is bound (srfScope.place).
+	refs []*ColRef
+}
+
+// Columns are the input's, then each call's.
+func (p *ProjectSet) Columns() []Column { return p.cols }

@@ -44,15 +44,16 @@ func (b *Binder) rowExpr(re *pg.RowExpr, sc *scope) (Expr, error) {
 // wholeRow binds name, which is no column, as the row of the FROM item
 // so named, if there is one (false otherwise).
 func (b *Binder) wholeRow(name string, sc *scope, loc int32) (Expr, bool, error) {
-	for s := sc; s != nil; s = s.parent {
+	for s, level := sc, 0; s != nil; s, level = s.parent, level+1 {
 		var args []Expr
 		var fields []Column
-		for _, c := range s.cols {
-			if c.Table != name || c.Hidden {
+		for i, c := range s.cols {
+			if c.Table != name || c.Hidden && !c.Using {
 				continue
 			}
-			ref := &pg.ColumnRef{Fields: []*pg.Node{pg.MakeStrNode(name), pg.MakeStrNode(c.Name)}, Location: loc}
-			e, err := b.columnRef(ref, sc)
+			// By position: the item's columns may share a name (SELECT
+			// foo FROM (SELECT 1, 2) foo reads two ?column?).
+			e, err := b.columnAt(sc, i, level, c.T, c.Name, loc)
 			if err != nil {
 				return nil, true, err
 			}

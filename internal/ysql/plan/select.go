@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -21,6 +22,11 @@ func (b *Binder) Select(s *pg.SelectStmt) (Node, error) {
 }
 
 func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
+	// The set-returning calls of an enclosing select list are not this
+	// query's.
+	savedSRFs := b.srfs
+	b.srfs = nil
+	defer func() { b.srfs = savedSRFs }()
 	if s.GetOp() == pg.SetOperation_SETOP_NONE && hasGroupingSets(s) {
 		u, err := b.expandGroupingSets(s, parent)
 		if err != nil {
@@ -39,6 +45,11 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		return b.setOp(s, parent)
 	}
 	if len(s.GetValuesLists()) > 0 {
+		for _, l := range s.GetValuesLists() {
+			if err := b.noSRF(l, "VALUES"); err != nil {
+				return nil, err
+			}
+		}
 		n, err := b.values(s.GetValuesLists(), &scope{parent: parent}, nil)
 		if err != nil {
 			return nil, err
@@ -51,6 +62,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	}
 	if w := s.GetWhereClause(); w != nil {
 		if err := noWindow(w, "WHERE"); err != nil {
+			return nil, err
+		}
+		if err := b.noSRF(w, "WHERE"); err != nil {
 			return nil, err
 		}
 		cond, err := b.expr(w, sc, tBool)
@@ -66,6 +80,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		from = b.addFilter(orderFromList(from, cond), cond)
 	}
 	if lc := s.GetLockingClause(); len(lc) > 0 {
+		if err := b.checkLocking(s, sc); err != nil {
+			return nil, err
+		}
 		if err := b.applyLocking(from, lc); err != nil {
 			return nil, err
 		}
@@ -88,23 +105,15 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 			aggregated = aggregated || hasAgg(a)
 		}
 	}
-	if aggregated {
-		if err := b.noGroupedSRFs(s.GetTargetList()); err != nil {
-			return nil, err
-		}
-	}
-	if b.srfRefs == nil {
-		b.srfRefs = map[*pg.FuncCall]Expr{}
-	}
-	if from, err = b.targetSRFs(s.GetTargetList(), from, sc, parent); err != nil {
-		return nil, err
-	}
 	input := from
 	inputScope := sc
 	var agg *Agg
 	if aggregated {
 		agg = &Agg{Input: from}
 		as := &aggScope{agg: agg, b: b, input: sc}
+		// Set-returning calls in GROUP BY run before the grouping, in a
+		// ProjectSet of their own whose columns the groups read.
+		b.srfs = &srfScope{byText: map[string]srfBound{}}
 		for _, g := range s.GetGroupClause() {
 			e, n, err := b.groupExpr(g, s.GetTargetList(), sc)
 			if err != nil {
@@ -113,10 +122,15 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 			agg.Groups = append(agg.Groups, e)
 			as.groupNodes = append(as.groupNodes, withoutLocations(n))
 		}
+		agg.Input = b.srfs.place(from)
+		b.srfs = nil
 		b.aggs = as
 		defer func() { b.aggs = nil }()
 		input = agg
 		inputScope = sc
+	}
+	if err := b.checkWindowClause(s.GetWindowClause()); err != nil {
+		return nil, err
 	}
 	// Window functions see the rows after grouping and HAVING: the Window
 	// node's input is set once HAVING is bound.
@@ -126,6 +140,19 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		saved := b.win
 		b.win = &winScope{node: win, input: sc, defs: s.GetWindowClause()}
 		defer func() { b.win = saved }()
+	}
+	// Set-returning calls of the select list, ORDER BY and DISTINCT ON run
+	// in a ProjectSet above the grouping and the window functions
+	// (srfCall); it is there from the start so that nothing beneath is
+	// taken for the rows the projection sees (a LIMIT's scan hint).
+	b.srfs = &srfScope{byText: map[string]srfBound{}}
+	var srfNodes []*pg.Node
+	for _, t := range s.GetTargetList() {
+		srfNodes = append(srfNodes, t.GetResTarget().GetVal())
+	}
+	srfNodes = append(append(srfNodes, s.GetSortClause()...), s.GetDistinctClause()...)
+	if b.hasSRF(srfNodes...) {
+		b.srfs.levels = []*ProjectSet{{}}
 	}
 	// Target list.
 	var exprs []Expr
@@ -156,7 +183,7 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		if col.Name == "" {
 			col.Name = columnName(rt.GetVal())
 		}
-		if cr, ok := e.(*ColRef); ok && !aggregated && cr.Idx < len(sc.cols) {
+		if cr, ok := e.(*ColRef); ok && !aggregated && cr.Idx >= 0 && cr.Idx < len(sc.cols) {
 			src := sc.cols[cr.Idx]
 			col.Table = src.Table
 			if fc := from.Columns(); cr.Idx < len(fc) {
@@ -169,6 +196,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	if aggregated {
 		if h := s.GetHavingClause(); h != nil {
 			if err := noWindow(h, "HAVING"); err != nil {
+				return nil, err
+			}
+			if err := b.noSRF(h, "HAVING"); err != nil {
 				return nil, err
 			}
 			cond, err := b.expr(h, inputScope, tBool)
@@ -187,6 +217,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 		win.Input, input = input, win
 	}
 	proj := &Project{Input: input, Exprs: exprs, cols: cols}
+	if len(b.srfs.levels) > 0 {
+		proj.Input = b.srfs.levels[0] // placed on input below
+	}
 	n, err := b.orderLimitProject(s, proj, inputScope, parent)
 	if err != nil {
 		return nil, err
@@ -197,6 +230,9 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	}
 	if win != nil {
 		b.win.place()
+	}
+	if len(b.srfs.levels) > 0 {
+		proj.Input = b.srfs.place(input)
 	}
 	return n, nil
 }
@@ -338,6 +374,13 @@ func (b *Binder) orderLimit(s *pg.SelectStmt, n Node, _ *scope, parent *scope) (
 					}
 				}
 			}
+			if c := sb.GetNode().GetAConst(); c != nil && c.GetIval() != nil && (idx < 0 || idx >= len(cols)) {
+				return nil, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "ORDER BY position %d is not in select list", idx+1), c.GetLocation())
+			}
+			if cr := sb.GetNode().GetColumnRef(); cr != nil && len(cr.GetFields()) == 1 && idx < 0 {
+				// Only the output columns are in scope here.
+				return nil, posErr(pgerror.New(pgerror.CodeUndefinedColumn, "column %q does not exist", cr.GetFields()[0].GetString_().GetSval()), cr.GetLocation())
+			}
 			if idx < 0 || idx >= len(cols) {
 				return nil, pgerror.Unsupported("this ORDER BY over a set operation or VALUES")
 			}
@@ -363,13 +406,16 @@ func (b *Binder) limit(s *pg.SelectStmt, n Node, parent *scope) (Node, error) {
 		if src == nil || (src.GetAConst() != nil && src.GetAConst().GetIsnull()) {
 			continue
 		}
-		e, err := b.expr(src, &scope{parent: parent}, tInt8)
-		if err != nil {
-			return nil, err
-		}
 		what := "argument of LIMIT"
 		if i == 1 {
 			what = "argument of OFFSET"
+		}
+		if err := b.noSRF(src, strings.TrimPrefix(what, "argument of ")); err != nil {
+			return nil, err
+		}
+		e, err := b.expr(src, &scope{parent: parent}, tInt8)
+		if err != nil {
+			return nil, err
 		}
 		if e, err = b.coerceTo(e, tInt8, what, -1); err != nil {
 			return nil, err
@@ -464,7 +510,7 @@ func (b *Binder) expandStar(cr *pg.ColumnRef, sc *scope) ([]Expr, []Column, erro
 	var exprs []Expr
 	var cols []Column
 	for i, c := range sc.cols {
-		if c.Hidden || (table != "" && c.Table != table) {
+		if c.Hidden && !(table != "" && c.Using) || (table != "" && c.Table != table) {
 			continue
 		}
 		exprs = append(exprs, &ColRef{Idx: i, T: c.T, Name: c.Name})
@@ -656,6 +702,83 @@ func (b *Binder) chooseAccess(s *Scan) {
 	s.Access = acc
 }
 
+// lockName is a locking clause as PostgreSQL names it in messages.
+func lockName(lc *pg.LockingClause) string {
+	switch lc.GetStrength() {
+	case pg.LockClauseStrength_LCS_FORKEYSHARE:
+		return "FOR KEY SHARE"
+	case pg.LockClauseStrength_LCS_FORSHARE:
+		return "FOR SHARE"
+	case pg.LockClauseStrength_LCS_FORNOKEYUPDATE:
+		return "FOR NO KEY UPDATE"
+	}
+	return "FOR UPDATE"
+}
+
+// checkLocking refuses FOR UPDATE/SHARE where PostgreSQL does
+// (CheckSelectLocking: the rows are not a table's), and a relation of
+// FOR UPDATE OF that is not in FROM (the query sc is its scope).
+func (b *Binder) checkLocking(s *pg.SelectStmt, sc *scope) error {
+	clauses := s.GetLockingClause()
+	name := lockName(clauses[0].GetLockingClause())
+	refuse := func(what string) error {
+		return pgerror.New(pgerror.CodeFeatureNotSupported, "%s is not allowed with %s", name, what)
+	}
+	windowed := false
+	for _, t := range s.GetTargetList() {
+		windowed = windowed || hasWindow(t.GetResTarget().GetVal())
+	}
+	switch {
+	case len(s.GetDistinctClause()) > 0:
+		return refuse("DISTINCT clause")
+	case len(s.GetGroupClause()) > 0:
+		return refuse("GROUP BY clause")
+	case s.GetHavingClause() != nil:
+		return refuse("HAVING clause")
+	}
+	for _, t := range s.GetTargetList() {
+		if hasAgg(t.GetResTarget().GetVal()) {
+			return refuse("aggregate functions")
+		}
+	}
+	if windowed {
+		return refuse("window functions")
+	}
+	for _, t := range s.GetTargetList() {
+		if b.hasSRF(t.GetResTarget().GetVal()) {
+			return refuse("set-returning functions in the target list")
+		}
+	}
+	for _, c := range clauses {
+		for _, r := range c.GetLockingClause().GetLockedRels() {
+			rv := r.GetRangeVar()
+			found := false
+			for _, col := range sc.cols {
+				found = found || col.Table == rv.GetRelname()
+			}
+			if !found {
+				return posErr(pgerror.New(pgerror.CodeUndefinedTable, "relation %q in %s clause not found in FROM clause", rv.GetRelname(), lockName(c.GetLockingClause())), rv.GetLocation())
+			}
+		}
+	}
+	return nil
+}
+
+// noSetOpLocking refuses FOR UPDATE/SHARE on a set operation or on one of
+// its branches, as PostgreSQL does.
+func noSetOpLocking(s *pg.SelectStmt) error {
+	if lc := s.GetLockingClause(); len(lc) > 0 {
+		return pgerror.New(pgerror.CodeFeatureNotSupported, "%s is not allowed with UNION/INTERSECT/EXCEPT", lockName(lc[0].GetLockingClause()))
+	}
+	if s.GetOp() == pg.SetOperation_SETOP_NONE {
+		return nil
+	}
+	if err := noSetOpLocking(s.GetLarg()); err != nil {
+		return err
+	}
+	return noSetOpLocking(s.GetRarg())
+}
+
 func (b *Binder) applyLocking(n Node, clauses []*pg.Node) error {
 	for _, c := range clauses {
 		lc := c.GetLockingClause()
@@ -784,6 +907,9 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 			return nil, nil, err
 		}
 		cols := node.Columns()
+		if err := aliasFits(alias, cols, rv.GetAlias().GetColnames()); err != nil {
+			return nil, nil, err
+		}
 		if a := rv.GetAlias(); a != nil && len(a.GetColnames()) > 0 {
 			cols = append([]Column(nil), cols...)
 			vi := 0
@@ -815,6 +941,9 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := aliasFits(rs.GetAlias().GetAliasname(), sub.Columns(), rs.GetAlias().GetColnames()); err != nil {
+			return nil, nil, err
+		}
 		node, cols := subqueryItem(sub, rs.GetAlias().GetAliasname(), nil, rs.GetAlias().GetColnames())
 		if rs.GetLateral() {
 			node = &Lateral{Sub: node}
@@ -824,6 +953,21 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 		return b.rangeFunction(n.GetRangeFunction(), sc, parent)
 	}
 	return nil, nil, pgerror.Unsupported("this FROM item")
+}
+
+// aliasFits refuses an alias naming more columns than the FROM item has
+// (its visible ones), as PostgreSQL does: the extra names were ignored.
+func aliasFits(alias string, cols []Column, names []*pg.Node) error {
+	n := 0
+	for _, c := range cols {
+		if !c.Hidden {
+			n++
+		}
+	}
+	if len(names) > n {
+		return pgerror.New(pgerror.CodeInvalidColumnReference, "table %q has %d columns available but %d columns specified", alias, n, len(names))
+	}
+	return nil
 }
 
 func setCols(n Node, cols []Column) {
@@ -951,6 +1095,9 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 		if err := noWindow(j.GetQuals(), "JOIN conditions"); err != nil {
 			return nil, nil, err
 		}
+		if err := b.noSRF(j.GetQuals(), "JOIN conditions"); err != nil {
+			return nil, nil, err
+		}
 		cond, err := b.expr(j.GetQuals(), js, tBool)
 		if err != nil {
 			return nil, nil, err
@@ -962,7 +1109,11 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 	case len(j.GetUsingClause()) > 0 || j.GetIsNatural():
 		var names []string
 		for _, u := range j.GetUsingClause() {
-			names = append(names, u.GetString_().GetSval())
+			name := u.GetString_().GetSval()
+			if slices.Contains(names, name) {
+				return nil, nil, pgerror.New(pgerror.CodeDuplicateColumn, "column name %q appears more than once in USING clause", name)
+			}
+			names = append(names, name)
 		}
 		if j.GetIsNatural() {
 			for _, l := range lcols {
@@ -995,6 +1146,7 @@ func (b *Binder) join(j *pg.JoinExpr, sc *scope, parent *scope) (Node, []scopeCo
 			}
 			cond = and(cond, eq)
 			cols[len(lcols)+ri].Hidden = true // USING columns appear once in *
+			cols[len(lcols)+ri].Using = true
 		}
 		b.setJoinCond(out, cond, len(lcols))
 	}
@@ -1156,11 +1308,36 @@ func (b *Binder) setOp(s *pg.SelectStmt, parent *scope) (Node, error) {
 	if s.GetLarg() == nil || s.GetRarg() == nil {
 		return nil, pgerror.New(pgerror.CodeInternalError, "set operation %v without both sides", s.GetOp())
 	}
-	l, err := b.selectStmt(s.GetLarg(), parent)
+	if err := noSetOpLocking(s); err != nil {
+		return nil, err
+	}
+	// In a recursive term PostgreSQL refuses the self reference under
+	// INTERSECT ALL, on the right of EXCEPT and on the left of EXCEPT ALL.
+	var lctx, rctx string
+	switch s.GetOp() {
+	case pg.SetOperation_SETOP_INTERSECT:
+		if s.GetAll() {
+			lctx, rctx = "INTERSECT", "INTERSECT"
+		}
+	case pg.SetOperation_SETOP_EXCEPT:
+		if s.GetAll() {
+			lctx = "EXCEPT"
+		}
+		rctx = "EXCEPT"
+	}
+	side := func(n *pg.SelectStmt, ctx string) (Node, error) {
+		if k := len(b.recursing); k > 0 && ctx != "" && b.recursing[k-1].setOpCtx == "" {
+			d := b.recursing[k-1]
+			d.setOpCtx = ctx
+			defer func() { d.setOpCtx = "" }()
+		}
+		return b.selectStmt(n, parent)
+	}
+	l, err := side(s.GetLarg(), lctx)
 	if err != nil {
 		return nil, err
 	}
-	r, err := b.selectStmt(s.GetRarg(), parent)
+	r, err := side(s.GetRarg(), rctx)
 	if err != nil {
 		return nil, err
 	}

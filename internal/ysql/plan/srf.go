@@ -232,21 +232,72 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 	if lateral {
 		argScope = &scope{parent: &scope{cols: sc.cols, parent: parent}}
 	}
-	f, ok := srfs[name]
-	if !ok && b.SessionSRF != nil {
-		f, ok = b.SessionSRF(name)
-	}
-	if !ok {
-		return nil, nil, posErr(pgerror.Unsupported("function "+name+" in FROM"), loc)
+	for _, a := range fc.GetArgs() {
+		if err := b.noSRF(a, ""); err != nil {
+			return nil, nil, err
+		}
 	}
 	args := make([]Expr, len(fc.GetArgs()))
-	argTypes := make([]types.T, len(args))
 	for i, a := range fc.GetArgs() {
 		e, err := b.expr(a, argScope, tUnknown)
 		if err != nil {
 			return nil, nil, err
 		}
-		args[i], argTypes[i] = e, e.Type()
+		args[i] = e
+	}
+	fs, f, err := b.srfScan(name, args, loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	cols := fs.cols
+	if rf.GetOrdinality() {
+		cols = append(cols, Column{Name: "ordinality", T: tInt8})
+	}
+	alias := name
+	if a := rf.GetAlias(); a != nil {
+		alias = a.GetAliasname()
+		if err := aliasFits(alias, cols, a.GetColnames()); err != nil {
+			return nil, nil, err
+		}
+		names := a.GetColnames()
+		if len(names) == 0 && len(cols) == 1+boolInt(rf.GetOrdinality()) && !f.OutNames && name != "_pg_expandarray" {
+			cols[0].Name = alias // a scalar function's column takes the alias
+		}
+		for i, n := range names {
+			if i < len(cols) {
+				cols[i].Name = n.GetString_().GetSval()
+			}
+		}
+	}
+	for i := range cols {
+		cols[i].Table = alias
+	}
+	fs.Ordinality, fs.cols = rf.GetOrdinality(), cols
+	var node Node = fs
+	// Arguments that read nothing of the FROM items before (constants and
+	// parameters: generate_series(1, 32)) make a plain FROM item, which
+	// the FROM list's join order may move (joinorder.go), not a lateral
+	// one run once per row of everything before it.
+	if lateral && !allConstant(args) {
+		node = &Lateral{Sub: node}
+	}
+	return node, funcScopeCols(cols), nil
+}
+
+// srfScan resolves the set-returning function name for its bound
+// arguments args (cast as it takes them): its rows' columns and how to
+// produce them.
+func (b *Binder) srfScan(name string, args []Expr, loc int32) (*FuncScan, SRF, error) {
+	f, ok := srfs[name]
+	if !ok && b.SessionSRF != nil {
+		f, ok = b.SessionSRF(name)
+	}
+	if !ok {
+		return nil, f, posErr(pgerror.Unsupported("function "+name+" in FROM"), loc)
+	}
+	argTypes := make([]types.T, len(args))
+	for i, a := range args {
+		argTypes[i] = a.Type()
 	}
 	if name == "generate_series" {
 		// Untyped literals take the series' type: the timestamp type of
@@ -268,7 +319,7 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 			if argTypes[i].OID == types.OIDUnknown || isTimestamp(series) && argTypes[i] != want {
 				var err error
 				if args[i], err = b.cast(args[i], want, types.CastImplicit, loc); err != nil {
-					return nil, nil, err
+					return nil, f, err
 				}
 				argTypes[i] = want
 			}
@@ -276,38 +327,19 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 	}
 	cols, ok := f.Cols(argTypes)
 	if !ok {
-		return nil, nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s(%s) does not exist", name, typeList(argTypes)).
+		return nil, f, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function %s(%s) does not exist", name, typeList(argTypes)).
 			WithHint("No function matches the given name and argument types. You might need to add explicit type casts."), loc)
 	}
 	if name == "generate_series" && !isTimestamp(cols[0].T) {
 		for i := range args {
 			var err error
 			if args[i], err = b.cast(args[i], cols[0].T, types.CastImplicit, loc); err != nil {
-				return nil, nil, err
+				return nil, f, err
 			}
 		}
-	}
-	if rf.GetOrdinality() {
-		cols = append(cols, Column{Name: "ordinality", T: tInt8})
-	}
-	alias := name
-	if a := rf.GetAlias(); a != nil {
-		alias = a.GetAliasname()
-		names := a.GetColnames()
-		if len(names) == 0 && len(cols) == 1+boolInt(rf.GetOrdinality()) && !f.OutNames && name != "_pg_expandarray" {
-			cols[0].Name = alias // a scalar function's column takes the alias
-		}
-		for i, n := range names {
-			if i < len(cols) {
-				cols[i].Name = n.GetString_().GetSval()
-			}
-		}
-	}
-	for i := range cols {
-		cols[i].Table = alias
 	}
 	fn := func(_ *time.Location, args []types.T, vals []types.Datum) ([]Row, error) { return f.Rows(args, vals) }
-	fs := &FuncScan{Name: name, Args: args, Ordinality: rf.GetOrdinality(), cols: cols}
+	fs := &FuncScan{Name: name, Args: args, cols: cols}
 	if iter := f.Iter; iter != nil {
 		fn = heldRows(name, iter)
 		fs.Iter = func(loc *time.Location, vals []types.Datum) (func() (Row, error), error) {
@@ -315,15 +347,7 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 		}
 	}
 	fs.Fn = func(loc *time.Location, vals []types.Datum) ([]Row, error) { return fn(loc, argTypes, vals) }
-	var node Node = fs
-	// Arguments that read nothing of the FROM items before (constants and
-	// parameters: generate_series(1, 32)) make a plain FROM item, which
-	// the FROM list's join order may move (joinorder.go), not a lateral
-	// one run once per row of everything before it.
-	if lateral && !allConstant(args) {
-		node = &Lateral{Sub: node}
-	}
-	return node, funcScopeCols(cols), nil
+	return fs, f, nil
 }
 
 // allConstant reports whether es are built of constants and parameters
@@ -423,11 +447,9 @@ func (b *Binder) indirection(ind *pg.A_Indirection, sc *scope) (Expr, error) {
 func WalkExpr(n *pg.Node, f func(*pg.Node) bool) { walk(n, f) }
 
 // Set-returning functions in the select list (SELECT unnest(a) FROM t,
-// JDBC's (information_schema._pg_expandarray(i.indkey)).n): each distinct
-// call becomes a function in FROM joined laterally after the FROM items,
-// so a row is produced per element, and the call reads its columns. A
-// function of several columns gives a record whose fields (expr).name
-// selects.
+// JDBC's (information_schema._pg_expandarray(i.indkey)).n) run in a
+// ProjectSet (srfCall). A function of several columns gives a record
+// whose fields (expr).name selects.
 
 // recordType is the record type of cols (types.RecordType).
 func recordType(cols []Column) types.T {
@@ -465,109 +487,162 @@ func fieldSelect(e Expr, name string) (Expr, error) {
 	return nil, pgerror.New(pgerror.CodeUndefinedColumn, "could not identify column %q in record data type", name)
 }
 
-// targetSRFs joins the set-returning function calls of a select list to
-// from, and makes b resolve those calls to the joined columns.
-func (b *Binder) targetSRFs(targets []*pg.Node, from Node, sc, parent *scope) (Node, error) {
-	var calls []*pg.FuncCall
-	for _, t := range targets {
-		calls = append(calls, b.srfCalls(t.GetResTarget().GetVal())...)
-	}
-	if len(calls) == 0 {
-		return from, nil
-	}
-	done := map[string]Expr{}
-	for _, fc := range calls {
-		key, err := deparseNode(&pg.Node{Node: &pg.Node_FuncCall{FuncCall: fc}})
-		if err != nil {
-			return nil, err
-		}
-		if e, ok := done[key]; ok {
-			b.srfRefs[fc] = e
-			continue
-		}
-		rf := &pg.RangeFunction{Functions: []*pg.Node{{Node: &pg.Node_List{List: &pg.List{Items: []*pg.Node{
-			{Node: &pg.Node_FuncCall{FuncCall: fc}}}}}}}}
-		n, cols, err := b.rangeFunction(rf, sc, parent)
-		if err != nil {
-			return nil, err
-		}
-		start := len(sc.cols)
-		all := append(append([]Column(nil), from.Columns()...), n.Columns()...)
-		if lat, ok := n.(*Lateral); ok {
-			from = &LateralJoin{Left: from, Sub: lat.Sub, cols: all}
-		} else {
-			from = &Join{Kind: InnerJoin, Left: from, Right: n, cols: all}
-		}
-		for i := range cols {
-			cols[i].Hidden = true
-		}
-		sc.cols = append(sc.cols, cols...)
-		var e Expr
-		if len(cols) == 1 {
-			e = &ColRef{Idx: start, T: cols[0].T, Name: cols[0].Name}
-		} else {
-			var args []Expr
-			var fields []Column
-			for i, c := range cols {
-				args = append(args, &ColRef{Idx: start + i, T: c.T, Name: c.Name})
-				fields = append(fields, Column{Name: c.Name, T: c.T})
-			}
-			e = rowOf(args, fields)
-		}
-		done[key] = e
-		b.srfRefs[fc] = e
-	}
-	return from, nil
+// srfScope collects the set-returning calls of a select list (and its
+// ORDER BY and DISTINCT ON) into ProjectSet levels above the query's
+// grouping and window functions, as PostgreSQL runs them.
+type srfScope struct {
+	levels []*ProjectSet
+	byText map[string]srfBound // a call written twice is run once
+	// argLevel is the deepest level of the calls read by the arguments
+	// being bound.
+	argLevel int
+	// placeholders numbers the references until they are placed.
+	placeholders int
 }
 
-// srfCalls returns the set-returning function calls in n (not in its
-// subqueries).
-func (b *Binder) srfCalls(n *pg.Node) []*pg.FuncCall {
-	var calls []*pg.FuncCall
-	walk(n, func(n *pg.Node) bool {
-		if fc := n.GetFuncCall(); fc != nil && fc.GetOver() == nil {
-			if _, ok := srfs[funcName(fc)]; ok {
-				calls = append(calls, fc)
-			} else if b.SessionSRF != nil {
-				if _, ok := b.SessionSRF(funcName(fc)); ok {
-					calls = append(calls, fc)
-				}
-			}
-		}
+const lateralHint = "You might be able to move the set-returning function into a LATERAL FROM item."
+
+type srfBound struct {
+	e     Expr
+	level int
+}
+
+// isSRF reports whether fc calls a set-returning function.
+func (b *Binder) isSRF(fc *pg.FuncCall) bool {
+	if fc.GetOver() != nil {
+		return false
+	}
+	if _, ok := srfs[funcName(fc)]; ok {
 		return true
-	})
-	return calls
+	}
+	if b.SessionSRF != nil {
+		_, ok := b.SessionSRF(funcName(fc))
+		return ok
+	}
+	return false
 }
 
-// noGroupedSRFs refuses set-returning functions in the select list of a
-// grouped or aggregated query: they are joined to the rows before
-// grouping, which would multiply the groups' input rows, and a reference
-// to them read a column past the grouped row ('index out of range' ended
-// the session). PostgreSQL runs them after grouping; an aggregate's
-// argument may not call one there either.
-func (b *Binder) noGroupedSRFs(targets []*pg.Node) error {
-	for _, t := range targets {
-		calls := b.srfCalls(t.GetResTarget().GetVal())
-		if len(calls) == 0 {
+// hasSRF reports whether one of ns calls a set-returning function outside
+// subqueries.
+func (b *Binder) hasSRF(ns ...*pg.Node) bool {
+	for _, n := range ns {
+		found := false
+		walk(n, func(x *pg.Node) bool {
+			if fc := x.GetFuncCall(); fc != nil && b.isSRF(fc) {
+				found = true
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// noSRF refuses a set-returning call in n (not in its subqueries) with
+// PostgreSQL's error for clause ("": the arguments of a function in FROM).
+func (b *Binder) noSRF(n *pg.Node, clause string) error {
+	var loc int32 = -1
+	walk(n, func(x *pg.Node) bool {
+		if fc := x.GetFuncCall(); fc != nil && loc < 0 && b.isSRF(fc) {
+			loc = fc.GetLocation()
+		}
+		return loc < 0
+	})
+	if loc < 0 {
+		return nil
+	}
+	var e *pgerror.Error
+	switch clause {
+	case "":
+		e = pgerror.New(pgerror.CodeFeatureNotSupported, "set-returning functions must appear at top level of FROM")
+	case "CASE", "COALESCE":
+		e = pgerror.New(pgerror.CodeFeatureNotSupported, "set-returning functions are not allowed in %s", clause).
+			WithHint(lateralHint)
+	default:
+		e = pgerror.New(pgerror.CodeFeatureNotSupported, "set-returning functions are not allowed in %s", clause)
+	}
+	return posErr(e, loc)
+}
+
+// srfCall binds a set-returning call of a select list to a reference to
+// its column (a record of its columns when it has several) in the
+// ProjectSet that runs it.
+func (b *Binder) srfCall(fc *pg.FuncCall, name string, sc *scope) (Expr, error) {
+	loc := fc.GetLocation()
+	s := b.srfs
+	switch {
+	case b.inAggArg:
+		return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "aggregate function calls cannot contain set-returning function calls").WithHint(lateralHint), loc)
+	case b.win != nil && b.win.binding:
+		return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "window function calls cannot contain set-returning function calls").WithHint(lateralHint), loc)
+	case s == nil:
+		return nil, posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "set-returning functions are not allowed here"), loc)
+	}
+	text, err := deparseNode(&pg.Node{Node: &pg.Node_FuncCall{FuncCall: fc}})
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := s.byText[text]; ok {
+		s.argLevel = max(s.argLevel, c.level)
+		return c.e, nil
+	}
+	if fc.GetAggStar() || fc.GetAggDistinct() || len(fc.GetAggOrder()) > 0 || fc.GetAggFilter() != nil {
+		return nil, posErr(pgerror.New(pgerror.CodeWrongObjectType, "%s is not an aggregate function", name), loc)
+	}
+	saved := s.argLevel
+	s.argLevel = 0
+	args := make([]Expr, len(fc.GetArgs()))
+	for i, a := range fc.GetArgs() {
+		if args[i], err = b.expr(a, sc, tUnknown); err != nil {
+			return nil, err
+		}
+	}
+	level := s.argLevel + 1
+	s.argLevel = max(saved, level)
+	fs, _, err := b.srfScan(name, args, loc)
+	if err != nil {
+		return nil, err
+	}
+	for len(s.levels) < level {
+		s.levels = append(s.levels, &ProjectSet{})
+	}
+	ps := s.levels[level-1]
+	ps.Calls = append(ps.Calls, fs)
+	var refs []Expr
+	for _, c := range fs.cols {
+		// A distinct index below zero until placed: no other column's.
+		s.placeholders++
+		r := &ColRef{Idx: -s.placeholders, T: c.T, Name: c.Name}
+		ps.refs = append(ps.refs, r)
+		refs = append(refs, r)
+	}
+	e := refs[0]
+	if len(refs) > 1 {
+		e = rowOf(refs, fs.cols)
+	}
+	s.byText[text] = srfBound{e: e, level: level}
+	return e, nil
+}
+
+// place stacks the ProjectSet levels on input, points the references to
+// the calls' columns past their input's, and returns the top.
+func (s *srfScope) place(input Node) Node {
+	for _, ps := range s.levels {
+		if len(ps.Calls) == 0 {
 			continue
 		}
-		var err *pgerror.Error
-		walk(t.GetResTarget().GetVal(), func(n *pg.Node) bool {
-			if fc := n.GetFuncCall(); fc != nil && fc.GetOver() == nil && IsAggregate(funcName(fc)) {
-				for _, a := range append(append([]*pg.Node(nil), fc.GetArgs()...), fc.GetAggFilter()) {
-					if c := b.srfCalls(a); len(c) > 0 && err == nil {
-						err = posErr(pgerror.New(pgerror.CodeFeatureNotSupported, "aggregate function calls cannot contain set-returning function calls"), c[0].GetLocation())
-					}
-				}
-			}
-			return err == nil
-		})
-		if err == nil {
-			err = posErr(pgerror.Unsupported("a set-returning function in the select list of a grouped or aggregated query"), calls[0].GetLocation())
+		in := input.Columns()
+		ps.Input = input
+		ps.cols = append([]Column(nil), in...)
+		for i, r := range ps.refs {
+			r.Idx = len(in) + i
+			ps.cols = append(ps.cols, Column{Name: r.Name, T: r.T, Hidden: true})
 		}
-		return err.WithHint("You might be able to move the set-returning function into a LATERAL FROM item.")
+		input = ps
 	}
-	return nil
+	return input
 }
 
 // deparseNode prints an expression (to recognise repeated calls).

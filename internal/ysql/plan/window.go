@@ -128,6 +128,36 @@ func (b *Binder) resolveWindow(over *pg.WindowDef, loc int32) (*pg.WindowDef, er
 	return over, nil
 }
 
+// checkWindowClause refuses, as PostgreSQL does whether or not a call
+// uses them, a WINDOW clause defining a name twice or a window that
+// cannot copy the one it names.
+func (b *Binder) checkWindowClause(defs []*pg.Node) error {
+	if len(defs) == 0 {
+		return nil
+	}
+	saved := b.win
+	b.win = &winScope{defs: defs}
+	defer func() { b.win = saved }()
+	for i, d := range defs {
+		wd := d.GetWindowDef()
+		for _, e := range defs[:i] {
+			if e.GetWindowDef().GetName() == wd.GetName() {
+				return posErr(pgerror.New(pgerror.CodeWindowingError, "window %q is already defined", wd.GetName()), wd.GetLocation())
+			}
+		}
+		if ref := wd.GetRefname(); ref != "" {
+			base, err := b.namedWindow(ref, i, wd.GetLocation())
+			if err != nil {
+				return err
+			}
+			if _, err := copyWindow(base, wd, ref, wd.GetLocation()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // namedWindow is the WINDOW clause's window name among its first n
 // entries (a window there may refer only to one before it), resolved.
 func (b *Binder) namedWindow(name string, n int, loc int32) (*pg.WindowDef, error) {

@@ -354,6 +354,9 @@ func (t T) String() string { return FormatType(t.OID, t.Mod) }
 // types (typmod -1 for none).
 func FormatType(oid uint32, mod int32) string {
 	ti := byOID[oid]
+	if ti == nil && oid == OIDRecord {
+		return "record" // an anonymous record's name, whatever its fields
+	}
 	if ti == nil {
 		return "???"
 	}

@@ -12,7 +12,7 @@ all: build
 
 # deps installs what a fresh machine lacks: Go modules, a C compiler for
 # the PostgreSQL parser (cgo), and the PostgreSQL clients the YSQL tests
-# drive: psql, psycopg2 and SQLAlchemy (for the system python3 when
+# drive: psql, psycopg2, SQLAlchemy and Django (for the system python3 when
 # PATH's lacks them) and the JDBC driver with a JDK; each Debian package
 # only when what it provides is missing. python3-cassandra follows as its test arrives.
 DEB_PKGS := postgresql-client
@@ -23,6 +23,7 @@ deps:
 	command -v gcc >/dev/null || pkgs="$$pkgs gcc"; \
 	python3 -c 'import psycopg2' 2>/dev/null || /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || pkgs="$$pkgs python3-psycopg2"; \
 	python3 -c 'import sqlalchemy' 2>/dev/null || /usr/bin/python3 -c 'import sqlalchemy' 2>/dev/null || pkgs="$$pkgs python3-sqlalchemy"; \
+	python3 -c 'import django' 2>/dev/null || /usr/bin/python3 -c 'import django' 2>/dev/null || pkgs="$$pkgs python3-django"; \
 	[ -f /usr/share/java/postgresql.jar ] || pkgs="$$pkgs libpostgresql-jdbc-java"; \
 	command -v javac >/dev/null || pkgs="$$pkgs default-jdk-headless"; \
 	[ -z "$$pkgs" ] || { \

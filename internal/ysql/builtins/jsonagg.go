@@ -14,6 +14,39 @@ var anyAggs = map[string]func(args []types.T) (*Aggregate, error){
 	"jsonb_agg":        func(a []types.T) (*Aggregate, error) { return jsonAgg("jsonb_agg", a, true) },
 	"json_object_agg":  func(a []types.T) (*Aggregate, error) { return jsonObjectAgg("json_object_agg", a, false) },
 	"jsonb_object_agg": func(a []types.T) (*Aggregate, error) { return jsonObjectAgg("jsonb_object_agg", a, true) },
+	"any_value":        anyValueAgg,
+}
+
+// anyValueAgg is any_value(x) (PostgreSQL 16): one of the group's non-NULL
+// values, the first met. The planner reads a column that the GROUP BY
+// determines (its table's primary key is grouped) through it.
+func anyValueAgg(args []types.T) (*Aggregate, error) {
+	if len(args) != 1 || args[0].OID == types.OIDUnknown {
+		return nil, noAgg("any_value", args)
+	}
+	t := args[0]
+	mk := func() AggState { return &anyValueState{minMaxState{t: t}} }
+	return &Aggregate{Name: "any_value", Args: args, Result: t, New: mk,
+		Unmarshal: func(b []byte) (AggState, error) { s := mk(); return s, s.(*anyValueState).unmarshal(b) }}, nil
+}
+
+// anyValueState keeps the first non-NULL value (min's state, never
+// replaced).
+type anyValueState struct{ minMaxState }
+
+func (s *anyValueState) Add(_ *EvalContext, a []types.Datum) error {
+	if !s.seen && !a[0].Null {
+		s.best, s.seen = a[0], true
+	}
+	return nil
+}
+
+func (s *anyValueState) Merge(o AggState) error {
+	x := o.(*anyValueState)
+	if x.seen {
+		return s.Add(nil, []types.Datum{x.best})
+	}
+	return nil
 }
 
 func noAgg(name string, args []types.T) error {

@@ -40,10 +40,16 @@ func typeChangeOf(t *catalog.Table, cmd *pg.AlterTableCmd) (typeChange, error) {
 	if err != nil {
 		return typeChange{}, pgerror.From(err)
 	}
+	id := t.Columns[i].ID
+	ch := typeChange{col: id, to: to, using: cd.GetRawDefault()}
+	if keepsValues(t.Columns[i].Type, to, ch.using) {
+		// Keys and index entries stay as they are too (Django widens
+		// the varchar of auth_user.username, a unique column).
+		return ch, nil
+	}
 	if t.IsKey(i) {
 		return typeChange{}, pgerror.Unsupported("ALTER COLUMN TYPE of a primary key column")
 	}
-	id := t.Columns[i].ID
 	for _, ix := range t.Indexes {
 		for _, c := range ix.Columns {
 			if c.ID == id {
@@ -59,7 +65,7 @@ func typeChangeOf(t *catalog.Table, cmd *pg.AlterTableCmd) (typeChange, error) {
 			return typeChange{}, pgerror.Unsupported("ALTER COLUMN TYPE of a foreign key column")
 		}
 	}
-	return typeChange{col: id, to: to, using: cd.GetRawDefault()}, nil
+	return ch, nil
 }
 
 // keepsValues reports whether every value of type from is stored and
@@ -81,6 +87,9 @@ func keepsValues(from, to types.T, using *pg.Node) bool {
 // alterColumnTypes runs the type changes of an ALTER TABLE of t.
 func (s *Session) alterColumnTypes(ctx context.Context, snap *catalog.Snapshot, t *catalog.Table, changes []typeChange) error {
 	for _, ch := range changes {
+		if keepsValues(t.Columns[t.ColumnByID(ch.col)].Type, ch.to, ch.using) {
+			continue
+		}
 		for _, ref := range snap.ReferencedBy(t) {
 			if slices.Contains(ref.FK.RefColumns, ch.col) {
 				return pgerror.Unsupported("ALTER COLUMN TYPE of a column a foreign key references")

@@ -15,7 +15,7 @@ import (
 
 // TestClientCompat runs real PostgreSQL clients against one 3-node
 // cluster: psql's describe commands, psycopg2, SQLAlchemy's reflection and
-// ORM, and the PostgreSQL JDBC driver (each a script or program under
+// ORM, Django's migrations and ORM, and the PostgreSQL JDBC driver (each a script or program under
 // testdata), and yb_servers().
 func TestClientCompat(t *testing.T) {
 	addrs, admin := ysqlCluster(t)
@@ -42,6 +42,12 @@ func TestClientCompat(t *testing.T) {
 		newDB(t, "sadb")
 		host, port, _ := net.SplitHostPort(addrs[1])
 		runClient(t, py, "testdata/sqlalchemy_client.py", host, port, "sadb")
+	})
+	t.Run("django", func(t *testing.T) {
+		py := pythonWith(t, "django")
+		newDB(t, "djdb")
+		host, port, _ := net.SplitHostPort(addrs[2])
+		runClient(t, py, "testdata/django_client.py", host, port, "djdb")
 	})
 	t.Run("yb_servers", func(t *testing.T) {
 		// Every node reports its YSQL address and open connections in its

@@ -95,6 +95,11 @@ type scopeCol struct {
 	// Using: a right-hand USING column, hidden from * but not from its
 	// own table's t.*.
 	Using bool
+	// Rel and Col: the table and column index a table's FROM item reads
+	// (nil for other items), for the columns a grouped primary key
+	// determines (aggScope.dependentRef).
+	Rel *catalog.Table
+	Col int
 }
 
 // scope is the set of columns a clause can reference; parent is the

@@ -119,6 +119,47 @@ type aggScope struct {
 	// names resolved), without source locations: an expression of the
 	// select list, HAVING or ORDER BY that is one of them reads it.
 	groupNodes []*pg.Node
+	// dependent: the aggregates reading columns the groups determine, by
+	// input column (dependentRef).
+	dependent map[int]Expr
+}
+
+// dependentRef reads input column idx when the groups determine it
+// without naming it: a column of a table whose primary key columns are all
+// grouped (PostgreSQL's functional dependency; Django groups by a model's
+// key and selects its other columns). It is the same on every row of a
+// group, so any_value of it is its value.
+func (a *aggScope) dependentRef(idx int, t types.T, name string) (Expr, bool) {
+	c := a.input.cols[idx]
+	if c.Rel == nil || c.Rel.RowID || len(c.Rel.Key) == 0 {
+		return nil, false
+	}
+	for _, k := range c.Rel.Key {
+		grouped := false
+		for _, g := range a.agg.Groups {
+			if cr, ok := g.(*ColRef); ok {
+				gc := a.input.cols[cr.Idx]
+				grouped = grouped || gc.Rel == c.Rel && gc.Table == c.Table && gc.Col == k.Column
+			}
+		}
+		if !grouped {
+			return nil, false
+		}
+	}
+	if e, ok := a.dependent[idx]; ok {
+		return e, true
+	}
+	agg, err := lookupAggregate("any_value", []types.T{t}, false)
+	if err != nil {
+		return nil, false
+	}
+	a.agg.Aggs = append(a.agg.Aggs, AggCall{Name: "any_value", Arg: &ColRef{Idx: idx, T: t, Name: name}, T: agg.Result, New: agg.New})
+	e := &ColRef{Idx: len(a.agg.Groups) + len(a.agg.Aggs) - 1, T: t, Name: name}
+	if a.dependent == nil {
+		a.dependent = map[int]Expr{}
+	}
+	a.dependent[idx] = e
+	return e, true
 }
 
 // matchGroup reports which GROUP BY item the expression n is, if any (as
@@ -209,6 +250,9 @@ func (a *aggScope) groupRef(idx int, t types.T, name string, loc int32) (Expr, e
 		if cr, ok := g.(*ColRef); ok && cr.Idx == idx {
 			return &ColRef{Idx: i, T: t, Name: name}, nil
 		}
+	}
+	if e, ok := a.dependentRef(idx, t, name); ok {
+		return e, nil
 	}
 	table := a.input.cols[idx].Table
 	q := name

@@ -924,7 +924,13 @@ func (b *Binder) fromItem(n *pg.Node, sc *scope, parent *scope) (Node, []scopeCo
 			}
 			setCols(node, cols)
 		}
-		return node, scopeCols(cols), nil
+		scols := scopeCols(cols)
+		if scan, ok := node.(*Scan); ok {
+			for i := range scols {
+				scols[i].Rel, scols[i].Col = scan.Table, i
+			}
+		}
+		return node, scols, nil
 	case n.GetJoinExpr() != nil:
 		return b.join(n.GetJoinExpr(), sc, parent)
 	case n.GetRangeSubselect() != nil:

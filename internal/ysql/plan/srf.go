@@ -56,20 +56,40 @@ const maxHeldSRFRows = 10_000_000
 type SessionSRFs func(name string) (SRF, bool)
 
 var srfs = map[string]SRF{
+	// unnest(a [, b ...]): with several arrays (PostgreSQL allows it in
+	// FROM: Django reads pg_index's indkey and indoption with it) a column
+	// each, the rows side by side, NULLs past a shorter array's end.
 	"unnest": {
 		Cols: func(args []types.T) ([]Column, bool) {
-			if len(args) != 1 || !args[0].IsArray() {
+			if len(args) == 0 {
 				return nil, false
 			}
-			return []Column{{Name: "unnest", T: arrayElem(args[0])}}, true
+			cols := make([]Column, len(args))
+			for i, a := range args {
+				if !a.IsArray() {
+					return nil, false
+				}
+				cols[i] = Column{Name: "unnest", T: arrayElem(a)}
+			}
+			return cols, true
 		},
 		Rows: func(_ []types.T, vals []types.Datum) ([]Row, error) {
-			if vals[0].Null {
-				return nil, nil
+			n := 0
+			for _, v := range vals {
+				if !v.Null {
+					n = max(n, len(v.A))
+				}
 			}
-			out := make([]Row, len(vals[0].A))
-			for i, e := range vals[0].A {
-				out[i] = Row{e}
+			out := make([]Row, n)
+			for i := range out {
+				row := make(Row, len(vals))
+				for j, v := range vals {
+					row[j] = types.NullDatum
+					if !v.Null && i < len(v.A) {
+						row[j] = v.A[i]
+					}
+				}
+				out[i] = row
 			}
 			return out, nil
 		}},
@@ -601,6 +621,15 @@ func (b *Binder) srfCall(fc *pg.FuncCall, name string, sc *scope) (Expr, error) 
 	}
 	level := s.argLevel + 1
 	s.argLevel = max(saved, level)
+	if name == "unnest" && len(args) > 1 {
+		// Several arrays only in FROM, as in PostgreSQL.
+		ts := make([]types.T, len(args))
+		for i, a := range args {
+			ts[i] = a.Type()
+		}
+		return nil, posErr(pgerror.New(pgerror.CodeUndefinedFunction, "function unnest(%s) does not exist", typeList(ts)).
+			WithHint("No function matches the given name and argument types. You might need to add explicit type casts."), loc)
+	}
 	fs, _, err := b.srfScan(name, args, loc)
 	if err != nil {
 		return nil, err

@@ -133,6 +133,8 @@ type Txn struct {
 	hbStop context.CancelFunc // stops the heartbeat
 	hbErr  error
 	hbMu   sync.Mutex
+
+	onEnd []func() // see OnEnd
 }
 
 type ownWrite struct {
@@ -1364,6 +1366,22 @@ func (tx *Txn) ReleaseSavepoint(name string) error {
 
 // ---- Commit and rollback ----
 
+// OnEnd registers f to run once the transaction has ended, after Commit
+// or Rollback (whatever their outcome): what a caller holds for as long as
+// the transaction (YSQL's transaction-level advisory locks) is released
+// then, on whichever path the transaction ends.
+func (tx *Txn) OnEnd(f func()) {
+	tx.onEnd = append(tx.onEnd, f)
+}
+
+func (tx *Txn) ended() {
+	fs := tx.onEnd
+	tx.onEnd = nil
+	for _, f := range fs {
+		f()
+	}
+}
+
 // Commit commits the transaction: one write of its status record. The
 // participants apply the intents afterwards, in the background: the
 // client tells them with its next calls to their nodes (resolveq.go).
@@ -1372,6 +1390,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 		return err
 	}
 	tx.done = true
+	defer tx.ended()
 	if !tx.intents {
 		return nil // read only: nothing to commit
 	}
@@ -1397,6 +1416,7 @@ func (tx *Txn) Rollback(ctx context.Context) error {
 		return nil
 	}
 	tx.done = true
+	defer tx.ended()
 	if !tx.intents {
 		return nil
 	}

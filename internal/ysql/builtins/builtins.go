@@ -35,6 +35,9 @@ type EvalContext struct {
 	// Ctx is the statement's context (ends at statement_timeout or a
 	// cancel); nil: context.Background.
 	Ctx func() context.Context
+	// Advisory takes the advisory locks of pg_advisory_lock and its
+	// family (the session; nil where statements do not run).
+	Advisory Advisory
 }
 
 func (c *EvalContext) context() context.Context {

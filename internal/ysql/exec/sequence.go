@@ -40,26 +40,33 @@ type sequences struct {
 func (e *Engine) seqTable(ctx context.Context) (*client.Table, error) {
 	e.seqs.mu.Lock()
 	defer e.seqs.mu.Unlock()
-	if e.seqs.table != nil {
-		return e.seqs.table, nil
+	return e.systemTable(ctx, &e.seqs.table, seqTable, []*masterpb.ColumnSchema{
+		{Id: 1, Name: "oid", Type: "int64", IsHashKey: true},
+		{Id: 2, Name: "last", Type: "int64", Nullable: true},
+	})
+}
+
+// systemTable opens the YSQL system table name (namespace "system", one
+// tablet), creating it with columns on first use; *cached keeps it. The
+// caller serializes the calls for cached.
+func (e *Engine) systemTable(ctx context.Context, cached **client.Table, name string, columns []*masterpb.ColumnSchema) (*client.Table, error) {
+	if *cached != nil {
+		return *cached, nil
 	}
 	cl := e.cfg.Client
-	t, err := cl.OpenTable(ctx, seqNamespace, seqTable)
+	t, err := cl.OpenTable(ctx, seqNamespace, name)
 	if err != nil {
-		_, err = cl.CreateTable(ctx, &masterpb.CreateTableRequest{Namespace: seqNamespace, Name: seqTable, IfNotExists: true,
-			Schema: &masterpb.Schema{Columns: []*masterpb.ColumnSchema{
-				{Id: 1, Name: "oid", Type: "int64", IsHashKey: true},
-				{Id: 2, Name: "last", Type: "int64", Nullable: true},
-			}},
+		_, err = cl.CreateTable(ctx, &masterpb.CreateTableRequest{Namespace: seqNamespace, Name: name, IfNotExists: true,
+			Schema:       &masterpb.Schema{Columns: columns},
 			Partitioning: &masterpb.Partitioning{Kind: masterpb.Partitioning_HASH, NumTablets: 1}})
 		if err != nil {
 			return nil, err
 		}
-		if t, err = cl.OpenTable(ctx, seqNamespace, seqTable); err != nil {
+		if t, err = cl.OpenTable(ctx, seqNamespace, name); err != nil {
 			return nil, err
 		}
 	}
-	e.seqs.table = t
+	*cached = t
 	return t, nil
 }
 

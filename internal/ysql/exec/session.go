@@ -51,6 +51,7 @@ type Engine struct {
 	metrics  *engineMetrics
 	mem      *memMonitor
 	seqs     sequences
+	adv      advisoryEngine
 	sessions atomic.Int64
 	defaults sync.Once
 	defErr   error
@@ -347,6 +348,8 @@ type Session struct {
 	// version (fkStmtsVersion), child, constraint and kind.
 	fkStmts        map[string]*Statement
 	fkStmtsVersion uint64
+	// adv: the session's advisory locks (advisory.go; nil until the first).
+	adv *advisoryLocks
 }
 
 // derivedSettings is what statements read of the settings, as of
@@ -503,6 +506,7 @@ func (s *Session) Close() {
 		}
 	}
 	s.txn, s.implicitTxn = nil, nil
+	s.advisoryClose()
 	s.e.sessions.Add(-1)
 }
 

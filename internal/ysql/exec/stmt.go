@@ -761,6 +761,7 @@ func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Dat
 		}
 	}()
 	r.ec.Ctx = func() context.Context { return r.ctx }
+	r.ec.Advisory = advisoryIn{s: s, tx: tx}
 	r.ec.Subquery = func(ec *plan.EvalContext, sq *plan.Subquery, outer plan.Row) ([]plan.Row, error) {
 		// r.ctx: a streamed statement evaluates over several calls.
 		return r.subquery(ec.WithOuter(outer), sq)

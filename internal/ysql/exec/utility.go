@@ -99,6 +99,7 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		s.resetSettings(s.user)
 		s.cursors = nil
 		s.currvals, s.lastval, s.lastvalSet = nil, 0, false
+		s.advisoryUnlockAll(ctx)
 		return "DISCARD ALL", nil, nil, nil
 	case n.GetDeclareCursorStmt() != nil:
 		tag, err := s.declareCursor(ctx, n.GetDeclareCursorStmt())
@@ -298,6 +299,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 			return "", err
 		}
 		s.savepointDeferred(ts.GetSavepointName())
+		s.advisorySavepoint(ts.GetSavepointName())
 		return "SAVEPOINT", s.txn.Savepoint(ts.GetSavepointName())
 	case pg.TransactionStmtKind_TRANS_STMT_RELEASE:
 		if !s.inBlock {
@@ -309,6 +311,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		if err := s.txn.ReleaseSavepoint(ts.GetSavepointName()); err != nil {
 			return "", savepointErr(err, ts.GetSavepointName())
 		}
+		s.advisoryReleaseSavepoint(ts.GetSavepointName())
 		return "RELEASE", nil
 	case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
 		if !s.inBlock {
@@ -321,6 +324,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 			return "", savepointErr(err, ts.GetSavepointName())
 		}
 		s.rollbackDeferred(ts.GetSavepointName())
+		s.advisoryRollbackTo(ctx, ts.GetSavepointName())
 		s.failed = false
 		return "ROLLBACK", nil
 	case pg.TransactionStmtKind_TRANS_STMT_PREPARE, pg.TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED,

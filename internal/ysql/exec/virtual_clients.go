@@ -114,6 +114,9 @@ func indOption(k catalog.KeyColumn) int64 {
 }
 
 var clientDefs = []vdef{
+	{schema: "pg_catalog", name: "pg_locks", oid: 12005,
+		cols: colSpec(`locktype:text database:oid relation:oid page:integer tuple:smallint virtualxid:text transactionid:text classid:oid objid:oid objsubid:smallint virtualtransaction:text pid:integer mode:text granted:boolean fastpath:boolean waitstart:timestamptz`),
+		rows: func(s *Session, _ *catalog.Snapshot) []plan.Row { return s.e.advisoryLockRows() }},
 	{schema: "pg_catalog", name: "pg_tablespace", oid: 1213,
 		cols: colSpec(`oid:oid spcname:name spcowner:oid spcacl:aclitem[] spcoptions:text[]`),
 		rows: func(*Session, *catalog.Snapshot) []plan.Row {

@@ -44,12 +44,19 @@ func connect(t *testing.T, addr, db string) *pgx.Conn {
 // and a connection to node 0's yugabyte database.
 func ysqlCluster(t *testing.T) ([]string, *pgx.Conn) {
 	t.Helper()
+	_, addrs, conn := ysqlServers(t)
+	return addrs, conn
+}
+
+// ysqlServers is ysqlCluster with the cluster.
+func ysqlServers(t *testing.T) (*servertest.Cluster, []string, *pgx.Conn) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
 	c := servertest.NewClusterWith(t, 3, servertest.Options{YSQL: true})
 	addrs := []string{waitYSQL(t, c, 0), waitYSQL(t, c, 1), waitYSQL(t, c, 2)}
-	return addrs, connect(t, addrs[0], "yugabyte")
+	return c, addrs, connect(t, addrs[0], "yugabyte")
 }
 
 func TestLogic(t *testing.T) {

@@ -28,7 +28,9 @@ type EvalContext struct {
 	// Ctx is the statement's context as of the current call (a streamed
 	// statement runs over several calls): statement_timeout and a cancel
 	// end what waits on it (pg_sleep). nil: context.Background.
-	Ctx       func() context.Context
+	Ctx func() context.Context
+	// Advisory is the session's advisory locks (builtins.Advisory).
+	Advisory  builtins.Advisory
 	Subquery  func(ec *EvalContext, sq *Subquery, outer Row) ([]Row, error)
 	outerRows []Row
 	subCache  map[*Subquery][]Row

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shaledb/shaledb/internal/ysql/pgerror"
 	"github.com/shaledb/shaledb/internal/ysql/types"
 )
 
@@ -38,6 +39,31 @@ type EvalContext struct {
 	// Advisory takes the advisory locks of pg_advisory_lock and its
 	// family (the session; nil where statements do not run).
 	Advisory Advisory
+	// Backends signals the node's sessions (pg_cancel_backend,
+	// pg_terminate_backend; nil where statements do not run).
+	Backends Backends
+}
+
+// Backends cancels a session's running statement, or ends the session
+// (terminate), by its pid: false when no session of the node has it.
+type Backends interface {
+	SignalBackend(pid int64, terminate bool) bool
+}
+
+func init() {
+	signal := func(name string, terminate bool) func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
+		return func(ctx *EvalContext, a []types.Datum) (types.Datum, error) {
+			if ctx == nil || ctx.Backends == nil {
+				return types.NullDatum, pgerror.New(pgerror.CodeFeatureNotSupported, "%s cannot be called here", name)
+			}
+			return types.DBool(ctx.Backends.SignalBackend(a[0].I, terminate)), nil
+		}
+	}
+	addFn("pg_cancel_backend", args(tI4), types.TBool, signal("pg_cancel_backend", false)).Volatile = true
+	addFn("pg_terminate_backend", args(tI4), types.TBool, signal("pg_terminate_backend", true)).Volatile = true
+	// The timeout (PostgreSQL 14) is not waited for: the connection ends
+	// once its statement stops.
+	addFn("pg_terminate_backend", args(tI4, tI8), types.TBool, signal("pg_terminate_backend", true)).Volatile = true
 }
 
 func (c *EvalContext) context() context.Context {

@@ -52,6 +52,7 @@ type Engine struct {
 	mem      *memMonitor
 	seqs     sequences
 	adv      advisoryEngine
+	reg      sessionRegistry // pg_stat_activity, pg_cancel_backend
 	sessions atomic.Int64
 	defaults sync.Once
 	defErr   error
@@ -236,6 +237,7 @@ func (e *Engine) NewSession(ctx context.Context, params map[string]string, info 
 			return nil, err
 		}
 	}
+	e.register(s, info)
 	e.sessions.Add(1)
 	return s, nil
 }
@@ -270,6 +272,7 @@ type Session struct {
 	e        *Engine
 	db, user string
 	pid      uint32
+	act      activity // pg_stat_activity
 	settings map[string]string
 	// settingsGen counts the changes of settings (setSetting,
 	// resetSettings); derived is what statements read of them, worked out
@@ -507,6 +510,7 @@ func (s *Session) Close() {
 	}
 	s.txn, s.implicitTxn = nil, nil
 	s.advisoryClose()
+	s.e.unregister(s)
 	s.e.sessions.Add(-1)
 }
 

@@ -373,6 +373,8 @@ func (s *Session) run(ctx context.Context, st *Statement, params []types.Datum, 
 	if st.raw == nil {
 		return "", nil, nil, nil, nil
 	}
+	s.activityStart(st.sql)
+	defer s.activityEnd()
 	ctx, cancel := s.statementContext(ctx)
 	defer cancel()
 	if st.utility {
@@ -762,6 +764,7 @@ func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Dat
 	}()
 	r.ec.Ctx = func() context.Context { return r.ctx }
 	r.ec.Advisory = advisoryIn{s: s, tx: tx}
+	r.ec.Backends = s
 	r.ec.Subquery = func(ec *plan.EvalContext, sq *plan.Subquery, outer plan.Row) ([]plan.Row, error) {
 		// r.ctx: a streamed statement evaluates over several calls.
 		return r.subquery(ec.WithOuter(outer), sq)

@@ -117,6 +117,16 @@ var clientDefs = []vdef{
 	{schema: "pg_catalog", name: "pg_locks", oid: 12005,
 		cols: colSpec(`locktype:text database:oid relation:oid page:integer tuple:smallint virtualxid:text transactionid:text classid:oid objid:oid objsubid:smallint virtualtransaction:text pid:integer mode:text granted:boolean fastpath:boolean waitstart:timestamptz`),
 		rows: func(s *Session, _ *catalog.Snapshot) []plan.Row { return s.e.advisoryLockRows() }},
+	{schema: "pg_catalog", name: "pg_stat_activity", oid: 12006,
+		cols: colSpec(`datid:oid datname:name pid:integer leader_pid:integer usesysid:oid usename:name application_name:text client_addr:text client_hostname:text client_port:integer backend_start:timestamptz xact_start:timestamptz query_start:timestamptz state_change:timestamptz wait_event_type:text wait_event:text state:text backend_xid:text backend_xmin:text query_id:bigint query:text backend_type:text`),
+		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
+			return s.e.activityRows(func(db string) uint32 {
+				if d, ok := snap.Databases[db]; ok {
+					return d.OID
+				}
+				return 0
+			})
+		}},
 	{schema: "pg_catalog", name: "pg_tablespace", oid: 1213,
 		cols: colSpec(`oid:oid spcname:name spcowner:oid spcacl:aclitem[] spcoptions:text[]`),
 		rows: func(*Session, *catalog.Snapshot) []plan.Row {

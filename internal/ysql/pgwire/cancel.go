@@ -51,3 +51,12 @@ func (s *Server) cancelRequest(pid uint32, key []byte) {
 	}
 	c.cancelRunning(errCanceled)
 }
+
+// terminate ends the connection from another goroutine, as PostgreSQL's
+// pg_terminate_backend: its running statement is cancelled, and the
+// connection's loop, woken from its read, sends FATAL 57P01 and closes.
+func (c *conn) terminate() {
+	c.terminated.Store(true)
+	c.cancelRunning(errShutdown)
+	c.wake()
+}

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -34,6 +35,9 @@ type conn struct {
 	// so that cancelling one takes only this connection's lock.
 	ctx       context.Context
 	ctxCancel context.CancelFunc
+
+	// terminated: another session ended this one (pg_terminate_backend).
+	terminated atomic.Bool
 
 	sess     Session
 	admitted bool              // counted against MaxConnections
@@ -120,7 +124,7 @@ func (c *conn) recoverPanic() {
 // loop reads and handles messages until the connection ends.
 func (c *conn) loop() {
 	for {
-		if c.srv.closing.Load() {
+		if c.srv.closing.Load() || c.terminated.Load() {
 			c.sendFatal(errShutdown)
 			return
 		}
@@ -179,7 +183,7 @@ func (c *conn) loop() {
 // something that is not a valid message.
 func (c *conn) receiveFailed(err error) {
 	switch {
-	case c.srv.closing.Load():
+	case c.srv.closing.Load() || c.terminated.Load():
 		c.sendFatal(errShutdown)
 	case c.rd.err != nil:
 		c.srv.log.Debug("connection closed", "pid", c.pid, "err", c.rd.err)

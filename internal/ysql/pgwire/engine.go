@@ -25,6 +25,11 @@ type Engine interface {
 type ConnInfo struct {
 	RemoteAddr string
 	BackendPID uint32
+	// Cancel cancels the connection's running statement (57014), as a
+	// CancelRequest does; Terminate also ends the connection (FATAL
+	// 57P01). Other sessions call them: pg_cancel_backend,
+	// pg_terminate_backend.
+	Cancel, Terminate func()
 }
 
 // Session is the SQL side of one connection. Calls are never concurrent.

@@ -86,6 +86,8 @@ func (c *conn) open(m *pgproto3.StartupMessage) bool {
 	sess, err := c.srv.cfg.Engine.NewSession(c.ctx, params, ConnInfo{
 		RemoteAddr: c.nc.RemoteAddr().String(),
 		BackendPID: c.pid,
+		Cancel:     func() { c.cancelRunning(errCanceled) },
+		Terminate:  c.terminate,
 	})
 	if err != nil {
 		c.sendFatal(pgerror.From(err))

@@ -30,7 +30,9 @@ type EvalContext struct {
 	// end what waits on it (pg_sleep). nil: context.Background.
 	Ctx func() context.Context
 	// Advisory is the session's advisory locks (builtins.Advisory).
-	Advisory  builtins.Advisory
+	Advisory builtins.Advisory
+	// Backends signals the node's sessions (builtins.Backends).
+	Backends  builtins.Backends
 	Subquery  func(ec *EvalContext, sq *Subquery, outer Row) ([]Row, error)
 	outerRows []Row
 	subCache  map[*Subquery][]Row

@@ -41,7 +41,7 @@ func (ec *EvalContext) builtinCtx() *builtins.EvalContext {
 		return &builtins.EvalContext{Loc: time.UTC}
 	}
 	if ec.bctx == nil {
-		ec.bctx = &builtins.EvalContext{TxnTime: ec.TxnTime, StmtTime: ec.StmtTime, Loc: ec.Location, Ctx: ec.Ctx, Advisory: ec.Advisory}
+		ec.bctx = &builtins.EvalContext{TxnTime: ec.TxnTime, StmtTime: ec.StmtTime, Loc: ec.Location, Ctx: ec.Ctx, Advisory: ec.Advisory, Backends: ec.Backends}
 	}
 	return ec.bctx
 }

@@ -193,6 +193,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				if !t.RowID {
 					return pgerror.New(pgerror.CodeInvalidTableDefinition, "multiple primary keys for table %q are not allowed", t.Name)
 				}
+				if err := refuseDeferrableKey(c); err != nil {
+					return err
+				}
 				for _, k := range c.GetKeys() {
 					newPK = append(newPK, keySpec{name: k.GetString_().GetSval()})
 				}

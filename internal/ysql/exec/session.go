@@ -325,6 +325,12 @@ type Session struct {
 	notices  []*pgwire.Notice
 	prepared map[string]*Statement // SQL-level PREPARE
 	cursors  map[string]*cursor    // DECLARE CURSOR
+	// cursorSeq numbers the cursors declared; cursorMarks holds it at each
+	// savepoint of the block.
+	cursorSeq   int
+	cursorMarks map[string]int
+	// declaring: the statement run is a DECLARE CURSOR's query.
+	declaring bool
 	// streamOK: the statement being run may stream its rows (see
 	// resultStream); stream is the rest of its rows when it did.
 	streamOK bool

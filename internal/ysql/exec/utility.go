@@ -300,6 +300,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		}
 		s.savepointDeferred(ts.GetSavepointName())
 		s.advisorySavepoint(ts.GetSavepointName())
+		s.savepointCursors(ts.GetSavepointName())
 		return "SAVEPOINT", s.txn.Savepoint(ts.GetSavepointName())
 	case pg.TransactionStmtKind_TRANS_STMT_RELEASE:
 		if !s.inBlock {
@@ -325,6 +326,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		}
 		s.rollbackDeferred(ts.GetSavepointName())
 		s.advisoryRollbackTo(ctx, ts.GetSavepointName())
+		s.rollbackCursors(ts.GetSavepointName())
 		s.failed = false
 		return "ROLLBACK", nil
 	case pg.TransactionStmtKind_TRANS_STMT_PREPARE, pg.TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED,

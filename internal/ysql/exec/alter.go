@@ -248,6 +248,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 			if !found && !cmd.GetMissingOk() {
 				return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q of relation %q does not exist", cmd.GetName(), t.Name)
 			}
+			if !found {
+				s.notice("NOTICE", "00000", "constraint %q of relation %q does not exist, skipping", cmd.GetName(), t.Name)
+			}
 		case pg.AlterTableType_AT_AlterColumnType:
 			ch, err := typeChangeOf(next, cmd)
 			if err != nil {

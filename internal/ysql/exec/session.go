@@ -285,6 +285,9 @@ type Session struct {
 	failed   bool
 	txn      *client.Txn
 	blockIso client.Isolation
+	// blockIsoName is the block's level as SHOW says it: READ UNCOMMITTED
+	// runs as READ COMMITTED (as in PostgreSQL) but keeps its name.
+	blockIsoName string
 	// blockReadOnly: the block is READ ONLY (readonly.go).
 	blockReadOnly bool
 	// blockDeferrable: the block is DEFERRABLE (only shown: a
@@ -559,6 +562,14 @@ func isolation(level string) (client.Isolation, error) {
 		return client.ReadCommitted, nil
 	}
 	return 0, pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for parameter \"transaction_isolation\": %q", level)
+}
+
+// levelName is the name of the level given as level, run as i.
+func levelName(level string, i client.Isolation) string {
+	if strings.ToLower(strings.TrimSpace(level)) == "read uncommitted" {
+		return "read uncommitted"
+	}
+	return isolationName(i)
 }
 
 func isolationName(i client.Isolation) string {

@@ -601,6 +601,9 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 		if _, isView := s.findView(snap, rv.GetSchemaname(), rv.GetRelname()); isView {
 			return s.renameView(ctx, snap, rs) // ALTER TABLE v RENAME ..., as PostgreSQL takes it
 		}
+		if _, isSeq := lookup(s, rv.GetSchemaname(), func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, rv.GetRelname()) }); isSeq {
+			return "", pgerror.Unsupported("renaming a sequence") // it said 42P01, no such relation
+		}
 		if rs.GetMissingOk() {
 			return "ALTER TABLE", nil
 		}

@@ -743,6 +743,9 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 				}
 				return "", pgerror.New(pgerror.CodeUndefinedTable, "sequence %q does not exist", name)
 			}
+			if err := s.dropSequenceUsers(ctx, q, ds.GetBehavior() == pg.DropBehavior_DROP_CASCADE); err != nil {
+				return "", err
+			}
 			if err := s.e.cfg.Cache.DropSequence(ctx, q); err != nil {
 				return "", err
 			}

@@ -341,11 +341,11 @@ type Session struct {
 	tables   map[uint32]*client.Table
 	closed   bool
 
-	// Sequences: the session's currval per sequence and lastval; the
-	// sequences of SERIAL columns of the CREATE TABLE being run.
+	// Sequences: the session's currval per sequence and the sequence
+	// lastval reads (0: none); the sequences of SERIAL columns of the
+	// CREATE TABLE being run.
 	currvals    map[uint32]int64
-	lastval     int64
-	lastvalSet  bool
+	lastSeq     uint32
 	pendingSeqs []*catalog.Sequence
 	// pendingUniques: the UNIQUE constraints of the CREATE TABLE being run.
 	pendingUniques []*indexRequest

@@ -88,7 +88,7 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		case pg.DiscardMode_DISCARD_TEMP:
 			return "DISCARD TEMP", nil, nil, nil
 		case pg.DiscardMode_DISCARD_SEQUENCES:
-			s.currvals, s.lastval, s.lastvalSet = nil, 0, false
+			s.currvals, s.lastSeq = nil, 0
 			return "DISCARD SEQUENCES", nil, nil, nil
 		}
 		if s.inBlock {
@@ -98,7 +98,7 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		s.prepared = map[string]*Statement{}
 		s.resetSettings(s.user)
 		s.cursors = nil
-		s.currvals, s.lastval, s.lastvalSet = nil, 0, false
+		s.currvals, s.lastSeq = nil, 0
 		s.advisoryUnlockAll(ctx)
 		return "DISCARD ALL", nil, nil, nil
 	case n.GetDeclareCursorStmt() != nil:

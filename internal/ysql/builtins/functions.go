@@ -202,6 +202,9 @@ func init() {
 	}
 	addFn("length", args(tBytea), tI4, func(_ *EvalContext, a []types.Datum) (types.Datum, error) { return types.DInt(int64(len(a[0].B))), nil })
 	addFn("octet_length", args(tText), tI4, func(_ *EvalContext, a []types.Datum) (types.Datum, error) { return types.DInt(int64(len(a[0].S))), nil })
+	// character's counts the padding (PostgreSQL's bpcharoctetlen); the
+	// text one took it, trimmed.
+	addFn("octet_length", args(tBP), tI4, func(_ *EvalContext, a []types.Datum) (types.Datum, error) { return types.DInt(int64(len(a[0].S))), nil })
 	addFn("octet_length", args(tBytea), tI4, func(_ *EvalContext, a []types.Datum) (types.Datum, error) { return types.DInt(int64(len(a[0].B))), nil })
 	addFn("bit_length", args(tText), tI4, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		return types.DInt(int64(8 * len(a[0].S))), nil

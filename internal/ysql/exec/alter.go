@@ -193,6 +193,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				if !t.RowID {
 					return pgerror.New(pgerror.CodeInvalidTableDefinition, "multiple primary keys for table %q are not allowed", t.Name)
 				}
+				if err := refuseDeferrableKey(c); err != nil {
+					return err
+				}
 				for _, k := range c.GetKeys() {
 					newPK = append(newPK, keySpec{name: k.GetString_().GetSval()})
 				}
@@ -244,6 +247,9 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 			}
 			if !found && !cmd.GetMissingOk() {
 				return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q of relation %q does not exist", cmd.GetName(), t.Name)
+			}
+			if !found {
+				s.notice("NOTICE", "00000", "constraint %q of relation %q does not exist, skipping", cmd.GetName(), t.Name)
 			}
 		case pg.AlterTableType_AT_AlterColumnType:
 			ch, err := typeChangeOf(next, cmd)
@@ -594,6 +600,9 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 	if !ok {
 		if _, isView := s.findView(snap, rv.GetSchemaname(), rv.GetRelname()); isView {
 			return s.renameView(ctx, snap, rs) // ALTER TABLE v RENAME ..., as PostgreSQL takes it
+		}
+		if _, isSeq := lookup(s, rv.GetSchemaname(), func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, rv.GetRelname()) }); isSeq {
+			return "", pgerror.Unsupported("renaming a sequence") // it said 42P01, no such relation
 		}
 		if rs.GetMissingOk() {
 			return "ALTER TABLE", nil

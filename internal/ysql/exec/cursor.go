@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -23,6 +24,9 @@ type cursor struct {
 	rest *resultStream // the rows after rows, read as FETCH asks (see resultStream)
 	pos  int
 	hold bool
+	// seq orders the cursors by DECLARE, so that ROLLBACK TO SAVEPOINT
+	// closes those declared after the savepoint.
+	seq int
 }
 
 // close drops what the cursor has not handed out.
@@ -56,15 +60,58 @@ func (s *Session) declareCursor(ctx context.Context, dc *pg.DeclareCursorStmt) (
 	}
 	// A cursor WITH HOLD outlives the transaction: its rows are read
 	// whole, as PostgreSQL does at commit.
+	if st.foldErr != nil {
+		return "", st.foldErr // PostgreSQL's planner meets it (SELECT 1/0)
+	}
+	s.declaring = !hold
 	_, cols, rows, rest, err := s.run(ctx, st, nil, !hold)
+	s.declaring = false
 	if err != nil {
 		return "", err
 	}
 	if s.cursors == nil {
 		s.cursors = map[string]*cursor{}
 	}
-	s.cursors[name] = &cursor{cols: cols, rows: rows, rest: rest, hold: hold}
+	s.cursorSeq++
+	s.cursors[name] = &cursor{cols: cols, rows: rows, rest: rest, hold: hold, seq: s.cursorSeq}
 	return "DECLARE CURSOR", nil
+}
+
+// fetchError reports whether an error met computing a cursor's rows waits
+// for the FETCH that reaches the row: one of evaluating a row (22012
+// division by zero, 21000 a subquery of two rows), which leaves the
+// transaction usable, not one of storage.
+func fetchError(err error) bool {
+	code := pgerror.Code(err)
+	return strings.HasPrefix(code, "22") || strings.HasPrefix(code, "21")
+}
+
+// errSource yields an error: that of the row after the ones read.
+type errSource struct{ err error }
+
+func (e *errSource) next() (plan.Row, error) { return nil, e.err }
+
+// savepointCursors notes a savepoint; rollbackCursors closes the cursors
+// declared after it, as PostgreSQL drops a rolled-back subtransaction's
+// portals (they stayed open).
+func (s *Session) savepointCursors(name string) {
+	if s.cursorMarks == nil {
+		s.cursorMarks = map[string]int{}
+	}
+	s.cursorMarks[name] = s.cursorSeq
+}
+
+func (s *Session) rollbackCursors(name string) {
+	mark, ok := s.cursorMarks[name]
+	if !ok {
+		return
+	}
+	for n, c := range s.cursors {
+		if c.seq > mark {
+			c.close()
+			delete(s.cursors, n)
+		}
+	}
 }
 
 func (s *Session) fetch(ctx context.Context, fs *pg.FetchStmt) (string, []plan.Column, []plan.Row, error) {
@@ -131,6 +178,7 @@ func (s *Session) closeCursor(name string) (string, error) {
 
 // dropBlockCursors drops the cursors that end with the transaction block.
 func (s *Session) dropBlockCursors() {
+	s.cursorMarks = nil
 	for name, c := range s.cursors {
 		if !c.hold {
 			c.close()

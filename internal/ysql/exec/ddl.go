@@ -194,6 +194,9 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 			if pk != nil {
 				return pgerror.New(pgerror.CodeInvalidTableDefinition, "multiple primary keys for table %q are not allowed", name)
 			}
+			if err := refuseDeferrableKey(c); err != nil {
+				return err
+			}
 			for _, k := range c.GetKeys() {
 				pk = append(pk, keySpec{name: k.GetString_().GetSval()})
 			}
@@ -348,6 +351,9 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 
 // uniqueRequest is the index a table-level UNIQUE constraint asks for.
 func uniqueRequest(c *pg.Constraint) (*indexRequest, error) {
+	if err := refuseDeferrableKey(c); err != nil {
+		return nil, err
+	}
 	if c.GetNullsNotDistinct() {
 		return nil, pgerror.Unsupported("NULLS NOT DISTINCT")
 	}
@@ -359,6 +365,25 @@ func uniqueRequest(c *pg.Constraint) (*indexRequest, error) {
 		req.cols = append(req.cols, idxCol{name: k})
 	}
 	return req, nil
+}
+
+// refuseDeferrableKey refuses a DEFERRABLE (or INITIALLY DEFERRED)
+// UNIQUE or PRIMARY KEY constraint: their checks are the unique index's,
+// which holds one row per key and cannot wait for the statement's end or
+// COMMIT as PostgreSQL's do; accepted, the constraint was checked per row
+// (UPDATE t SET i = i + 1 failed 23505) and SET CONSTRAINTS did not know it.
+func refuseDeferrableKey(c *pg.Constraint) error {
+	if c.GetDeferrable() || c.GetInitdeferred() {
+		return deferrableKey(c.GetContype())
+	}
+	return nil
+}
+
+func deferrableKey(t pg.ConstrType) error {
+	if t == pg.ConstrType_CONSTR_PRIMARY {
+		return pgerror.Unsupported("DEFERRABLE PRIMARY KEY")
+	}
+	return pgerror.Unsupported("DEFERRABLE UNIQUE constraint")
 }
 
 func stringList(l []*pg.Node) []string {
@@ -443,11 +468,12 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 		col.NotNull = true
 	}
 	pk := false
-	var lastFK *pg.Constraint // the clause DEFERRABLE / INITIALLY apply to
+	var lastFK *pg.Constraint  // the clause DEFERRABLE / INITIALLY apply to
+	var lastKey *pg.Constraint // ... or a UNIQUE or PRIMARY KEY
 	for _, cn := range cd.GetConstraints() {
 		c := cn.GetConstraint()
 		if !isDeferrability(c.GetContype()) {
-			lastFK = nil
+			lastFK, lastKey = nil, nil
 		}
 		switch c.GetContype() {
 		case pg.ConstrType_CONSTR_NOTNULL:
@@ -462,7 +488,7 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 				return nil, false, err
 			}
 		case pg.ConstrType_CONSTR_PRIMARY:
-			pk = true
+			pk, lastKey = true, c
 		case pg.ConstrType_CONSTR_CHECK:
 			expr, err := deparseExpr(c.GetRawExpr())
 			if err != nil {
@@ -479,6 +505,7 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 			}
 			s.pendingUniques = append(s.pendingUniques, &indexRequest{name: c.GetConname(), cols: []idxCol{{name: col.Name}},
 				include: stringList(c.GetIncluding()), unique: true, constraint: true})
+			lastKey = c
 		case pg.ConstrType_CONSTR_FOREIGN:
 			lastFK = proto.Clone(c).(*pg.Constraint)
 			s.pendingFKs = append(s.pendingFKs, fkRequest{c: lastFK, column: col.Name})
@@ -488,6 +515,15 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 			// INITIALLY clauses as constraints of their own after it.
 			if lastFK != nil {
 				setDeferrability(lastFK, c.GetContype())
+			}
+			if lastKey != nil && (c.GetContype() == pg.ConstrType_CONSTR_ATTR_DEFERRABLE || c.GetContype() == pg.ConstrType_CONSTR_ATTR_DEFERRED) {
+				return nil, false, deferrableKey(lastKey.GetContype())
+			}
+			if lastFK == nil && lastKey == nil {
+				// After a CHECK, NOT NULL, DEFAULT: it was ignored.
+				clause := map[pg.ConstrType]string{pg.ConstrType_CONSTR_ATTR_DEFERRABLE: "DEFERRABLE", pg.ConstrType_CONSTR_ATTR_NOT_DEFERRABLE: "NOT DEFERRABLE",
+					pg.ConstrType_CONSTR_ATTR_DEFERRED: "INITIALLY DEFERRED", pg.ConstrType_CONSTR_ATTR_IMMEDIATE: "INITIALLY IMMEDIATE"}[c.GetContype()]
+				return nil, false, pgerror.New(pgerror.CodeSyntaxError, "misplaced %s clause", clause).WithPosition(c.GetLocation() + 1)
 			}
 		case pg.ConstrType_CONSTR_IDENTITY:
 			q, err := s.ownedSequence(ctx, t, col.Name)
@@ -706,6 +742,9 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 					continue
 				}
 				return "", pgerror.New(pgerror.CodeUndefinedTable, "sequence %q does not exist", name)
+			}
+			if err := s.dropSequenceUsers(ctx, q, ds.GetBehavior() == pg.DropBehavior_DROP_CASCADE); err != nil {
+				return "", err
 			}
 			if err := s.e.cfg.Cache.DropSequence(ctx, q); err != nil {
 				return "", err

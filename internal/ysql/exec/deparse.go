@@ -22,17 +22,24 @@ import (
 // numbers quoted ('-3'::integer), implicit casts of operator and function
 // arguments shown (n > 0::numeric) but not of the whole expression, LIKE
 // as ~~, BETWEEN as two comparisons, IN as = ANY (ARRAY[...]), SQL value
-// functions by their key words, and the fewest parentheses. Expressions it
-// does not know are printed as the parser deparses them.
+// functions by their key words, and the fewest parentheses (pretty) or,
+// as without pretty, every operator, boolean, test and cast in its own
+// ((c <> 0), (a)::text). Expressions it does not know are printed as the
+// parser deparses them.
 
 // exprCache holds normalised texts by table OID, schema version and
 // source text (catalog queries print the same defaults over and over).
 var exprCache sync.Map
 
 // deparseStored normalises a stored default (target: the column's type)
-// or CHECK expression (target: boolean) of table t.
+// or CHECK expression (target: boolean) of table t, pretty.
 func deparseStored(t *catalog.Table, src string, target types.T) string {
-	key := strconv.FormatUint(uint64(t.OID()), 10) + "/" + strconv.FormatUint(uint64(t.Version), 10) + "/" + target.String() + "/" + src
+	return deparseStoredAs(t, src, target, false)
+}
+
+// deparseStoredAs is deparseStored, with every parenthesis when full.
+func deparseStoredAs(t *catalog.Table, src string, target types.T, full bool) string {
+	key := strconv.FormatUint(uint64(t.OID()), 10) + "/" + strconv.FormatUint(uint64(t.Version), 10) + "/" + target.String() + "/" + strconv.FormatBool(full) + "/" + src
 	if v, ok := exprCache.Load(key); ok {
 		return v.(string)
 	}
@@ -45,7 +52,7 @@ func deparseStored(t *catalog.Table, src string, target types.T) string {
 	out := src
 	if stmt, err := parse.One("SELECT " + src); err == nil {
 		if tl := stmt.GetStmt().GetSelectStmt().GetTargetList(); len(tl) == 1 {
-			d := &deparser{cols: cols}
+			d := &deparser{cols: cols, full: full}
 			e := d.expr(tl[0].GetResTarget().GetVal(), target)
 			out = e.text
 		}
@@ -54,7 +61,18 @@ func deparseStored(t *catalog.Table, src string, target types.T) string {
 	return out
 }
 
-type deparser struct{ cols map[string]types.T }
+type deparser struct {
+	cols map[string]types.T
+	full bool // not pretty: see deparseStoredAs
+}
+
+// wrap parenthesises text in full mode.
+func (d *deparser) wrap(text string) string {
+	if d.full {
+		return "(" + text + ")"
+	}
+	return text
+}
 
 // dexpr is a printed expression: its text, type (OIDUnknown for a bare
 // literal whose type the context decides), the kind of node it is for
@@ -124,7 +142,7 @@ func (d *deparser) as(e dexpr, t types.T) dexpr {
 		return e
 	}
 	text := e.text
-	if e.kind != kSimple {
+	if e.kind != kSimple || d.full {
 		text = "(" + text + ")"
 	}
 	return dexpr{text: text + "::" + types.FormatType(t.OID, -1), t: t}
@@ -176,7 +194,7 @@ func (d *deparser) node(n *pg.Node) dexpr {
 			return dexpr{text: constText(*arg.lit, types.T{OID: t.OID, Mod: -1}), t: t}
 		}
 		text := arg.text
-		if arg.kind != kSimple || strings.HasPrefix(text, "-") {
+		if arg.kind != kSimple || strings.HasPrefix(text, "-") || d.full {
 			text = "(" + text + ")"
 		}
 		return dexpr{text: text + "::" + types.FormatType(t.OID, t.Mod), t: t}
@@ -191,28 +209,28 @@ func (d *deparser) node(n *pg.Node) dexpr {
 		var parts []string
 		for _, a := range be.GetArgs() {
 			e := d.as(d.node(a), tOfOID(types.OIDBool))
-			if e.kind == kBool && !boolNests(e.op, be.GetBoolop()) {
+			if e.kind == kBool && !boolNests(e.op, be.GetBoolop()) && !d.full {
 				e.text = "(" + e.text + ")"
 			}
 			parts = append(parts, e.text)
 		}
 		switch be.GetBoolop() {
 		case pg.BoolExprType_AND_EXPR:
-			return dexpr{text: strings.Join(parts, " AND "), t: tOfOID(types.OIDBool), kind: kBool, op: "AND"}
+			return dexpr{text: d.wrap(strings.Join(parts, " AND ")), t: tOfOID(types.OIDBool), kind: kBool, op: "AND"}
 		case pg.BoolExprType_OR_EXPR:
-			return dexpr{text: strings.Join(parts, " OR "), t: tOfOID(types.OIDBool), kind: kBool, op: "OR"}
+			return dexpr{text: d.wrap(strings.Join(parts, " OR ")), t: tOfOID(types.OIDBool), kind: kBool, op: "OR"}
 		}
-		return dexpr{text: "NOT " + parts[0], t: tOfOID(types.OIDBool), kind: kBool, op: "NOT"}
+		return dexpr{text: d.wrap("NOT " + parts[0]), t: tOfOID(types.OIDBool), kind: kBool, op: "NOT"}
 	case n.GetNullTest() != nil:
 		nt := n.GetNullTest()
 		arg := d.node(nt.GetArg())
-		if arg.kind == kBool || arg.kind == kTest {
+		if (arg.kind == kBool || arg.kind == kTest) && !d.full {
 			arg.text = "(" + arg.text + ")"
 		}
 		if nt.GetNulltesttype() == pg.NullTestType_IS_NULL {
-			return dexpr{text: arg.text + " IS NULL", t: tOfOID(types.OIDBool), kind: kTest}
+			return dexpr{text: d.wrap(arg.text + " IS NULL"), t: tOfOID(types.OIDBool), kind: kTest}
 		}
-		return dexpr{text: arg.text + " IS NOT NULL", t: tOfOID(types.OIDBool), kind: kTest}
+		return dexpr{text: d.wrap(arg.text + " IS NOT NULL"), t: tOfOID(types.OIDBool), kind: kTest}
 	}
 	return d.fallback(n)
 }
@@ -342,10 +360,10 @@ func (d *deparser) aExpr(n *pg.Node) dexpr {
 	case pg.A_Expr_Kind_AEXPR_OP:
 		if a.GetLexpr() == nil {
 			r := d.node(a.GetRexpr())
-			if r.kind != kSimple {
+			if r.kind != kSimple && !d.full {
 				r.text = "(" + r.text + ")"
 			}
-			return dexpr{text: name + " " + r.text, t: r.t, kind: kOp, op: name}
+			return dexpr{text: d.wrap(name + " " + r.text), t: r.t, kind: kOp, op: name}
 		}
 		return d.binary(name, d.node(a.GetLexpr()), d.node(a.GetRexpr()))
 	case pg.A_Expr_Kind_AEXPR_LIKE, pg.A_Expr_Kind_AEXPR_ILIKE:
@@ -362,10 +380,10 @@ func (d *deparser) aExpr(n *pg.Node) dexpr {
 		l := d.node(a.GetLexpr())
 		if a.GetKind() == pg.A_Expr_Kind_AEXPR_BETWEEN {
 			ge, le := d.binary(">=", l, d.node(items[0])), d.binary("<=", l, d.node(items[1]))
-			return dexpr{text: ge.text + " AND " + le.text, t: tOfOID(types.OIDBool), kind: kBool, op: "AND"}
+			return dexpr{text: d.wrap(ge.text + " AND " + le.text), t: tOfOID(types.OIDBool), kind: kBool, op: "AND"}
 		}
 		lt, gt := d.binary("<", l, d.node(items[0])), d.binary(">", l, d.node(items[1]))
-		return dexpr{text: lt.text + " OR " + gt.text, t: tOfOID(types.OIDBool), kind: kBool, op: "OR"}
+		return dexpr{text: d.wrap(lt.text + " OR " + gt.text), t: tOfOID(types.OIDBool), kind: kBool, op: "OR"}
 	case pg.A_Expr_Kind_AEXPR_IN:
 		l := d.node(a.GetLexpr())
 		items := a.GetRexpr().GetList().GetItems()
@@ -382,7 +400,7 @@ func (d *deparser) aExpr(n *pg.Node) dexpr {
 		if name == "<>" {
 			op, quant = "<>", "ALL"
 		}
-		return dexpr{text: l.text + " " + op + " " + quant + " (ARRAY[" + strings.Join(elems, ", ") + "])", t: tOfOID(types.OIDBool), kind: kOp, op: op}
+		return dexpr{text: d.wrap(l.text + " " + op + " " + quant + " (ARRAY[" + strings.Join(elems, ", ") + "])"), t: tOfOID(types.OIDBool), kind: kOp, op: op}
 	}
 	return d.fallback(n)
 }
@@ -402,6 +420,9 @@ func (d *deparser) binary(op string, l, r dexpr) dexpr {
 		l, r = d.as(l, tUnknownT), d.as(r, tUnknownT)
 	}
 	lt2, rt2 := l.text, r.text
+	if d.full {
+		return dexpr{text: "(" + lt2 + " " + op + " " + rt2 + ")", t: res, kind: kOp, op: op}
+	}
 	if l.kind != kSimple && !(l.kind == kOp && opNests(l.op, op, true)) {
 		lt2 = "(" + lt2 + ")"
 	}

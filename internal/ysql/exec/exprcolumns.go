@@ -2,6 +2,7 @@ package exec
 
 import (
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/plan"
@@ -57,10 +58,14 @@ func renameColumnInExpr(expr, old, next string) (string, error) {
 	if expr == "" {
 		return "", nil
 	}
-	n, err := storedExpr(expr)
+	shared, err := storedExpr(expr)
 	if err != nil {
 		return "", err
 	}
+	// The parsed tree is parse.One's, shared with every statement of the
+	// same text: renamed in place, a CHECK (a > 0) of any other table read
+	// column b after (42703).
+	n := proto.Clone(shared).(*pg.Node)
 	eachColumnRef(n, func(name *pg.String) {
 		if name.GetSval() == old {
 			name.Sval = next

@@ -53,7 +53,7 @@ func (s *Session) foreignKey(snap *catalog.Snapshot, child *catalog.Table, req f
 	pkNames := stringList(c.GetPkAttrs())
 	if len(pkNames) == 0 {
 		if parent.RowID {
-			return nil, pgerror.New(pgerror.CodeInvalidForeignKey, "there is no primary key for referenced table %q", parent.Name)
+			return nil, pgerror.New(pgerror.CodeUndefinedObject, "there is no primary key for referenced table %q", parent.Name)
 		}
 		for _, k := range parent.Key {
 			pkNames = append(pkNames, parent.Columns[k.Column].Name)

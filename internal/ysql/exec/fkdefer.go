@@ -213,11 +213,11 @@ func (s *Session) setConstraints(ctx context.Context, cs *pg.ConstraintsSetStmt)
 	for _, n := range cs.GetConstraints() {
 		name := n.GetRangeVar().GetRelname()
 		fk, found := s.findForeignKey(snap, name)
-		if !found {
+		if !found && !s.constraintExists(snap, name) {
 			return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q does not exist", name)
 		}
-		if !fk.Deferrable {
-			return pgerror.New(pgerror.CodeObjectNotInPrerequisiteState, "constraint %q is not deferrable", name)
+		if (!found || !fk.Deferrable) && deferred { // a key or CHECK never is
+			return pgerror.New(pgerror.CodeWrongObjectType, "constraint %q is not deferrable", name)
 		}
 		names = append(names, name)
 	}
@@ -244,6 +244,17 @@ func (s *Session) setConstraints(ctx context.Context, cs *pg.ConstraintsSetStmt)
 		return err
 	}
 	return s.runDeferred(ctx, s.txn, only)
+}
+
+// constraintExists reports whether a table of the database has a
+// constraint of that name.
+func (s *Session) constraintExists(snap *catalog.Snapshot, name string) bool {
+	for _, t := range snap.Tables[s.db] {
+		if constraintNames(t)[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // findForeignKey finds a foreign key of the database by name.

@@ -169,11 +169,17 @@ func (s *Session) lookupSequence(ctx context.Context, name string) (*catalog.Seq
 	if err != nil {
 		return nil, err
 	}
-	schema, rel, _ := strings.Cut(name, ".")
-	if rel == "" {
-		schema, rel = "", schema
+	// As regclassin: nextval('serialTest_f2_seq') is serialtest_f2_seq
+	// (it was not found), nextval('"Seq"') keeps the case.
+	schema, rel, err := sequenceName(name)
+	if err != nil {
+		return nil, err
 	}
-	rel = strings.Trim(rel, `"`)
+	if schema != "" {
+		name = schema + "." + rel // errors name it parsed, as PostgreSQL
+	} else {
+		name = rel
+	}
 	find := func(snap *catalog.Snapshot) (*catalog.Sequence, bool) {
 		return lookup(s, schema, func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, rel) })
 	}
@@ -188,6 +194,21 @@ func (s *Session) lookupSequence(ctx context.Context, name string) (*catalog.Seq
 	return nil, pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", name)
 }
 
+// sequenceName reads a sequence function's name argument: [schema.]name.
+func sequenceName(arg string) (schema, name string, err error) {
+	parts, err := splitQualified(arg)
+	if err != nil {
+		return "", "", err
+	}
+	switch len(parts) {
+	case 1:
+		return "", parts[0], nil
+	case 2:
+		return parts[0], parts[1], nil
+	}
+	return "", "", pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", arg)
+}
+
 // seqFunc builds nextval / currval / setval calls.
 func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error) {
 	tInt8 := types.T{OID: types.OIDInt8, Mod: -1}
@@ -196,10 +217,15 @@ func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error
 		name == "setval" && (len(args) == 2 || len(args) == 3):
 	case name == "lastval" && len(args) == 0:
 		return &plan.FuncExpr{Name: name, T: tInt8, Volatile: true, Fn: func(*plan.EvalContext, []types.Datum) (types.Datum, error) {
-			if !s.lastvalSet {
+			// The value of the sequence nextval used last, as setval
+			// left it; none when it is dropped since (it was the value).
+			if s.lastSeq == 0 {
 				return types.NullDatum, pgerror.New(pgerror.CodeObjectNotInPrerequisiteState, "lastval is not yet defined in this session")
 			}
-			return types.DInt(s.lastval), nil
+			if _, err := s.sequenceByOID(context.Background(), s.lastSeq); err != nil {
+				return types.NullDatum, pgerror.New(pgerror.CodeObjectNotInPrerequisiteState, "lastval is not yet defined in this session")
+			}
+			return types.DInt(s.currvals[s.lastSeq]), nil
 		}}, true, nil
 	default:
 		return nil, false, nil
@@ -231,7 +257,7 @@ func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error
 			if s.currvals == nil {
 				s.currvals = map[uint32]int64{}
 			}
-			s.currvals[q.OID], s.lastval, s.lastvalSet = v, v, true
+			s.currvals[q.OID], s.lastSeq = v, q.OID
 			return types.DInt(v), nil
 		case "currval":
 			v, ok := s.currvals[q.OID]
@@ -243,6 +269,12 @@ func (s *Session) seqFunc(name string, args []plan.Expr) (plan.Expr, bool, error
 		called := len(vals) < 3 || vals[2].Bool()
 		if err := s.setval(ctx, q, vals[1].I, called); err != nil {
 			return types.NullDatum, err
+		}
+		if called { // currval and lastval say it, as after a nextval
+			if s.currvals == nil {
+				s.currvals = map[uint32]int64{}
+			}
+			s.currvals[q.OID] = vals[1].I
 		}
 		return vals[1], nil
 	}}, true, nil
@@ -498,6 +530,111 @@ func (s *Session) renameOwnedSequences(ctx context.Context, snap *catalog.Snapsh
 			return nil
 		}
 		if err := s.e.cfg.Cache.PutSequence(ctx, &next, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seqUser is a column whose default calls a sequence's functions.
+type seqUser struct {
+	t   *catalog.Table
+	col int
+}
+
+// sequenceUsers are the columns whose defaults call nextval, currval or
+// setval of q (by its name, as the default keeps it).
+func (s *Session) sequenceUsers(snap *catalog.Snapshot, q *catalog.Sequence) []seqUser {
+	var out []seqUser
+	for _, t := range snap.Tables[s.db] {
+		for i, c := range t.Columns {
+			if c.Default == "" {
+				continue
+			}
+			n, err := storedExpr(c.Default)
+			if err != nil {
+				continue
+			}
+			uses := false
+			visit := func(x *pg.Node) (*pg.Node, bool) {
+				fc := x.GetFuncCall()
+				if fc == nil || len(fc.GetArgs()) == 0 {
+					return nil, true
+				}
+				switch strings.ToLower(fc.GetFuncname()[len(fc.GetFuncname())-1].GetString_().GetSval()) {
+				case "nextval", "currval", "setval":
+				default:
+					return nil, true
+				}
+				arg := fc.GetArgs()[0]
+				if tc := arg.GetTypeCast(); tc != nil {
+					// A regclass names the sequence at definition; a text
+					// ('s'::text) is looked up at each call: no dependency.
+					tn := tc.GetTypeName().GetNames()
+					if !strings.EqualFold(tn[len(tn)-1].GetString_().GetSval(), "regclass") {
+						return nil, true
+					}
+					arg = tc.GetArg()
+				}
+				schema, name, err := sequenceName(arg.GetAConst().GetSval().GetSval())
+				if err != nil {
+					return nil, true
+				}
+				got, ok := lookup(s, schema, func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, name) })
+				uses = uses || ok && got.OID == q.OID
+				return nil, true
+			}
+			visit(n)
+			plan.RewriteNodes(n.ProtoReflect(), visit)
+			if uses {
+				out = append(out, seqUser{t: t, col: i})
+			}
+		}
+	}
+	return out
+}
+
+// dropSequenceUsers is what DROP SEQUENCE does to the columns whose
+// defaults call the sequence: 2BP01 (an identity column's always), or,
+// with CASCADE, their defaults dropped, as PostgreSQL's dependencies do.
+// The sequence was dropped and the defaults failed at every insert after.
+func (s *Session) dropSequenceUsers(ctx context.Context, q *catalog.Sequence, cascade bool) error {
+	// Fresh: an earlier sequence of the statement may have changed a table.
+	snap, err := s.e.cfg.Cache.Fresh(ctx)
+	if err != nil {
+		return err
+	}
+	users := s.sequenceUsers(snap, q)
+	var details []string
+	for _, u := range users {
+		c := u.t.Columns[u.col]
+		if c.Identity != "" {
+			return pgerror.New(pgerror.CodeDependentObjectsStillExist, "cannot drop sequence %s because column %s of table %s requires it", q.Name, c.Name, u.t.Name).
+				WithHint("You can drop column %s of table %s instead.", c.Name, u.t.Name)
+		}
+		details = append(details, fmt.Sprintf("default value for column %s of table %s depends on sequence %s", c.Name, u.t.Name, q.Name))
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	if !cascade {
+		return pgerror.New(pgerror.CodeDependentObjectsStillExist, "cannot drop sequence %s because other objects depend on it", q.Name).
+			WithDetail("%s", strings.Join(details, "\n")).WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
+	}
+	byTable := map[*catalog.Table]*catalog.Table{}
+	var order []*catalog.Table
+	for _, u := range users {
+		next, ok := byTable[u.t]
+		if !ok {
+			next = cloneTable(u.t)
+			byTable[u.t] = next
+			order = append(order, u.t)
+		}
+		next.Columns[u.col].Default = ""
+		s.notice("NOTICE", "00000", "drop cascades to default value for column %s of table %s", u.t.Columns[u.col].Name, u.t.Name)
+	}
+	for _, t := range order {
+		if err := s.e.cfg.Cache.AlterTable(ctx, t, byTable[t]); err != nil {
 			return err
 		}
 	}

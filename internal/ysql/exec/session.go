@@ -288,6 +288,9 @@ type Session struct {
 	failed   bool
 	txn      *client.Txn
 	blockIso client.Isolation
+	// blockIsoName is the block's level as SHOW says it: READ UNCOMMITTED
+	// runs as READ COMMITTED (as in PostgreSQL) but keeps its name.
+	blockIsoName string
 	// blockReadOnly: the block is READ ONLY (readonly.go).
 	blockReadOnly bool
 	// blockDeferrable: the block is DEFERRABLE (only shown: a
@@ -328,6 +331,12 @@ type Session struct {
 	notices  []*pgwire.Notice
 	prepared map[string]*Statement // SQL-level PREPARE
 	cursors  map[string]*cursor    // DECLARE CURSOR
+	// cursorSeq numbers the cursors declared; cursorMarks holds it at each
+	// savepoint of the block.
+	cursorSeq   int
+	cursorMarks map[string]int
+	// declaring: the statement run is a DECLARE CURSOR's query.
+	declaring bool
 	// streamOK: the statement being run may stream its rows (see
 	// resultStream); stream is the rest of its rows when it did.
 	streamOK bool
@@ -335,11 +344,11 @@ type Session struct {
 	tables   map[uint32]*client.Table
 	closed   bool
 
-	// Sequences: the session's currval per sequence and lastval; the
-	// sequences of SERIAL columns of the CREATE TABLE being run.
+	// Sequences: the session's currval per sequence and the sequence
+	// lastval reads (0: none); the sequences of SERIAL columns of the
+	// CREATE TABLE being run.
 	currvals    map[uint32]int64
-	lastval     int64
-	lastvalSet  bool
+	lastSeq     uint32
 	pendingSeqs []*catalog.Sequence
 	// pendingUniques: the UNIQUE constraints of the CREATE TABLE being run.
 	pendingUniques []*indexRequest
@@ -557,6 +566,14 @@ func isolation(level string) (client.Isolation, error) {
 		return client.ReadCommitted, nil
 	}
 	return 0, pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for parameter \"transaction_isolation\": %q", level)
+}
+
+// levelName is the name of the level given as level, run as i.
+func levelName(level string, i client.Isolation) string {
+	if strings.ToLower(strings.TrimSpace(level)) == "read uncommitted" {
+		return "read uncommitted"
+	}
+	return isolationName(i)
 }
 
 func isolationName(i client.Isolation) string {

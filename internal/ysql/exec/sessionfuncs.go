@@ -143,7 +143,8 @@ func (s *Session) sessionFunc(name string, args []plan.Expr) (plan.Expr, bool, e
 				for _, t := range snap.Tables[s.db] {
 					for i, ck := range t.Checks {
 						if checkOID(t, i) == oid {
-							return types.DString("CHECK (" + deparseStored(t, ck.Expr, types.T{OID: types.OIDBool, Mod: -1}) + ")" + notValid(ck.NotValid)), nil
+							pretty := len(v) == 2 && v[1].Bool()
+							return types.DString("CHECK (" + deparseStoredAs(t, ck.Expr, types.T{OID: types.OIDBool, Mod: -1}, !pretty) + ")" + notValid(ck.NotValid)), nil
 						}
 					}
 				}

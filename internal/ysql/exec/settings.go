@@ -150,12 +150,12 @@ func (s *Session) set(name, value string) error {
 		if err != nil {
 			return err
 		}
-		value = isolationName(iso)
+		value = levelName(value, iso)
 		if name == "transaction_isolation" && s.inBlock {
 			if s.txn != nil {
 				return pgerror.New(pgerror.CodeActiveSQLTransaction, "SET TRANSACTION ISOLATION LEVEL must be called before any query")
 			}
-			s.blockIso = iso
+			s.blockIso, s.blockIsoName = iso, value
 		}
 	case "standard_conforming_strings":
 		if !isOn(value) {
@@ -408,7 +408,7 @@ func (s *Session) show(name string) (string, error) {
 	}
 	if name == "transaction_isolation" {
 		if s.inBlock {
-			return isolationName(s.blockIso), nil
+			return s.blockIsoName, nil
 		}
 		return s.settings["default_transaction_isolation"], nil
 	}

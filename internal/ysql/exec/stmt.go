@@ -36,6 +36,8 @@ type Statement struct {
 	// that return rows (SHOW, EXPLAIN).
 	utility bool
 	yb      *ybOptions
+	// foldErr: see plan.Binder.FoldErr.
+	foldErr error
 }
 
 // Prepare parses and plans a statement.
@@ -153,6 +155,7 @@ func (st *Statement) planOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	st.foldErr = b.FoldErr
 	if len(b.DMLs) > 0 {
 		st.node = &plan.WithDML{DMLs: b.DMLs, Main: st.node}
 	}

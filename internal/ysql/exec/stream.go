@@ -1047,6 +1047,11 @@ func (r *runner) firstRows(n plan.Node) (rows []plan.Row, src rowSource, err err
 	for len(rows) < streamAfter {
 		row, err := src.next()
 		if err != nil {
+			if r.s.declaring && fetchError(err) {
+				// A cursor's FETCH meets it after these rows, as
+				// PostgreSQL's does (DECLARE failed).
+				return rows, &errSource{err}, nil
+			}
 			return nil, nil, err
 		}
 		if row == nil {

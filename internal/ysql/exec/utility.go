@@ -88,7 +88,7 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		case pg.DiscardMode_DISCARD_TEMP:
 			return "DISCARD TEMP", nil, nil, nil
 		case pg.DiscardMode_DISCARD_SEQUENCES:
-			s.currvals, s.lastval, s.lastvalSet = nil, 0, false
+			s.currvals, s.lastSeq = nil, 0
 			return "DISCARD SEQUENCES", nil, nil, nil
 		}
 		if s.inBlock {
@@ -98,7 +98,7 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		s.prepared = map[string]*Statement{}
 		s.resetSettings(s.user)
 		s.cursors = nil
-		s.currvals, s.lastval, s.lastvalSet = nil, 0, false
+		s.currvals, s.lastSeq = nil, 0
 		s.advisoryUnlockAll(ctx)
 		return "DISCARD ALL", nil, nil, nil
 	case n.GetDeclareCursorStmt() != nil:
@@ -223,7 +223,8 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 			s.notice("WARNING", "25001", "there is already a transaction in progress")
 			return "BEGIN", nil
 		}
-		iso, err := isolation(s.settings["default_transaction_isolation"])
+		isoName := s.settings["default_transaction_isolation"]
+		iso, err := isolation(isoName)
 		if err != nil {
 			return "", err
 		}
@@ -243,6 +244,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 				if iso, err = isolation(v); err != nil {
 					return "", err
 				}
+				isoName = v
 			case "transaction_read_only":
 				readOnly = v == "true" || isOn(v)
 			case "transaction_deferrable":
@@ -250,6 +252,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 			}
 		}
 		s.inBlock, s.failed, s.blockIso, s.txn, s.blockReadOnly, s.blockDeferrable = true, false, iso, nil, readOnly, deferrable
+		s.blockIsoName = levelName(isoName, iso)
 		if s.implicitTxn != nil {
 			// BEGIN inside a multi-statement Query turns the implicit
 			// transaction into the block (as PostgreSQL): what ran before
@@ -300,6 +303,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		}
 		s.savepointDeferred(ts.GetSavepointName())
 		s.advisorySavepoint(ts.GetSavepointName())
+		s.savepointCursors(ts.GetSavepointName())
 		return "SAVEPOINT", s.txn.Savepoint(ts.GetSavepointName())
 	case pg.TransactionStmtKind_TRANS_STMT_RELEASE:
 		if !s.inBlock {
@@ -325,6 +329,7 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 		}
 		s.rollbackDeferred(ts.GetSavepointName())
 		s.advisoryRollbackTo(ctx, ts.GetSavepointName())
+		s.rollbackCursors(ts.GetSavepointName())
 		s.failed = false
 		return "ROLLBACK", nil
 	case pg.TransactionStmtKind_TRANS_STMT_PREPARE, pg.TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED,
@@ -342,9 +347,10 @@ func (s *Session) chain(ts *pg.TransactionStmt) func() {
 	if !ts.GetChain() {
 		return func() {}
 	}
-	iso, ro, def := s.blockIso, s.blockReadOnly, s.blockDeferrable
+	iso, name, ro, def := s.blockIso, s.blockIsoName, s.blockReadOnly, s.blockDeferrable
 	return func() {
 		s.inBlock, s.failed, s.blockIso, s.txn, s.blockReadOnly, s.blockDeferrable = true, false, iso, nil, ro, def
+		s.blockIsoName = name
 	}
 }
 

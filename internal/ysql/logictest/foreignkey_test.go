@@ -226,6 +226,12 @@ func TestForeignKeys(t *testing.T) {
 		if len(notices) != 1 || notices[0] != "drop cascades to constraint c_p_fkey on table c" {
 			t.Fatalf("notices %q", notices)
 		}
+		// DROP CONSTRAINT IF EXISTS of none says so, as PostgreSQL (it
+		// said nothing).
+		exec(nc, `ALTER TABLE c DROP CONSTRAINT IF EXISTS nosuch`)
+		if len(notices) != 2 || notices[1] != `constraint "nosuch" of relation "c" does not exist, skipping` {
+			t.Fatalf("notices %q", notices)
+		}
 		exec(nc, `INSERT INTO c VALUES (20, 20)`)
 	})
 }

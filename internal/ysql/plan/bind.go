@@ -41,6 +41,10 @@ type Binder struct {
 	// bound ('2024-06-10 02:30'::timestamptz, 'today'::date), as
 	// PostgreSQL reads them at parse time; nil is UTC.
 	Location *time.Location
+	// FoldErr is the first error computing an operator over constants
+	// met: the expression is left to fail at run time, but PostgreSQL's
+	// planner folds it and fails first (a cursor's DECLARE does).
+	FoldErr error
 
 	aggs      *aggScope
 	win       *winScope
@@ -782,6 +786,9 @@ func (b *Binder) castOperand(e Expr, to types.T, loc int32) (Expr, error) {
 func (b *Binder) foldBinary(op *BinOp, l, r *Const) (Expr, error) {
 	d, err := op.Eval(&EvalContext{Location: b.location()}, nil)
 	if err != nil {
+		if b.FoldErr == nil {
+			b.FoldErr = err
+		}
 		return op, nil // report at run time, as PostgreSQL would for a row
 	}
 	_ = l
@@ -799,8 +806,12 @@ func (b *Binder) unary(name string, e Expr, loc int32) (Expr, error) {
 	}
 	out := &UnOp{Name: name, E: e, T: op.Result, Fn: op.Fn}
 	if _, ok := e.(*Const); ok {
-		if d, err := out.Eval(nil, nil); err == nil {
+		d, err := out.Eval(nil, nil)
+		if err == nil {
 			return &Const{T: out.T, D: d}, nil
+		}
+		if b.FoldErr == nil {
+			b.FoldErr = err
 		}
 	}
 	return out, nil

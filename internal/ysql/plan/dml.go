@@ -342,8 +342,10 @@ func (b *Binder) Insert(s *pg.InsertStmt) (*Insert, error) {
 }
 
 // checkConflictTarget resolves ON CONFLICT (cols) / ON CONSTRAINT name to
-// the primary key ("") or a unique index usable as an arbiter (not
-// partial, and readable).
+// the primary key ("") or a unique index usable as an arbiter (readable;
+// a partial one only when the clause's WHERE implies its predicate, as
+// PostgreSQL infers it: the soft-delete upsert ON CONFLICT (key) WHERE
+// deleted_at IS NULL).
 func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) (string, error) {
 	inf := oc.GetInfer()
 	if inf == nil {
@@ -380,7 +382,10 @@ func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) 
 	}
 	for i := range t.Indexes {
 		ix := &t.Indexes[i]
-		if !ix.Unique || !ix.Readable() || ix.Predicate != "" || len(ix.Columns) != len(named) {
+		if !ix.Unique || !ix.Readable() || len(ix.Columns) != len(named) {
+			continue
+		}
+		if ix.Predicate != "" && !impliesPredicate(inf.GetWhereClause(), ix.Predicate) {
 			continue
 		}
 		ok := true
@@ -392,6 +397,43 @@ func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) 
 		}
 	}
 	return "", pgerror.New(pgerror.CodeInvalidColumnReference, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+}
+
+// impliesPredicate reports whether where (ON CONFLICT's) implies a partial
+// index's predicate: each of the predicate's AND terms is one of where's
+// (compared deparsed). PostgreSQL proves more (x > 5 implies x > 0); the
+// same terms are what upserts on partial unique indexes write.
+func impliesPredicate(where *pg.Node, pred string) bool {
+	if where == nil {
+		return false
+	}
+	st, err := parse.One("SELECT " + pred)
+	if err != nil {
+		return false
+	}
+	have := map[string]bool{}
+	for _, n := range andTerms(where, nil) {
+		if s, err := deparseNode(n); err == nil {
+			have[s] = true
+		}
+	}
+	for _, n := range andTerms(st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal(), nil) {
+		if s, err := deparseNode(n); err != nil || !have[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// andTerms appends the terms of n's ANDs (n itself when it is none).
+func andTerms(n *pg.Node, out []*pg.Node) []*pg.Node {
+	if be := n.GetBoolExpr(); be != nil && be.GetBoolop() == pg.BoolExprType_AND_EXPR {
+		for _, a := range be.GetArgs() {
+			out = andTerms(a, out)
+		}
+		return out
+	}
+	return append(out, n)
 }
 
 func (b *Binder) setList(t *catalog.Table, targets []*pg.Node, sc *scope) (map[int]Expr, error) {

@@ -534,56 +534,82 @@ func (b *Binder) expandStar(cr *pg.ColumnRef, sc *scope) ([]Expr, []Column, erro
 
 // columnName is PostgreSQL's default output name of an expression.
 func columnName(n *pg.Node) string {
+	if name, strength := figureColname(n); strength > 0 {
+		return name
+	}
+	return "?column?"
+}
+
+// figureColname is PostgreSQL's FigureColnameInternal: a name and how
+// sure it is (2: a column, function or keyword; 1: a cast's type, which an
+// outer cast or a CASE's ELSE overrides, 12345::text::char(3) is bpchar;
+// 0: none).
+func figureColname(n *pg.Node) (string, int) {
 	switch {
 	case n.GetColumnRef() != nil:
 		f := n.GetColumnRef().GetFields()
 		if s := f[len(f)-1].GetString_(); s != nil {
-			return s.GetSval()
+			return s.GetSval(), 2
 		}
 	case n.GetFuncCall() != nil:
 		f := n.GetFuncCall().GetFuncname()
-		return f[len(f)-1].GetString_().GetSval()
+		return f[len(f)-1].GetString_().GetSval(), 2
 	case n.GetTypeCast() != nil:
-		if name := columnName(n.GetTypeCast().GetArg()); name != "?column?" {
-			return name
+		if name, strength := figureColname(n.GetTypeCast().GetArg()); strength > 1 {
+			return name, strength
 		}
 		tn := n.GetTypeCast().GetTypeName().GetNames()
-		return tn[len(tn)-1].GetString_().GetSval()
+		return tn[len(tn)-1].GetString_().GetSval(), 1
+	case n.GetCollateClause() != nil:
+		return figureColname(n.GetCollateClause().GetArg())
 	case n.GetAIndirection() != nil:
 		ind := n.GetAIndirection().GetIndirection()
 		if f := ind[len(ind)-1].GetString_(); f != nil {
-			return f.GetSval() // (record).field
+			return f.GetSval(), 2 // (record).field
 		}
-		return columnName(n.GetAIndirection().GetArg())
+		return figureColname(n.GetAIndirection().GetArg())
 	case n.GetAArrayExpr() != nil:
-		return "array"
+		return "array", 2
+	case n.GetRowExpr() != nil:
+		return "row", 2
+	case n.GetGroupingFunc() != nil:
+		return "grouping", 2
 	case n.GetCaseExpr() != nil:
-		return "case"
+		if name, strength := figureColname(n.GetCaseExpr().GetDefresult()); strength > 1 {
+			return name, strength
+		}
+		return "case", 1
 	case n.GetCoalesceExpr() != nil:
-		return "coalesce"
+		return "coalesce", 2
 	case n.GetMinMaxExpr() != nil:
 		if n.GetMinMaxExpr().GetOp() == pg.MinMaxOp_IS_GREATEST {
-			return "greatest"
+			return "greatest", 2
 		}
-		return "least"
+		return "least", 2
 	case n.GetSqlvalueFunction() != nil:
 		s := strings.ToLower(strings.TrimPrefix(n.GetSqlvalueFunction().GetOp().String(), "SVFOP_"))
-		return strings.TrimSuffix(s, "_n")
+		return strings.TrimSuffix(s, "_n"), 2
+	case n.GetAExpr() != nil:
+		if n.GetAExpr().GetKind() == pg.A_Expr_Kind_AEXPR_NULLIF {
+			return "nullif", 2
+		}
 	case n.GetSubLink() != nil:
-		if n.GetSubLink().GetSubLinkType() == pg.SubLinkType_EXISTS_SUBLINK {
-			return "exists"
-		}
-		if sel := n.GetSubLink().GetSubselect().GetSelectStmt(); sel != nil && len(sel.GetTargetList()) == 1 {
-			rt := sel.GetTargetList()[0].GetResTarget()
-			if rt.GetName() != "" {
-				return rt.GetName()
+		switch n.GetSubLink().GetSubLinkType() {
+		case pg.SubLinkType_EXISTS_SUBLINK:
+			return "exists", 2
+		case pg.SubLinkType_ARRAY_SUBLINK:
+			return "array", 2
+		case pg.SubLinkType_EXPR_SUBLINK:
+			if sel := n.GetSubLink().GetSubselect().GetSelectStmt(); sel != nil && len(sel.GetTargetList()) == 1 {
+				rt := sel.GetTargetList()[0].GetResTarget()
+				if rt.GetName() != "" {
+					return rt.GetName(), 2
+				}
+				return columnName(rt.GetVal()), 2 // the subquery's column: ?column? too
 			}
-			return columnName(rt.GetVal())
 		}
-	case n.GetBoolExpr() != nil, n.GetAExpr() != nil, n.GetNullTest() != nil:
-		return "?column?"
 	}
-	return "?column?"
+	return "", 0
 }
 
 func (b *Binder) addFilter(n Node, cond Expr) Node {

@@ -249,14 +249,17 @@ func convert(d Datum, from, to T, loc *time.Location) (Datum, error) {
 		}
 		return DInt(v), nil
 	case ff == FamNumeric && tf == FamFloat:
+		// A value too small underflows to zero: out of range too, as
+		// PostgreSQL's float8in / float4in of the numeric's text say.
 		f := NumericToFloat(d.D)
+		under := d.D.Form == apd.Finite && !d.D.IsZero()
 		if to.OID == OIDFloat4 {
 			f32 := float32(f)
-			if math.IsInf(float64(f32), 0) && !math.IsInf(f, 0) {
+			if math.IsInf(float64(f32), 0) && !math.IsInf(f, 0) || f32 == 0 && under {
 				return NullDatum, pgerror.New(pgerror.CodeNumericValueOutOfRange, "\"%s\" is out of range for type real", NumericString(d.D))
 			}
 			f = float64(f32)
-		} else if math.IsInf(f, 0) && d.D.Form == apd.Finite {
+		} else if math.IsInf(f, 0) && d.D.Form == apd.Finite || f == 0 && under {
 			return NullDatum, pgerror.New(pgerror.CodeNumericValueOutOfRange, "\"%s\" is out of range for type double precision", NumericString(d.D))
 		}
 		return DFloat(f), nil

@@ -160,12 +160,22 @@ func (b *Binder) selectStmt(s *pg.SelectStmt, parent *scope) (Node, error) {
 	for _, t := range s.GetTargetList() {
 		rt := t.GetResTarget()
 		if cr := rt.GetVal().GetColumnRef(); cr != nil && isStar(cr) {
-			if aggregated {
-				return nil, pgerror.New(pgerror.CodeGroupingError, "SELECT * is not allowed with GROUP BY or aggregates")
-			}
 			es, cs, err := b.expandStar(cr, sc)
 			if err != nil {
 				return nil, err
+			}
+			if aggregated {
+				// Each column must be grouped, or determined by a grouped
+				// primary key (SELECT * FROM t GROUP BY its key).
+				for i, e := range es {
+					ref, ok := e.(*ColRef)
+					if !ok {
+						return nil, pgerror.New(pgerror.CodeGroupingError, "SELECT * is not allowed with GROUP BY or aggregates")
+					}
+					if es[i], err = b.aggs.groupRef(ref.Idx, ref.T, ref.Name, cr.GetLocation()); err != nil {
+						return nil, err
+					}
+				}
 			}
 			exprs, cols = append(exprs, es...), append(cols, cs...)
 			continue

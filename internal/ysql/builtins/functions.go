@@ -600,6 +600,7 @@ func init() {
 		u[8] = u[8]&0x3f | 0x80
 		return types.DUUID(u), nil
 	}).Volatile = true
+	uuidOSSP()
 	addFn("format_type", args(tOID, tI4), tText, func(_ *EvalContext, a []types.Datum) (types.Datum, error) {
 		if a[0].Null {
 			return types.NullDatum, nil

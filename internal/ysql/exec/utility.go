@@ -109,6 +109,25 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 	case n.GetClosePortalStmt() != nil:
 		tag, err := s.closeCursor(n.GetClosePortalStmt().GetPortalname())
 		return tag, nil, nil, err
+	case n.GetCreateExtensionStmt() != nil:
+		// The functions of uuid-ossp are built in, and plpgsql is
+		// PostgreSQL's default: CREATE EXTENSION of them (ORMs and
+		// migrations run it: TypeORM's uuid columns call
+		// uuid_generate_v4) has nothing to do.
+		ce := n.GetCreateExtensionStmt()
+		switch name := ce.GetExtname(); name {
+		case "plpgsql": // installed, as in every PostgreSQL database
+			if !ce.GetIfNotExists() {
+				return "", nil, nil, pgerror.New(pgerror.CodeDuplicateObject, "extension %q already exists", name)
+			}
+			s.notice("NOTICE", "42710", "extension %q already exists, skipping", name)
+			return "CREATE EXTENSION", nil, nil, nil
+		case "uuid-ossp":
+			return "CREATE EXTENSION", nil, nil, nil
+		default:
+			return "", nil, nil, pgerror.New(pgerror.CodeFeatureNotSupported, "extension %q is not available", name).
+				WithHint("The extensions available are uuid-ossp (built in) and plpgsql.")
+		}
 	case n.GetVacuumStmt() != nil:
 		if n.GetVacuumStmt().GetIsVacuumcmd() {
 			return "VACUUM", nil, nil, nil

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -338,40 +339,81 @@ var virtualDefs = []vdef{
 			return out
 		}},
 	{schema: "information_schema", name: "columns", oid: 13102,
+		// PostgreSQL 15's columns, in its order (TypeORM reads udt_schema,
+		// the identity columns and more).
 		cols: []vcol{{"table_catalog", nameT}, {"table_schema", nameT}, {"table_name", nameT}, {"column_name", nameT},
 			{"ordinal_position", int4T}, {"column_default", textT}, {"is_nullable", textT}, {"data_type", textT},
-			{"character_maximum_length", int4T}, {"numeric_precision", int4T}, {"numeric_scale", int4T}, {"udt_name", nameT}},
+			{"character_maximum_length", int4T}, {"character_octet_length", int4T}, {"numeric_precision", int4T},
+			{"numeric_precision_radix", int4T}, {"numeric_scale", int4T}, {"datetime_precision", int4T},
+			{"interval_type", textT}, {"interval_precision", int4T}, {"character_set_catalog", nameT},
+			{"character_set_schema", nameT}, {"character_set_name", nameT}, {"collation_catalog", nameT},
+			{"collation_schema", nameT}, {"collation_name", nameT}, {"domain_catalog", nameT}, {"domain_schema", nameT},
+			{"domain_name", nameT}, {"udt_catalog", nameT}, {"udt_schema", nameT}, {"udt_name", nameT},
+			{"scope_catalog", nameT}, {"scope_schema", nameT}, {"scope_name", nameT}, {"maximum_cardinality", int4T},
+			{"dtd_identifier", nameT}, {"is_self_referencing", textT}, {"is_identity", textT},
+			{"identity_generation", textT}, {"identity_start", textT}, {"identity_increment", textT},
+			{"identity_maximum", textT}, {"identity_minimum", textT}, {"identity_cycle", textT}, {"is_generated", textT},
+			{"generation_expression", textT}, {"is_updatable", textT}},
 		rows: func(s *Session, snap *catalog.Snapshot) []plan.Row {
 			var out []plan.Row
-			add := func(schema, table string, n int, c catalog.Column, def types.Datum) {
-				maxLen, prec, scale := dNull(), dNull(), dNull()
+			yesNo := func(b bool) types.Datum { return dStr(map[bool]string{true: "YES", false: "NO"}[b]) }
+			add := func(t *catalog.Table, schema, table string, n int, c catalog.Column, def types.Datum) {
+				maxLen, octets, prec, radix, scale, dtPrec := dNull(), dNull(), dNull(), dNull(), dNull(), dNull()
 				if l := c.Type.CharLen(); l > 0 {
-					maxLen = dInt(int64(l))
+					maxLen, octets = dInt(int64(l)), dInt(int64(4*l))
+				} else if c.Type.Family() == types.FamString {
+					octets = dInt(1073741824)
 				}
 				if p, sc, ok := c.Type.NumericPrecScale(); ok {
 					prec, scale = dInt(int64(p)), dInt(int64(sc))
+				}
+				if c.Type.OID == types.OIDNumeric {
+					radix = dInt(10)
 				}
 				// PostgreSQL's binary precisions of the integer and
 				// float types (numeric_precision_radix 2).
 				switch c.Type.OID {
 				case types.OIDInt2:
-					prec, scale = dInt(16), dInt(0)
+					prec, radix, scale = dInt(16), dInt(2), dInt(0)
 				case types.OIDInt4:
-					prec, scale = dInt(32), dInt(0)
+					prec, radix, scale = dInt(32), dInt(2), dInt(0)
 				case types.OIDInt8:
-					prec, scale = dInt(64), dInt(0)
+					prec, radix, scale = dInt(64), dInt(2), dInt(0)
 				case types.OIDFloat4:
-					prec = dInt(24)
+					prec, radix = dInt(24), dInt(2)
 				case types.OIDFloat8:
-					prec = dInt(53)
+					prec, radix = dInt(53), dInt(2)
+				case types.OIDDate:
+					dtPrec = dInt(0)
+				case types.OIDTime, types.OIDTimestamp, types.OIDTimestampTZ, types.OIDInterval:
+					p := c.Type.TimePrecision()
+					if p < 0 {
+						p = 6
+					}
+					dtPrec = dInt(int64(p))
 				}
 				dataType := types.FormatType(c.Type.OID, -1)
 				udt := ""
 				if info := types.Info(c.Type.OID); info != nil {
 					udt = info.Name
 				}
+				idGen, idStart, idInc, idMax, idMin, idCycle := dNull(), dNull(), dNull(), dNull(), dNull(), dStr("NO")
+				if c.Identity != "" && t != nil {
+					idGen = dStr(map[bool]string{true: "ALWAYS", false: "BY DEFAULT"}[c.Identity == "a"])
+					def = dNull() // PostgreSQL shows no default for an identity column
+					for _, q := range snap.Sequences[s.db] {
+						if q.Schema == t.Schema && q.OwnedBy == t.Name+"."+c.Name {
+							idStart, idInc = dStr(fmt.Sprint(q.Start)), dStr(fmt.Sprint(q.Increment))
+							idMax, idMin, idCycle = dStr(fmt.Sprint(q.Max)), dStr(fmt.Sprint(q.Min)), yesNo(q.Cycle)
+						}
+					}
+				}
 				out = append(out, plan.Row{dStr(s.db), dStr(schema), dStr(table), dStr(c.Name), dInt(int64(n)), def,
-					dStr(map[bool]string{true: "NO", false: "YES"}[c.NotNull]), dStr(dataType), maxLen, prec, scale, dStr(udt)})
+					yesNo(!c.NotNull), dStr(dataType), maxLen, octets, prec, radix, scale, dtPrec,
+					dNull(), dNull(), dNull(), dNull(), dNull(), dNull(), dNull(), dNull(), dNull(), dNull(), dNull(),
+					dStr(s.db), dStr("pg_catalog"), dStr(udt), dNull(), dNull(), dNull(), dNull(),
+					dStr(fmt.Sprint(n)), dStr("NO"), yesNo(c.Identity != ""), idGen, idStart, idInc, idMax, idMin, idCycle,
+					dStr("NEVER"), dNull(), yesNo(t != nil)})
 			}
 			for _, t := range sortedTables(s, snap) {
 				n := 0
@@ -384,12 +426,12 @@ var virtualDefs = []vdef{
 					if d := columnDefault(t, c); d != "" {
 						def = dStr(d)
 					}
-					add(t.Schema, t.Name, n, c, def)
+					add(t, t.Schema, t.Name, n, c, def)
 				}
 			}
 			for _, v := range sortedViews(s, snap) {
 				for i, c := range v.Columns {
-					add(v.Schema, v.Name, i+1, catalog.Column{Name: c.Name, Type: c.Type}, dNull())
+					add(nil, v.Schema, v.Name, i+1, catalog.Column{Name: c.Name, Type: c.Type}, dNull())
 				}
 			}
 			return out

@@ -30,7 +30,6 @@ var emptyRelations = []struct {
 	{"pg_foreign_server", 1417, `oid:oid srvname:name srvowner:oid srvfdw:oid srvtype:text srvversion:text srvacl:aclitem[] srvoptions:text[]`},
 	{"pg_foreign_data_wrapper", 2328, `oid:oid fdwname:name fdwowner:oid fdwhandler:oid fdwvalidator:oid fdwacl:aclitem[] fdwoptions:text[]`},
 	{"pg_event_trigger", 3466, `oid:oid evtname:name evtevent:name evtowner:oid evtfoid:oid evtenabled:"char" evttags:text[]`},
-	{"pg_extension", 3079, `oid:oid extname:name extowner:oid extnamespace:oid extrelocatable:boolean extversion:text extconfig:oid[] extcondition:text[]`},
 	{"pg_enum", 3501, `oid:oid enumtypid:oid enumsortorder:real enumlabel:name`},
 	{"pg_range", 3541, `rngtypid:oid rngsubtype:oid rngmultitypid:oid rngcollation:oid rngsubopc:oid rngcanonical:regproc rngsubdiff:regproc`},
 	{"pg_seclabel", 3596, `objoid:oid classoid:oid objsubid:integer provider:text label:text`},
@@ -126,6 +125,13 @@ var clientDefs = []vdef{
 				}
 				return 0
 			})
+		}},
+	{schema: "pg_catalog", name: "pg_extension", oid: 3079,
+		cols: colSpec(`oid:oid extname:name extowner:oid extnamespace:oid extrelocatable:boolean extversion:text extconfig:oid[] extcondition:text[]`),
+		rows: func(*Session, *catalog.Snapshot) []plan.Row {
+			// plpgsql, installed in every database as in PostgreSQL
+			// (psql's \dx lists it).
+			return []plan.Row{{dOID(13546), dStr("plpgsql"), dOID(oidBootUser), dOID(oidPgCatalog), dBool(false), dStr("1.0"), dNull(), dNull()}}
 		}},
 	{schema: "pg_catalog", name: "pg_tablespace", oid: 1213,
 		cols: colSpec(`oid:oid spcname:name spcowner:oid spcacl:aclitem[] spcoptions:text[]`),

@@ -290,7 +290,21 @@ func (b *Binder) orderLimitProject(s *pg.SelectStmt, proj *Project, inputScope *
 			return idx, err
 		}
 		if len(dc) > 0 && !distinctOn {
-			return -1, pgerror.New(pgerror.CodeInvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+			// A column written another way than in the select list
+			// (ORDER BY "c" for SELECT DISTINCT s."c" AS x: TypeORM)
+			// is the same column, as PostgreSQL matches them.
+			if node.GetColumnRef() != nil {
+				if e, err := b.expr(node, inputScope, tUnknown); err == nil {
+					if ref, ok := e.(*ColRef); ok {
+						for i, pe := range proj.Exprs {
+							if pr, ok := pe.(*ColRef); ok && pr.Idx == ref.Idx {
+								return i, nil
+							}
+						}
+					}
+				}
+			}
+			return -1, posErr(pgerror.New(pgerror.CodeInvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list"), exprLocation(node))
 		}
 		key := astKey(node)
 		if idx, ok := hidden[key]; ok {

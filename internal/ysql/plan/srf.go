@@ -257,17 +257,37 @@ func (b *Binder) rangeFunction(rf *pg.RangeFunction, sc, parent *scope) (Node, [
 			return nil, nil, err
 		}
 	}
-	args := make([]Expr, len(fc.GetArgs()))
-	for i, a := range fc.GetArgs() {
-		e, err := b.expr(a, argScope, tUnknown)
+	var fs *FuncScan
+	var f SRF
+	var args []Expr
+	if !b.isSRF(fc) {
+		// A function returning one value is a FROM item of one row
+		// (SELECT * FROM current_schema(): TypeORM's first query).
+		e, err := b.expr(&pg.Node{Node: &pg.Node_FuncCall{FuncCall: fc}}, argScope, tUnknown)
 		if err != nil {
 			return nil, nil, err
 		}
-		args[i] = e
-	}
-	fs, f, err := b.srfScan(name, args, loc)
-	if err != nil {
-		return nil, nil, err
+		if e.Type().OID == types.OIDUnknown {
+			if e, err = b.cast(e, tText, types.CastImplicit, loc); err != nil {
+				return nil, nil, err
+			}
+		}
+		args = []Expr{e}
+		fs = &FuncScan{Name: name, Args: args, cols: []Column{{Name: name, T: e.Type()}},
+			Fn: func(_ *time.Location, vals []types.Datum) ([]Row, error) { return []Row{{vals[0]}}, nil }}
+	} else {
+		args = make([]Expr, len(fc.GetArgs()))
+		for i, a := range fc.GetArgs() {
+			e, err := b.expr(a, argScope, tUnknown)
+			if err != nil {
+				return nil, nil, err
+			}
+			args[i] = e
+		}
+		var err error
+		if fs, f, err = b.srfScan(name, args, loc); err != nil {
+			return nil, nil, err
+		}
 	}
 	cols := fs.cols
 	if rf.GetOrdinality() {

@@ -502,6 +502,42 @@ var virtualDefs = []vdef{
 			}
 			return out
 		}},
+	{schema: "information_schema", name: "constraint_column_usage", oid: 13109,
+		// The columns each constraint uses: a key's own, a CHECK's, and
+		// for a foreign key the referenced table's (Sequelize's
+		// sync({alter}) reads the references from here).
+		cols: []vcol{{"table_catalog", nameT}, {"table_schema", nameT}, {"table_name", nameT}, {"column_name", nameT},
+			{"constraint_catalog", nameT}, {"constraint_schema", nameT}, {"constraint_name", nameT}},
+		rows: func(s *Session, snap *catalog.Snapshot) (out []plan.Row) {
+			row := func(t *catalog.Table, col, schema, name string) plan.Row {
+				return plan.Row{dStr(s.db), dStr(t.Schema), dStr(t.Name), dStr(col), dStr(s.db), dStr(schema), dStr(name)}
+			}
+			for _, t := range sortedTables(s, snap) {
+				if !t.RowID {
+					for _, k := range t.Key {
+						out = append(out, row(t, t.Columns[k.Column].Name, t.Schema, t.PKName))
+					}
+				}
+				for _, ix := range uniqueConstraints(t) {
+					for _, c := range ix.Columns {
+						out = append(out, row(t, t.Columns[t.ColumnByID(c.ID)].Name, t.Schema, ix.Name))
+					}
+				}
+				for _, ck := range t.Checks {
+					for _, c := range t.Columns {
+						if !c.Hidden && exprNamesColumn(ck.Expr, c.Name) {
+							out = append(out, row(t, c.Name, t.Schema, ck.Name))
+						}
+					}
+				}
+			}
+			eachForeignKey(s, snap, func(t, parent *catalog.Table, fk *catalog.ForeignKey, _ int) {
+				for _, id := range fk.RefColumns {
+					out = append(out, row(parent, parent.Columns[parent.ColumnByID(id)].Name, t.Schema, fk.Name))
+				}
+			})
+			return out
+		}},
 	{schema: "information_schema", name: "referential_constraints", oid: 13105,
 		cols: []vcol{{"constraint_catalog", nameT}, {"constraint_schema", nameT}, {"constraint_name", nameT},
 			{"unique_constraint_catalog", nameT}, {"unique_constraint_schema", nameT}, {"unique_constraint_name", nameT},

@@ -133,6 +133,13 @@ var clientDefs = []vdef{
 			// (psql's \dx lists it).
 			return []plan.Row{{dOID(13546), dStr("plpgsql"), dOID(oidBootUser), dOID(oidPgCatalog), dBool(false), dStr("1.0"), dNull(), dNull()}}
 		}},
+	// The statistics views list the tables with no counts kept (zeros,
+	// NULL times): tools and ORMs join them for the table names
+	// (Sequelize reads column comments through pg_statio_all_tables).
+	{schema: "pg_catalog", name: "pg_statio_all_tables", oid: 12010, cols: colSpec(statioCols), rows: statioRows},
+	{schema: "pg_catalog", name: "pg_statio_user_tables", oid: 12011, cols: colSpec(statioCols), rows: statioRows},
+	{schema: "pg_catalog", name: "pg_stat_all_tables", oid: 12012, cols: colSpec(statTablesCols), rows: statTablesRows},
+	{schema: "pg_catalog", name: "pg_stat_user_tables", oid: 12013, cols: colSpec(statTablesCols), rows: statTablesRows},
 	{schema: "pg_catalog", name: "pg_tablespace", oid: 1213,
 		cols: colSpec(`oid:oid spcname:name spcowner:oid spcacl:aclitem[] spcoptions:text[]`),
 		rows: func(*Session, *catalog.Snapshot) []plan.Row {
@@ -272,3 +279,34 @@ func init() {
 func pkeyConstraintOID(t *catalog.Table) uint32 { return t.OID() + 3<<22 }
 
 func checkOID(t *catalog.Table, i int) uint32 { return t.OID() + uint32(4+i)<<22 }
+
+const statioCols = `relid:oid schemaname:name relname:name heap_blks_read:bigint heap_blks_hit:bigint idx_blks_read:bigint idx_blks_hit:bigint toast_blks_read:bigint toast_blks_hit:bigint tidx_blks_read:bigint tidx_blks_hit:bigint`
+
+const statTablesCols = `relid:oid schemaname:name relname:name seq_scan:bigint seq_tup_read:bigint idx_scan:bigint idx_tup_fetch:bigint n_tup_ins:bigint n_tup_upd:bigint n_tup_del:bigint n_tup_hot_upd:bigint n_live_tup:bigint n_dead_tup:bigint n_mod_since_analyze:bigint n_ins_since_vacuum:bigint last_vacuum:timestamptz last_autovacuum:timestamptz last_analyze:timestamptz last_autoanalyze:timestamptz vacuum_count:bigint autovacuum_count:bigint analyze_count:bigint autoanalyze_count:bigint`
+
+func statioRows(s *Session, snap *catalog.Snapshot) []plan.Row {
+	var out []plan.Row
+	for _, t := range sortedTables(s, snap) {
+		z := dInt(0)
+		out = append(out, plan.Row{dOID(t.OID()), dStr(t.Schema), dStr(t.Name), z, z, z, z, dNull(), dNull(), dNull(), dNull()})
+	}
+	return out
+}
+
+func statTablesRows(s *Session, snap *catalog.Snapshot) []plan.Row {
+	var out []plan.Row
+	for _, t := range sortedTables(s, snap) {
+		row := plan.Row{dOID(t.OID()), dStr(t.Schema), dStr(t.Name)}
+		for range 12 {
+			row = append(row, dInt(0))
+		}
+		for range 4 {
+			row = append(row, dNull())
+		}
+		for range 4 {
+			row = append(row, dInt(0))
+		}
+		out = append(out, row)
+	}
+	return out
+}

@@ -576,6 +576,18 @@ func (s *Session) checkDefault(col *catalog.Column) error {
 	if err = b.DefaultDefinition(col.Default); err == nil {
 		_, err = b.DefaultExpr(nil, col)
 	}
+	if err == nil {
+		// nextval('no_such_seq') names a relation that must exist now:
+		// 42P01 at CREATE, not at every insert.
+		var n *pg.Node
+		if n, err = storedExpr(col.Default); err == nil {
+			forSequenceArgs(n, func(name string) {
+				if err == nil {
+					_, err = s.RegIn(types.T{OID: types.OIDRegclass, Mod: -1}, name)
+				}
+			})
+		}
+	}
 	var pe *pgerror.Error
 	if errors.As(err, &pe) {
 		pe.Position = 0 // a position in the stored text, not the statement's

@@ -99,7 +99,7 @@ func (s *Session) newIndex(ctx context.Context, snap *catalog.Snapshot, t *catal
 		if err != nil {
 			return nil, err
 		}
-		if _, err := b.IndexPredicate(t, pred); err != nil {
+		if err := b.CheckIndexPredicate(t, pred); err != nil {
 			return nil, err
 		}
 		ix.Predicate = pred

@@ -818,6 +818,12 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 		}
 		return "DROP SCHEMA", nil
 	case pg.ObjectType_OBJECT_INDEX:
+		if ds.GetConcurrent() && len(ds.GetObjects()) > 1 {
+			return "", pgerror.New(pgerror.CodeFeatureNotSupported, "DROP INDEX CONCURRENTLY does not support dropping multiple objects")
+		}
+		if ds.GetConcurrent() && ds.GetBehavior() == pg.DropBehavior_DROP_CASCADE {
+			return "", pgerror.New(pgerror.CodeFeatureNotSupported, "DROP INDEX CONCURRENTLY does not support CASCADE")
+		}
 		var refs []catalog.IndexRef
 		for _, o := range ds.GetObjects() {
 			schema, name := qualifiedName(o.GetList().GetItems())

@@ -708,7 +708,7 @@ func ybIndexExtensions(sql string) (string, *ybOptions, error) {
 				opts = &ybOptions{}
 			}
 			for _, k := range specs {
-				opts.indexCols = append(opts.indexCols, idxCol(k))
+				opts.indexCols = append(opts.indexCols, idxCol{name: k.name, hash: k.hash, desc: k.desc, set: k.set})
 			}
 			sql = sql[:loc[1]] + strings.Join(names, ", ") + sql[end:]
 		}

@@ -245,6 +245,10 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 					break
 				}
 			}
+			if !found && !next.RowID && next.PKName == cmd.GetName() {
+				// It exists (pg_constraint lists it): not 42704.
+				return pgerror.Unsupported("dropping a PRIMARY KEY constraint")
+			}
 			if !found && !cmd.GetMissingOk() {
 				return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q of relation %q does not exist", cmd.GetName(), t.Name)
 			}
@@ -633,6 +637,9 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 		}
 		if next.ColumnIndex(rs.GetNewname()) >= 0 {
 			return "", pgerror.New(pgerror.CodeDuplicateColumn, "column %q of relation %q already exists", rs.GetNewname(), t.Name)
+		}
+		if err := systemColumnName(rs.GetNewname()); err != nil {
+			return "", err
 		}
 		next.Columns[i].Name = rs.GetNewname()
 		// CHECK expressions and index predicates name columns: rename

@@ -430,6 +430,9 @@ func setKey(t *catalog.Table, pk []keySpec) error {
 // columnDef converts a column definition; colPK reports a column-level
 // PRIMARY KEY.
 func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.ColumnDef) (*catalog.Column, bool, error) {
+	if err := systemColumnName(cd.GetColname()); err != nil {
+		return nil, false, err
+	}
 	tn := cd.GetTypeName()
 	serial := ""
 	if len(tn.GetNames()) > 0 {
@@ -563,6 +566,17 @@ func (s *Session) checkChecks(ctx context.Context, t *catalog.Table, from int) e
 		if err := b.CheckConstraint(t, t.Checks[i].Expr); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// systemColumnName refuses a column named as one of PostgreSQL's system
+// columns (42701), which every table has there; it was accepted, and a
+// table with a column xmin is one PostgreSQL cannot have.
+func systemColumnName(name string) error {
+	switch name {
+	case "tableoid", "cmax", "xmax", "cmin", "xmin", "ctid":
+		return pgerror.New(pgerror.CodeDuplicateColumn, "column name %q conflicts with a system column name", name)
 	}
 	return nil
 }

@@ -55,6 +55,13 @@ func (b *Binder) CheckIndexPredicate(t *catalog.Table, pred string) error {
 	return err
 }
 
+// CheckTransform refuses in ALTER COLUMN TYPE's USING what PostgreSQL
+// refuses in a transform expression: a subquery crashed the session
+// converting the rows; aggregates, window and set-returning functions.
+func (b *Binder) CheckTransform(using *pg.Node) error {
+	return refuseInDefinition(b, using, "transform expression", false)
+}
+
 // DefaultDefinition validates a column default's expression when it is
 // defined, with PostgreSQL's errors (a subquery was accepted, and failed
 // or crashed at the first insert).

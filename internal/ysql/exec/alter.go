@@ -90,6 +90,7 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				}
 				return pgerror.New(pgerror.CodeDuplicateColumn, "column %q of relation %q already exists", cd.GetColname(), t.Name)
 			}
+			checks := len(next.Checks)
 			col, isPK, err := s.columnDef(ctx, next, cd)
 			if err != nil {
 				return err
@@ -98,6 +99,13 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				return pgerror.Unsupported("adding a PRIMARY KEY column")
 			}
 			next.Columns = append(next.Columns, *col)
+			if len(next.Checks) > checks {
+				// The column's CHECK, validated as a table's: a subquery
+				// in it crashed the session checking the rows.
+				if err := s.checkChecks(ctx, next, checks); err != nil {
+					return err
+				}
+			}
 			if err := checkColumnCount(len(next.Columns)); err != nil {
 				return err
 			}

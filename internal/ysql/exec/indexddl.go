@@ -175,6 +175,9 @@ func (s *Session) createIndex(ctx context.Context, is *pg.IndexStmt, yb *ybOptio
 	if is.GetNullsNotDistinct() {
 		return pgerror.Unsupported("NULLS NOT DISTINCT")
 	}
+	if err := indexOptions(is.GetOptions()); err != nil {
+		return err
+	}
 	snap, err := s.snapshot(ctx)
 	if err != nil {
 		return err

@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"math"
 	"strconv"
+	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
@@ -65,4 +67,47 @@ func defElemString(de *pg.DefElem) (v string, given bool) {
 		return names[len(names)-1].GetString_().GetSval(), true
 	}
 	return "", true
+}
+
+// indexOptions checks CREATE INDEX's WITH (...) as PostgreSQL's btree
+// options: fillfactor (an integer from 10 to 100) and deduplicate_items
+// (a boolean), each once; anything else is 22023. They were accepted
+// whatever they named (the index stores neither).
+func indexOptions(opts []*pg.Node) error {
+	seen := map[string]bool{}
+	for _, o := range opts {
+		de := o.GetDefElem()
+		if de == nil {
+			continue
+		}
+		name := de.GetDefname()
+		if de.GetDefnamespace() != "" {
+			return pgerror.New(pgerror.CodeInvalidParameterValue, "unrecognized parameter namespace %q", de.GetDefnamespace())
+		}
+		if seen[name] {
+			return pgerror.New(pgerror.CodeInvalidParameterValue, "parameter %q specified more than once", name)
+		}
+		seen[name] = true
+		v, given := defElemString(de)
+		switch name {
+		case "fillfactor":
+			// parse_int: a fraction rounds (100.5 is 100).
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			n := math.RoundToEven(f)
+			if !given || err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for integer option %q: %s", name, v)
+			}
+			if n < 10 || n > 100 {
+				return pgerror.New(pgerror.CodeInvalidParameterValue, "value %s out of bounds for option %q", v, name).
+					WithDetail(`Valid values are between "10" and "100".`)
+			}
+		case "deduplicate_items":
+			if _, ok := types.ParseBool(v); given && !ok {
+				return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for boolean option %q: %s", name, v)
+			}
+		default:
+			return pgerror.New(pgerror.CodeInvalidParameterValue, "unrecognized parameter %q", name)
+		}
+	}
+	return nil
 }

@@ -90,6 +90,7 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				}
 				return pgerror.New(pgerror.CodeDuplicateColumn, "column %q of relation %q already exists", cd.GetColname(), t.Name)
 			}
+			checks := len(next.Checks)
 			col, isPK, err := s.columnDef(ctx, next, cd)
 			if err != nil {
 				return err
@@ -98,6 +99,13 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				return pgerror.Unsupported("adding a PRIMARY KEY column")
 			}
 			next.Columns = append(next.Columns, *col)
+			if len(next.Checks) > checks {
+				// The column's CHECK, validated as a table's: a subquery
+				// in it crashed the session checking the rows.
+				if err := s.checkChecks(ctx, next, checks); err != nil {
+					return err
+				}
+			}
 			if err := checkColumnCount(len(next.Columns)); err != nil {
 				return err
 			}
@@ -244,6 +252,10 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 					found = true
 					break
 				}
+			}
+			if !found && !next.RowID && next.PKName == cmd.GetName() {
+				// It exists (pg_constraint lists it): not 42704.
+				return pgerror.Unsupported("dropping a PRIMARY KEY constraint")
 			}
 			if !found && !cmd.GetMissingOk() {
 				return pgerror.New(pgerror.CodeUndefinedObject, "constraint %q of relation %q does not exist", cmd.GetName(), t.Name)
@@ -634,6 +646,9 @@ func (s *Session) rename(ctx context.Context, rs *pg.RenameStmt) (string, error)
 		if next.ColumnIndex(rs.GetNewname()) >= 0 {
 			return "", pgerror.New(pgerror.CodeDuplicateColumn, "column %q of relation %q already exists", rs.GetNewname(), t.Name)
 		}
+		if err := systemColumnName(rs.GetNewname()); err != nil {
+			return "", err
+		}
 		next.Columns[i].Name = rs.GetNewname()
 		// CHECK expressions and index predicates name columns: rename
 		// them there too.
@@ -708,7 +723,7 @@ func ybIndexExtensions(sql string) (string, *ybOptions, error) {
 				opts = &ybOptions{}
 			}
 			for _, k := range specs {
-				opts.indexCols = append(opts.indexCols, idxCol(k))
+				opts.indexCols = append(opts.indexCols, idxCol{name: k.name, hash: k.hash, desc: k.desc, set: k.set})
 			}
 			sql = sql[:loc[1]] + strings.Join(names, ", ") + sql[end:]
 		}

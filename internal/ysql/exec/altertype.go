@@ -188,7 +188,11 @@ func (s *Session) fillRetyped(ctx context.Context, t *catalog.Table, changes []t
 		target := &t.Columns[t.ColumnByID(fresh[k])]
 		old := &t.Columns[t.ColumnByID(ch.col)]
 		src := ch.using
-		if src == nil {
+		if src != nil {
+			if err := b.CheckTransform(src); err != nil {
+				return err
+			}
+		} else {
 			src = &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{{Node: &pg.Node_String_{String_: &pg.String{Sval: old.Name}}}}, Location: -1}}}
 		}
 		if conv[k], err = b.RowValue(t, src, target); err != nil {

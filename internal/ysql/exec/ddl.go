@@ -430,6 +430,9 @@ func setKey(t *catalog.Table, pk []keySpec) error {
 // columnDef converts a column definition; colPK reports a column-level
 // PRIMARY KEY.
 func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.ColumnDef) (*catalog.Column, bool, error) {
+	if err := systemColumnName(cd.GetColname()); err != nil {
+		return nil, false, err
+	}
 	tn := cd.GetTypeName()
 	serial := ""
 	if len(tn.GetNames()) > 0 {
@@ -567,6 +570,17 @@ func (s *Session) checkChecks(ctx context.Context, t *catalog.Table, from int) e
 	return nil
 }
 
+// systemColumnName refuses a column named as one of PostgreSQL's system
+// columns (42701), which every table has there; it was accepted, and a
+// table with a column xmin is one PostgreSQL cannot have.
+func systemColumnName(name string) error {
+	switch name {
+	case "tableoid", "cmax", "xmax", "cmin", "xmin", "ctid":
+		return pgerror.New(pgerror.CodeDuplicateColumn, "column name %q conflicts with a system column name", name)
+	}
+	return nil
+}
+
 // checkDefault binds a default once so a bad one fails at CREATE.
 func (s *Session) checkDefault(col *catalog.Column) error {
 	b, err := s.binder(context.Background())
@@ -575,6 +589,18 @@ func (s *Session) checkDefault(col *catalog.Column) error {
 	}
 	if err = b.DefaultDefinition(col.Default); err == nil {
 		_, err = b.DefaultExpr(nil, col)
+	}
+	if err == nil {
+		// nextval('no_such_seq') names a relation that must exist now:
+		// 42P01 at CREATE, not at every insert.
+		var n *pg.Node
+		if n, err = storedExpr(col.Default); err == nil {
+			forSequenceArgs(n, func(name string) {
+				if err == nil {
+					_, err = s.RegIn(types.T{OID: types.OIDRegclass, Mod: -1}, name)
+				}
+			})
+		}
 	}
 	var pe *pgerror.Error
 	if errors.As(err, &pe) {
@@ -806,6 +832,12 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 		}
 		return "DROP SCHEMA", nil
 	case pg.ObjectType_OBJECT_INDEX:
+		if ds.GetConcurrent() && len(ds.GetObjects()) > 1 {
+			return "", pgerror.New(pgerror.CodeFeatureNotSupported, "DROP INDEX CONCURRENTLY does not support dropping multiple objects")
+		}
+		if ds.GetConcurrent() && ds.GetBehavior() == pg.DropBehavior_DROP_CASCADE {
+			return "", pgerror.New(pgerror.CodeFeatureNotSupported, "DROP INDEX CONCURRENTLY does not support CASCADE")
+		}
 		var refs []catalog.IndexRef
 		for _, o := range ds.GetObjects() {
 			schema, name := qualifiedName(o.GetList().GetItems())

@@ -37,6 +37,8 @@ type idxCol struct {
 	name       string
 	hash, desc bool
 	set        bool // HASH/ASC/DESC given
+	opclass    string
+	opclassOpt bool // operator class options given
 }
 
 // indexRequest is what a CREATE INDEX or UNIQUE constraint asks for.
@@ -67,6 +69,11 @@ func (s *Session) newIndex(ctx context.Context, snap *catalog.Snapshot, t *catal
 			return nil, pgerror.Unsupported("an index naming a column twice")
 		}
 		seen[ci] = true
+		if c.opclass != "" {
+			if err := checkOpclass(c.opclass, c.opclassOpt, t.Columns[ci].Type); err != nil {
+				return nil, err
+			}
+		}
 		if err := types.CheckKeyType(t.Columns[ci].Type); err != nil {
 			return nil, err
 		}
@@ -99,7 +106,7 @@ func (s *Session) newIndex(ctx context.Context, snap *catalog.Snapshot, t *catal
 		if err != nil {
 			return nil, err
 		}
-		if _, err := b.IndexPredicate(t, pred); err != nil {
+		if err := b.CheckIndexPredicate(t, pred); err != nil {
 			return nil, err
 		}
 		ix.Predicate = pred
@@ -160,11 +167,16 @@ func indexPartitioning(ix *catalog.Index, splitInto int) (*masterpb.Partitioning
 func (s *Session) createIndex(ctx context.Context, is *pg.IndexStmt, yb *ybOptions) error {
 	switch am := strings.ToLower(is.GetAccessMethod()); am {
 	case "", "lsm", "btree":
-	default:
+	case "hash", "gist", "gin", "spgist", "brin":
 		return pgerror.Unsupported("index access method " + am)
+	default:
+		return pgerror.New(pgerror.CodeUndefinedObject, "access method %q does not exist", am)
 	}
 	if is.GetNullsNotDistinct() {
 		return pgerror.Unsupported("NULLS NOT DISTINCT")
+	}
+	if err := indexOptions(is.GetOptions()); err != nil {
+		return err
 	}
 	snap, err := s.snapshot(ctx)
 	if err != nil {
@@ -181,7 +193,10 @@ func (s *Session) createIndex(ctx context.Context, is *pg.IndexStmt, yb *ybOptio
 		if el.GetExpr() != nil {
 			return pgerror.Unsupported("indexes on expressions")
 		}
-		c := idxCol{name: el.GetName()}
+		c := idxCol{name: el.GetName(), opclassOpt: len(el.GetOpclassopts()) > 0}
+		if oc := el.GetOpclass(); len(oc) > 0 {
+			c.opclass = oc[len(oc)-1].GetString_().GetSval()
+		}
 		switch el.GetOrdering() {
 		case pg.SortByDir_SORTBY_ASC:
 			c.set = true

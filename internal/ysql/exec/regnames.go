@@ -34,10 +34,14 @@ func (s *Session) RegIn(t types.T, name string) (types.Datum, error) {
 		if err != nil {
 			return types.NullDatum, err
 		}
+		if len(parts) > 3 {
+			return types.NullDatum, pgerror.New(pgerror.CodeSyntaxError, "improper relation name (too many dotted names): %s", name)
+		}
 		if oid, ok := s.lookupRelation(snap, parts); ok {
 			return dOID(oid), nil
 		}
-		return types.NullDatum, pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", name)
+		// The name as parsed: '"S1"' is relation "S1".
+		return types.NullDatum, pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", strings.Join(parts, "."))
 	case types.OIDRegtype:
 		if name == "-" {
 			return dOID(0), nil

@@ -556,42 +556,52 @@ func (s *Session) sequenceUsers(snap *catalog.Snapshot, q *catalog.Sequence) []s
 				continue
 			}
 			uses := false
-			visit := func(x *pg.Node) (*pg.Node, bool) {
-				fc := x.GetFuncCall()
-				if fc == nil || len(fc.GetArgs()) == 0 {
-					return nil, true
-				}
-				switch strings.ToLower(fc.GetFuncname()[len(fc.GetFuncname())-1].GetString_().GetSval()) {
-				case "nextval", "currval", "setval":
-				default:
-					return nil, true
-				}
-				arg := fc.GetArgs()[0]
-				if tc := arg.GetTypeCast(); tc != nil {
-					// A regclass names the sequence at definition; a text
-					// ('s'::text) is looked up at each call: no dependency.
-					tn := tc.GetTypeName().GetNames()
-					if !strings.EqualFold(tn[len(tn)-1].GetString_().GetSval(), "regclass") {
-						return nil, true
-					}
-					arg = tc.GetArg()
-				}
-				schema, name, err := sequenceName(arg.GetAConst().GetSval().GetSval())
+			forSequenceArgs(n, func(arg string) {
+				schema, name, err := sequenceName(arg)
 				if err != nil {
-					return nil, true
+					return
 				}
 				got, ok := lookup(s, schema, func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, name) })
 				uses = uses || ok && got.OID == q.OID
-				return nil, true
-			}
-			visit(n)
-			plan.RewriteNodes(n.ProtoReflect(), visit)
+			})
 			if uses {
 				out = append(out, seqUser{t: t, col: i})
 			}
 		}
 	}
 	return out
+}
+
+// forSequenceArgs calls f with the name of every nextval, currval or
+// setval call in n whose argument is a regclass literal (nextval('s'),
+// nextval('s'::regclass)): PostgreSQL resolves those when the expression
+// is defined; a text one ('s'::text) is looked up at each call.
+func forSequenceArgs(n *pg.Node, f func(name string)) {
+	visit := func(x *pg.Node) (*pg.Node, bool) {
+		fc := x.GetFuncCall()
+		if fc == nil || len(fc.GetArgs()) == 0 {
+			return nil, true
+		}
+		switch strings.ToLower(fc.GetFuncname()[len(fc.GetFuncname())-1].GetString_().GetSval()) {
+		case "nextval", "currval", "setval":
+		default:
+			return nil, true
+		}
+		arg := fc.GetArgs()[0]
+		if tc := arg.GetTypeCast(); tc != nil {
+			tn := tc.GetTypeName().GetNames()
+			if !strings.EqualFold(tn[len(tn)-1].GetString_().GetSval(), "regclass") {
+				return nil, true
+			}
+			arg = tc.GetArg()
+		}
+		if lit := arg.GetAConst().GetSval(); lit != nil {
+			f(lit.GetSval())
+		}
+		return nil, true
+	}
+	visit(n)
+	plan.RewriteNodes(n.ProtoReflect(), visit)
 }
 
 // dropSequenceUsers is what DROP SEQUENCE does to the columns whose

@@ -151,6 +151,11 @@ func (s *Session) utility(ctx context.Context, st *Statement, params []types.Dat
 		err := s.inTxn(ctx, func(tx *client.Txn) error { return s.truncateInTxn(ctx, tx, n.GetTruncateStmt()) })
 		return "TRUNCATE TABLE", nil, nil, err
 	}
+	if s.inBlock {
+		if what := concurrentIndexDDL(n); what != "" {
+			return "", nil, nil, pgerror.New(pgerror.CodeActiveSQLTransaction, "%s cannot run inside a transaction block", what)
+		}
+	}
 	if s.inBlock && isDDL(n) {
 		// DDL is not transactional here: inside a block it runs and
 		// commits on its own, as if outside the block, and stays when
@@ -193,6 +198,18 @@ func (s *Session) canWaitForSessions() error {
 			WithHint("Run it before the block's writes, or outside a block.")
 	}
 	return nil
+}
+
+// concurrentIndexDDL names CREATE / DROP INDEX CONCURRENTLY, which
+// PostgreSQL refuses inside a transaction block (25001).
+func concurrentIndexDDL(n *pg.Node) string {
+	switch {
+	case n.GetIndexStmt().GetConcurrent():
+		return "CREATE INDEX CONCURRENTLY"
+	case n.GetDropStmt().GetConcurrent():
+		return "DROP INDEX CONCURRENTLY"
+	}
+	return ""
 }
 
 func isDDL(n *pg.Node) bool {

@@ -29,7 +29,11 @@ func (s *Session) createView(ctx context.Context, vs *pg.ViewStmt) error {
 	if rv.GetRelpersistence() == "t" {
 		return pgerror.New(pgerror.CodeFeatureNotSupported, "temporary views are not supported")
 	}
-	if vs.GetWithCheckOption() != pg.ViewCheckOption_NO_CHECK_OPTION {
+	checkOption, err := viewOptions(vs.GetOptions())
+	if err != nil {
+		return err
+	}
+	if checkOption || vs.GetWithCheckOption() != pg.ViewCheckOption_NO_CHECK_OPTION {
 		return pgerror.Unsupported("WITH CHECK OPTION")
 	}
 	sel := vs.GetQuery().GetSelectStmt()

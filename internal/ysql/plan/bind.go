@@ -543,7 +543,7 @@ func (b *Binder) caseExpr(ce *pg.CaseExpr, sc *scope) (Expr, error) {
 		var cond Expr
 		var err error
 		if operand != nil {
-			r, err := b.expr(cw.GetExpr(), sc, operand.Type())
+			r, err := b.expr(cw.GetExpr(), sc, literalHint(operand.Type()))
 			if err != nil {
 				return nil, err
 			}
@@ -648,7 +648,7 @@ func (b *Binder) aExpr(a *pg.A_Expr, sc *scope) (Expr, error) {
 		}
 		in := &InList{E: l, Not: name == "<>"}
 		for _, n := range a.GetRexpr().GetList().GetItems() {
-			r, err := b.expr(n, sc, l.Type())
+			r, err := b.expr(n, sc, literalHint(l.Type()))
 			if err != nil {
 				return nil, err
 			}
@@ -700,11 +700,11 @@ func (b *Binder) between(a *pg.A_Expr, sc *scope) (Expr, Expr, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	lo, err := b.expr(items[0], sc, l.Type())
+	lo, err := b.expr(items[0], sc, literalHint(l.Type()))
 	if err != nil {
 		return nil, nil, err
 	}
-	hi, err := b.expr(items[1], sc, l.Type())
+	hi, err := b.expr(items[1], sc, literalHint(l.Type()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -720,6 +720,15 @@ func (b *Binder) between(a *pg.A_Expr, sc *scope) (Expr, Expr, error) {
 // takes the other side's type. An unknown literal stays unknown: operator
 // resolution decides its type ('s' || 1 is text || anynonarray, not an
 // integer that 's' cannot be), and binary casts it to that.
+// literalHint is the type a literal compared with an expression of type t
+// is read as: t without its typmod, as PostgreSQL's operators take their
+// types ('0123456789' = a varchar(3) column is false, not 22001; '1.234'
+// = a numeric(5,2) is not rounded first).
+func literalHint(t types.T) types.T {
+	t.Mod = -1
+	return t
+}
+
 func (b *Binder) pair(ln, rn *pg.Node, sc *scope) (Expr, Expr, error) {
 	l, err := b.expr(ln, sc, tUnknown)
 	if err != nil {
@@ -727,14 +736,14 @@ func (b *Binder) pair(ln, rn *pg.Node, sc *scope) (Expr, Expr, error) {
 	}
 	rHint := tUnknown
 	if rn.GetParamRef() != nil {
-		rHint = l.Type()
+		rHint = literalHint(l.Type())
 	}
 	r, err := b.expr(rn, sc, rHint)
 	if err != nil {
 		return nil, nil, err
 	}
 	if ln.GetParamRef() != nil && l.Type().OID == types.OIDUnknown && r.Type().OID != types.OIDUnknown {
-		if l, err = b.expr(ln, sc, r.Type()); err != nil {
+		if l, err = b.expr(ln, sc, literalHint(r.Type())); err != nil {
 			return nil, nil, err
 		}
 	}

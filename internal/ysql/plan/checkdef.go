@@ -36,6 +36,32 @@ func (b *Binder) CheckConstraint(t *catalog.Table, expr string) error {
 	return err
 }
 
+// CheckIndexPredicate validates a partial index's predicate when the
+// index is defined: what CheckConstraint refuses, as "index predicate".
+// A subquery was accepted and crashed the session backfilling the index.
+func (b *Binder) CheckIndexPredicate(t *catalog.Table, pred string) error {
+	st, err := parse.One("SELECT " + pred)
+	if err != nil {
+		return err
+	}
+	if err := refuseInDefinition(b, st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal(), "index predicate", false); err != nil {
+		return err
+	}
+	_, err = b.IndexPredicate(t, pred)
+	var pe *pgerror.Error
+	if errors.As(err, &pe) {
+		pe.Position = 0 // a position in the stored text, not the statement's
+	}
+	return err
+}
+
+// CheckTransform refuses in ALTER COLUMN TYPE's USING what PostgreSQL
+// refuses in a transform expression: a subquery crashed the session
+// converting the rows; aggregates, window and set-returning functions.
+func (b *Binder) CheckTransform(using *pg.Node) error {
+	return refuseInDefinition(b, using, "transform expression", false)
+}
+
 // DefaultDefinition validates a column default's expression when it is
 // defined, with PostgreSQL's errors (a subquery was accepted, and failed
 // or crashed at the first insert).

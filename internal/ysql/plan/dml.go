@@ -655,5 +655,5 @@ func (b *Binder) IndexPredicate(t *catalog.Table, pred string) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.coerceTo(e, tBool, "WHERE", -1)
+	return b.coerceTo(e, tBool, "argument of WHERE", -1)
 }

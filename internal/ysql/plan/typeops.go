@@ -154,9 +154,6 @@ func commonType(ts []types.T, what string) (types.T, error) {
 			continue
 		}
 		if t.OID == out.OID {
-			if t.Mod != out.Mod {
-				out.Mod = -1
-			}
 			continue
 		}
 		oi, ti := out.Info(), t.Info()
@@ -170,6 +167,14 @@ func commonType(ts []types.T, what string) (types.T, error) {
 	}
 	if !found {
 		return tUnknown, nil
+	}
+	// select_common_typmod: the typmod only when every input has the
+	// type and the typmod; VALUES ('abc'::varchar(3)), ('0123456789') is
+	// varchar, both rows fit.
+	for _, t := range ts {
+		if t.OID != out.OID || t.Mod != out.Mod {
+			out.Mod = -1
+		}
 	}
 	return out, nil
 }

@@ -76,7 +76,7 @@ func (s *Session) foreignKey(snap *catalog.Snapshot, child *catalog.Table, req f
 	}
 	for i, id := range fk.Columns {
 		ct, pt := child.Columns[child.ColumnByID(id)], parent.Columns[parent.ColumnByID(fk.RefColumns[i])]
-		if !types.CanCast(ct.Type, pt.Type, types.CastImplicit) && !types.CanCast(pt.Type, ct.Type, types.CastImplicit) {
+		if !fkComparable(ct.Type, pt.Type) {
 			return nil, pgerror.New(pgerror.CodeDatatypeMismatch, "foreign key constraint %q cannot be implemented", fk.Name).
 				WithDetail("Key columns %q and %q are of incompatible types: %s and %s.", ct.Name, pt.Name, ct.Type, pt.Type)
 		}
@@ -90,6 +90,28 @@ func (s *Session) foreignKey(snap *catalog.Snapshot, child *catalog.Table, req f
 	}
 	taken[fk.Name] = true
 	return fk, nil
+}
+
+// fkComparable reports whether a referencing column of type ct can be
+// compared with the referenced column's pt as PostgreSQL requires: ct
+// converts to pt implicitly, or both are in one btree operator family,
+// which has the cross-type equality (integers, floats). So an int
+// referencing a numeric key is fine, a numeric referencing an int key is
+// 42804, as in PostgreSQL (it used to be taken either way round).
+func fkComparable(ct, pt types.T) bool {
+	if types.CanCast(ct, pt, types.CastImplicit) {
+		return true
+	}
+	family := func(t types.T) int {
+		switch t.OID {
+		case types.OIDInt2, types.OIDInt4, types.OIDInt8:
+			return 1
+		case types.OIDFloat4, types.OIDFloat8:
+			return 2
+		}
+		return 0
+	}
+	return family(ct) != 0 && family(ct) == family(pt)
 }
 
 // fkParent finds the referenced table: child itself when it names it.

@@ -27,7 +27,12 @@ type activity struct {
 	queryStart, stateChange time.Time
 	clientAddr              string
 	clientPort              int64
-	cancel, terminate       func()
+	// cancel and terminate are set before the session is registered and
+	// never change: readers need no lock for them.
+	cancel, terminate func()
+	// depth counts the statements running: a statement run inside
+	// another (DECLARE's query) leaves the outer one's activity alone.
+	depth int
 	// settingsGen: Session.settingsGen when appName was read (the
 	// session's goroutine reads and writes it).
 	settingsGen uint64
@@ -69,8 +74,11 @@ func (e *Engine) unregister(s *Session) {
 
 // activityStart records that the session runs sql.
 func (s *Session) activityStart(sql string) {
-	now := time.Now()
 	a := &s.act
+	if a.depth++; a.depth > 1 {
+		return
+	}
+	now := time.Now()
 	a.mu.Lock()
 	a.state, a.query, a.queryStart, a.stateChange = "active", sql, now, now
 	if a.xactStart.IsZero() {
@@ -82,6 +90,9 @@ func (s *Session) activityStart(sql string) {
 // activityEnd records the session idle after a statement: in a block, in
 // a failed one, or outside one (its transaction over).
 func (s *Session) activityEnd() {
+	if s.act.depth--; s.act.depth > 0 {
+		return
+	}
 	state := "idle"
 	switch {
 	case s.inBlock && s.failed:
@@ -122,13 +133,10 @@ func (s *Session) SignalBackend(pid int64, terminate bool) bool {
 		s.notice("WARNING", "01000", "PID %d is not a PostgreSQL backend process", pid)
 		return false
 	}
-	a := &target.act
-	a.mu.Lock()
-	f := a.cancel
+	f := target.act.cancel
 	if terminate {
-		f = a.terminate
+		f = target.act.terminate
 	}
-	a.mu.Unlock()
 	if f == nil {
 		return false
 	}

@@ -102,16 +102,8 @@ func fkComparable(ct, pt types.T) bool {
 	if types.CanCast(ct, pt, types.CastImplicit) {
 		return true
 	}
-	family := func(t types.T) int {
-		switch t.OID {
-		case types.OIDInt2, types.OIDInt4, types.OIDInt8:
-			return 1
-		case types.OIDFloat4, types.OIDFloat8:
-			return 2
-		}
-		return 0
-	}
-	return family(ct) != 0 && family(ct) == family(pt)
+	f := ct.Family()
+	return f == pt.Family() && (f == types.FamInt || f == types.FamFloat)
 }
 
 // fkParent finds the referenced table: child itself when it names it.

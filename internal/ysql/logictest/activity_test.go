@@ -59,6 +59,11 @@ func TestStatActivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState("idle in transaction", "SELECT 1")
+	// DECLARE runs its query inside itself: the view shows the DECLARE.
+	if _, err := b.Exec(ctx, `DECLARE c CURSOR FOR SELECT 2`); err != nil {
+		t.Fatal(err)
+	}
+	waitState("idle in transaction", "DECLARE c CURSOR FOR SELECT 2")
 	if _, err := b.Exec(ctx, `SELECT 1/0`); err == nil {
 		t.Fatal("1/0 succeeded")
 	}

@@ -95,9 +95,6 @@ func TestStatActivity(t *testing.T) {
 	if err := a.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
 		t.Fatalf("pg_terminate_backend: %v %v", ok, err)
 	}
-	if _, err := b.Exec(ctx, `SELECT 1`); err == nil {
-		t.Fatal("a terminated session ran a statement")
-	}
 	deadline := time.Now().Add(30 * time.Second)
 	for n := 1; n != 0; {
 		if time.Now().After(deadline) {
@@ -106,5 +103,8 @@ func TestStatActivity(t *testing.T) {
 		if err := a.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := b.Exec(ctx, `SELECT 1`); err == nil {
+		t.Fatal("a terminated session ran a statement")
 	}
 }

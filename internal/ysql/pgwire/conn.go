@@ -133,6 +133,13 @@ func (c *conn) loop() {
 			c.receiveFailed(err)
 			return
 		}
+		if c.terminated.Load() {
+			// Terminated while the read was under way (a watch's
+			// read-ahead clears the deadline wake set): nothing more
+			// runs.
+			c.sendFatal(errShutdown)
+			return
+		}
 		if c.ignoreTillSync {
 			switch msg.(type) {
 			case *pgproto3.Sync, *pgproto3.Terminate:

@@ -762,9 +762,19 @@ type intentWalker struct {
 	started bool
 	key     []byte // the current intent key (reused)
 	// adjacent: the current intent is the key right after the previous
-	// one (no other key between them).
-	adjacent bool
-	err      error
+	// one (no other key between them). Only looked for when wantAdjacent
+	// (the stepped apply and removal, which delete runs of at least
+	// rangeDeleteMin adjacent intents in one range deletion) and past the
+	// walk's first adjacentAfter intents: it takes a Next from the previous
+	// intent, which visits every deleted key between the two one by one,
+	// and a hot row's intent space holds a deleted intent of each
+	// transaction that wrote it since the last flush (thousands: a TPC-B
+	// branch row's overlays and applies spent 5% of a node's CPU there). A
+	// SeekGE jumps over them, and Pebble turns a seek just past the
+	// previous one into a few Nexts by itself.
+	adjacent, wantAdjacent bool
+	walked                 int // intents walked
+	err                    error
 }
 
 func newIntentWalker(r pebble.Reader, tablet uint64, txn TxnID) (*intentWalker, error) {
@@ -789,10 +799,15 @@ type StepCursor struct {
 // walker opens the intent walk of the next step.
 func (c *StepCursor) walker(r pebble.Reader, tablet uint64, txn TxnID) (*intentWalker, error) {
 	prefix := txnIndexPrefix(nil, tablet, txn)
-	if c == nil || !bytes.HasPrefix(c.next, prefix) {
-		return newIntentWalker(r, tablet, txn)
+	lower := prefix
+	if c != nil && bytes.HasPrefix(c.next, prefix) {
+		lower = c.next
 	}
-	return openIntentWalker(r, txn, c.next, storage.PrefixEnd(prefix))
+	w, err := openIntentWalker(r, txn, lower, storage.PrefixEnd(prefix))
+	if err == nil {
+		w.wantAdjacent = true
+	}
+	return w, err
 }
 
 // stoppedAt is where a step that stopped at its limit left walk: the
@@ -837,6 +852,12 @@ func openIntentWalker(r pebble.Reader, txn TxnID, lower, upper []byte) (*intentW
 	return &intentWalker{txn: txn, idx: idx, it: it}, nil
 }
 
+// adjacentAfter is how many intents a walk takes before it looks for
+// adjacent ones: a small transaction's few intents never make a range
+// deletion, and a large one's runs lose only their first few to point
+// deletions.
+const adjacentAfter = 8
+
 // next moves to the next intent; false at the end or on an error (Err).
 func (w *intentWalker) next() bool {
 	if w.err != nil {
@@ -858,7 +879,8 @@ func (w *intentWalker) next() bool {
 		return false
 	}
 	w.key = append(append(w.key[:0], storage.IntentPrefix), ik[txnIndexPrefixLn:]...)
-	w.adjacent = w.it.Valid() && w.it.Next() && bytes.Equal(w.it.Key(), w.key)
+	w.walked++
+	w.adjacent = w.wantAdjacent && w.walked > adjacentAfter && w.it.Valid() && w.it.Next() && bytes.Equal(w.it.Key(), w.key)
 	if !w.adjacent && (!w.it.SeekGE(w.key) || !bytes.Equal(w.it.Key(), w.key)) {
 		if w.err = w.it.Error(); w.err == nil {
 			w.err = corruptf("txn index names a missing intent %x", w.key)

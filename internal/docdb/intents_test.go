@@ -908,9 +908,10 @@ func TestApplyIntentsLargeRuns(t *testing.T) {
 }
 
 // TestApplyKnownIntentsMatchesApplyIntents checks, on seeded random
-// transactions written over several statements next to another
-// transaction's intents, that applying the intents WriteIntentsKnown
-// recorded leaves exactly the data, intents and index ApplyIntents leaves.
+// transactions written over several statements, some with row locks, next
+// to another transaction's intents, that applying the intents
+// WriteIntentsKnown and WriteLockIntentsKnown recorded leaves exactly the
+// data, intents and index ApplyIntents leaves.
 func TestApplyKnownIntentsMatchesApplyIntents(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewSource(seed))
@@ -937,6 +938,18 @@ func TestApplyKnownIntentsMatchesApplyIntents(t *testing.T) {
 				}
 				if err := WriteIntentsKnown(eng, 1, txnA, hlc.FromMicros(ts, 0), ops[i:i+n], uint32(i), kp); err != nil {
 					t.Fatal(err)
+				}
+				if r.Intn(2) == 0 {
+					// Row locks of the statement, on one of its rows and
+					// on a row another statement writes.
+					lockTypes := []IntentType{WeakRead, StrongRead, WeakWrite, WriteLock}
+					locks := []Access{
+						{Key: IntentKey{RowKey: ops[i].RowKey}, Type: lockTypes[r.Intn(len(lockTypes))]},
+						{Key: IntentKey{RowKey: ops[r.Intn(len(ops))].RowKey}, Type: lockTypes[r.Intn(len(lockTypes))]},
+					}
+					if err := WriteLockIntentsKnown(eng, 1, txnA, hlc.FromMicros(ts, 0), locks, uint32(1000+i), kp); err != nil {
+						t.Fatal(err)
+					}
 				}
 				ts += 1e6
 				i += n

@@ -96,6 +96,13 @@ const nextsBeforeSeek = 4
 // tablet.LockMode for the intents each takes). Strong write intents are
 // refused: they carry a value (a lock takes WriteLock instead).
 func WriteLockIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestamp, locks []Access, writeID uint32) error {
+	return WriteLockIntentsKnown(w, tablet, txn, ht, locks, writeID, nil)
+}
+
+// WriteLockIntentsKnown is WriteLockIntents that also records the intents
+// in known, if not nil (see WriteIntentsKnown): an UPDATE's row locks ride
+// with its writes, and ApplyKnownIntents removes them with the rest.
+func WriteLockIntentsKnown(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestamp, locks []Access, writeID uint32, known *KnownIntents) error {
 	if txn.IsZero() {
 		return errors.New("docdb: WriteLockIntents: zero transaction id")
 	}
@@ -105,7 +112,7 @@ func WriteLockIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestam
 		}
 	}
 	return atomically(w, func(w pebble.Writer) error {
-		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht}
+		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht, known: known}
 		for _, a := range locks {
 			if err := iw.put(a.Key, a.Type, writeID, intentValue{}); err != nil {
 				return err

@@ -51,11 +51,14 @@ func (r *fakeResolver) Abort(_ context.Context, txn docdb.TxnID) (tablet.TxnStat
 	return r.status[txn], nil
 }
 
-func (r *fakeResolver) ReportWait(_ context.Context, waiter docdb.TxnID, blockers []docdb.TxnID) error {
+func (r *fakeResolver) ReportWait(_ context.Context, waiter docdb.TxnID, blockers []docdb.TxnID) (tablet.TxnStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.waits[waiter] = slices.Clone(blockers)
-	return nil
+	if st, ok := r.status[waiter]; ok {
+		return st, nil
+	}
+	return tablet.TxnStatus{State: tablet.TxnPending}, nil
 }
 
 func (r *fakeResolver) set(txn docdb.TxnID, st tablet.TxnStatus) {

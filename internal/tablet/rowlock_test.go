@@ -131,3 +131,37 @@ func TestKeyShareCheckNewer(t *testing.T) {
 		t.Errorf("FOR KEY SHARE of a row deleted after the read time: %v, want a conflict", err)
 	}
 }
+
+// TestUpdateLockIntents: an UPDATE's write and its FOR NO KEY UPDATE row
+// lock in one entry store the weak write on the row once (three intents:
+// the column's strong write, the row's weak write and strong read), and
+// the row is still locked as NO KEY UPDATE: FOR SHARE conflicts, FOR KEY
+// SHARE does not.
+func TestUpdateLockIntents(t *testing.T) {
+	h, _ := newTxnHarness(t)
+	id := desc.ID
+	row := 7
+	update := []docdb.WriteOp{{Kind: docdb.OpPutColumns, RowKey: rowKey(row), Columns: []docdb.ColumnValue{{ID: 1, Value: docdb.Text("u")}}}}
+	if err := h.txnWrite(t, id, &tablet.TxnWrite{Txn: testTxnID("upd"), WriteID: 1, Ops: update,
+		Locks: [][]byte{rowKey(row)}, Lock: tablet.LockNoKeyUpdate, Wait: tablet.NoWait}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.onLeader(t, id, func(ctx context.Context, tb *tablet.Tablet) error {
+		n, err := tb.IntentCount()
+		if err == nil && n != 3 {
+			t.Errorf("%d intents stored for an update with its row lock, want 3", n)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lock := func(name string, mode tablet.LockMode) error {
+		return h.txnWrite(t, id, &tablet.TxnWrite{Txn: testTxnID(name), WriteID: 1, Locks: [][]byte{rowKey(row)}, Lock: mode, Wait: tablet.NoWait})
+	}
+	if err := lock("share", tablet.LockShare); !errors.Is(err, tablet.ErrLockNotAvailable) {
+		t.Errorf("FOR SHARE of a row an UPDATE holds: %v, want a conflict", err)
+	}
+	if err := lock("keyshare", tablet.LockKeyShare); err != nil {
+		t.Errorf("FOR KEY SHARE of a row an UPDATE holds: %v", err)
+	}
+}

@@ -266,7 +266,7 @@ func (t *Tablet) writePlain(ctx context.Context, wb *docdb.WriteBatch, id *Reque
 		release()
 		pending, err := t.resolveConflicts(ctx, conflicts, nil)
 		if err == nil && len(pending) > 0 {
-			err = t.waitAny(ctx, pending)
+			err = t.waitAny(ctx, pending, waitPoll)
 		}
 		if err != nil {
 			return 0, nil, err

@@ -120,9 +120,8 @@ func (r resolver) Abort(ctx context.Context, id docdb.TxnID) (tablet.TxnStatus, 
 	return r.call(ctx, pb.TxnStatusRequest_ABORT, id, 0, nil)
 }
 
-func (r resolver) ReportWait(ctx context.Context, waiter docdb.TxnID, blockers []docdb.TxnID) error {
-	_, err := r.call(ctx, pb.TxnStatusRequest_REPORT_WAIT, waiter, 0, blockers)
-	return err
+func (r resolver) ReportWait(ctx context.Context, waiter docdb.TxnID, blockers []docdb.TxnID) (tablet.TxnStatus, error) {
+	return r.call(ctx, pb.TxnStatusRequest_REPORT_WAIT, waiter, 0, blockers)
 }
 
 func (s *service) TxnWrite(ctx context.Context, req *pb.TxnWriteRequest) (*pb.TxnWriteResponse, error) {

@@ -1406,7 +1406,7 @@ func (tx *Txn) Commit(ctx context.Context) error {
 		return &Error{Code: CodeTxnAborted, Op: "commit", Message: "transaction " + tx.id.String() + " was aborted"}
 	}
 	tx.c.clock.ForceUpdate(res.CommitTime)
-	tx.queueApplies(tx.id, res.CommitTime)
+	tx.queueApplies(tx.id, res.CommitTime, res.WaitedOn)
 	return nil
 }
 

@@ -843,3 +843,30 @@ func TestTxnOwnRead(t *testing.T) {
 		})
 	}
 }
+
+// TestTxnCommitWaitedOn: a COMMIT answers waited_on when a participant
+// asked for the record while the transaction was pending (the coordinator
+// then tells the participants at once instead of after the linger), and
+// only then.
+func TestTxnCommitWaitedOn(t *testing.T) {
+	_, cl, _ := txnSetup(t, "waitedon", 1)
+	ctx := ctxT(t)
+	var asked, quiet docdb.TxnID
+	copy(asked[:], "waited-on-asked!")
+	copy(quiet[:], "waited-on-quiet!")
+	if res, err := cl.TxnStatus(ctx, tspb.TxnStatusRequest_GET, asked, 0, nil); err != nil || res.State != tspb.TxnState_PENDING {
+		t.Fatalf("GET of a transaction without a record: %+v %v, want PENDING", res, err)
+	}
+	for _, tc := range []struct {
+		id   docdb.TxnID
+		want bool
+	}{{asked, true}, {quiet, false}, {asked, false}} {
+		res, err := cl.TxnStatus(ctx, tspb.TxnStatusRequest_COMMIT, tc.id, 0, nil)
+		if err != nil || res.State != tspb.TxnState_COMMITTED {
+			t.Fatalf("COMMIT: %+v %v", res, err)
+		}
+		if res.WaitedOn != tc.want {
+			t.Errorf("COMMIT of %q: waited on %v, want %v", tc.id[:], res.WaitedOn, tc.want)
+		}
+	}
+}

@@ -52,6 +52,9 @@ type TxnStatusResult struct {
 	State      tspb.TxnState
 	CommitTime hlc.Timestamp
 	WaitingFor []docdb.TxnID
+	// WaitedOn (COMMIT, ABORT): a participant asked for the status while
+	// the transaction was pending; someone may wait for its resolution.
+	WaitedOn bool
 }
 
 // TxnStatus runs an operation on the status record of id at the status
@@ -89,7 +92,7 @@ func (c *Client) TxnStatus(ctx context.Context, op tspb.TxnStatusRequest_Op, id 
 	if err != nil {
 		return TxnStatusResult{}, s.finish(ctx, "txn-status", st, err)
 	}
-	res := TxnStatusResult{State: resp.GetState(), CommitTime: hlc.Timestamp(resp.GetCommitTime())}
+	res := TxnStatusResult{State: resp.GetState(), CommitTime: hlc.Timestamp(resp.GetCommitTime()), WaitedOn: resp.GetWaitedOn()}
 	for _, w := range resp.GetWaitingFor() {
 		var id docdb.TxnID
 		copy(id[:], w)

@@ -136,6 +136,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n.txn.waits = map[docdb.TxnID]waitEdge{}
 	n.txn.finished = map[docdb.TxnID]tablet.TxnStatus{}
+	n.txn.askedPending = map[docdb.TxnID]time.Time{}
 
 	lis := cfg.Listener
 	var err error

@@ -35,6 +35,42 @@ type txnState struct {
 	// finished caches final statuses (they never change).
 	finishedMu sync.Mutex
 	finished   map[docdb.TxnID]tablet.TxnStatus
+	// askedPending: the pending transactions whose status a participant
+	// asked for here (a writer or reader that met their intents), by when:
+	// their COMMIT or ABORT answers waited_on.
+	askedMu      sync.Mutex
+	askedPending map[docdb.TxnID]time.Time
+}
+
+// maxAskedPending bounds txnState.askedPending: past it, entries older
+// than a minute go (their transactions expired or finished elsewhere).
+const maxAskedPending = 10_000
+
+// noteAsked records that a participant asked for pending txn id's status.
+func (s *txnState) noteAsked(id docdb.TxnID) {
+	s.askedMu.Lock()
+	defer s.askedMu.Unlock()
+	now := time.Now()
+	if len(s.askedPending) >= maxAskedPending {
+		for k, at := range s.askedPending {
+			if now.Sub(at) > time.Minute {
+				delete(s.askedPending, k)
+			}
+		}
+	}
+	if len(s.askedPending) < maxAskedPending {
+		s.askedPending[id] = now
+	}
+}
+
+// takeAsked reports whether a participant asked for id's status while it
+// was pending, and forgets it.
+func (s *txnState) takeAsked(id docdb.TxnID) bool {
+	s.askedMu.Lock()
+	defer s.askedMu.Unlock()
+	_, ok := s.askedPending[id]
+	delete(s.askedPending, id)
+	return ok
 }
 
 type waitEdge struct {
@@ -314,6 +350,12 @@ func (s *service) TxnStatus(ctx context.Context, req *pb.TxnStatusRequest) (*pb.
 		}
 		resp.State = pb.TxnState(answer.State)
 		resp.CommitTime = uint64(answer.CommitHT)
+		switch {
+		case req.GetOp() == pb.TxnStatusRequest_GET && answer.State == tablet.TxnPending:
+			n.txn.noteAsked(id)
+		case op == txn.OpCommit || op == txn.OpAbort:
+			resp.WaitedOn = n.txn.takeAsked(id)
+		}
 		if answer.State == tablet.TxnPending {
 			n.txn.waitsMu.Lock()
 			if w, ok := n.txn.waits[id]; ok && time.Since(w.at) < waitEdgeTTL {

@@ -2381,12 +2381,16 @@ func (x *TxnStatusRequest) GetClientTime() uint64 {
 }
 
 type TxnStatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	State         TxnState               `protobuf:"varint,2,opt,name=state,proto3,enum=shaledb.tserver.TxnState" json:"state,omitempty"`
-	CommitTime    uint64                 `protobuf:"varint,3,opt,name=commit_time,json=commitTime,proto3" json:"commit_time,omitempty"`
-	WaitingFor    [][]byte               `protobuf:"bytes,4,rep,name=waiting_for,json=waitingFor,proto3" json:"waiting_for,omitempty"`
-	ServerTime    uint64                 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Error      *TabletError           `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	State      TxnState               `protobuf:"varint,2,opt,name=state,proto3,enum=shaledb.tserver.TxnState" json:"state,omitempty"`
+	CommitTime uint64                 `protobuf:"varint,3,opt,name=commit_time,json=commitTime,proto3" json:"commit_time,omitempty"`
+	WaitingFor [][]byte               `protobuf:"bytes,4,rep,name=waiting_for,json=waitingFor,proto3" json:"waiting_for,omitempty"`
+	ServerTime uint64                 `protobuf:"varint,5,opt,name=server_time,json=serverTime,proto3" json:"server_time,omitempty"`
+	// waited_on (COMMIT, ABORT): a participant asked for the status while
+	// the transaction was pending, so someone waits for its intents to be
+	// resolved: the coordinator tells the participants at once.
+	WaitedOn      bool `protobuf:"varint,6,opt,name=waited_on,json=waitedOn,proto3" json:"waited_on,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2454,6 +2458,13 @@ func (x *TxnStatusResponse) GetServerTime() uint64 {
 		return x.ServerTime
 	}
 	return 0
+}
+
+func (x *TxnStatusResponse) GetWaitedOn() bool {
+	if x != nil {
+		return x.WaitedOn
+	}
+	return false
 }
 
 type SafeTimeRequest struct {
@@ -4005,7 +4016,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\n" +
 	"\x06COMMIT\x10\x03\x12\t\n" +
 	"\x05ABORT\x10\x04\x12\x0f\n" +
-	"\vREPORT_WAIT\x10\x05\"\xdb\x01\n" +
+	"\vREPORT_WAIT\x10\x05\"\xf8\x01\n" +
 	"\x11TxnStatusResponse\x122\n" +
 	"\x05error\x18\x01 \x01(\v2\x1c.shaledb.tserver.TabletErrorR\x05error\x12/\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x19.shaledb.tserver.TxnStateR\x05state\x12\x1f\n" +
@@ -4014,7 +4025,8 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\vwaiting_for\x18\x04 \x03(\fR\n" +
 	"waitingFor\x12\x1f\n" +
 	"\vserver_time\x18\x05 \x01(\x04R\n" +
-	"serverTime\".\n" +
+	"serverTime\x12\x1b\n" +
+	"\twaited_on\x18\x06 \x01(\bR\bwaitedOn\".\n" +
 	"\x0fSafeTimeRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\"\x88\x01\n" +
 	"\x10SafeTimeResponse\x122\n" +

@@ -116,3 +116,8 @@ func (t *Tablet) Waited(txn docdb.TxnID) bool {
 	_, _, waited := t.txns.info(txn)
 	return waited
 }
+
+// DiskRow reads a row from the engine as it is now (no latch, no cache).
+func (t *Tablet) DiskRow(key []byte) (docdb.Row, bool, error) {
+	return docdb.GetRow(t.eng, key, docdb.ReadOptions{ReadTime: t.clock.Now()})
+}

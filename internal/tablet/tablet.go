@@ -86,6 +86,8 @@ type Tablet struct {
 	// once remembers the plain writes applied here that must not apply
 	// twice (once.go).
 	once onceTracker
+	// updates caches the rows of UpdateRow (updatecache.go).
+	updates updateCache
 }
 
 // Open creates or reloads a tablet peer. The descriptor is stored locally

@@ -1619,17 +1619,29 @@ func (t *Tablet) UpdateRow(ctx context.Context, rowKey []byte, fn func(row docdb
 		release()
 		return err
 	}
-	row, found, err := docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: t.clock.Now()})
-	if err != nil {
-		release()
-		return err
+	term, _ := t.group.LeaseTerm()
+	row, found, cached, call := t.updates.begin(rowKey, term)
+	if !cached {
+		var err error
+		if row, found, err = docdb.GetRow(t.eng, rowKey, docdb.ReadOptions{ReadTime: t.clock.Now()}); err != nil {
+			release()
+			return err
+		}
 	}
 	ops, err := fn(row, found)
 	if err != nil || len(ops) == 0 {
+		if err == nil && term != 0 {
+			t.updates.put(rowKey, call, term, row, found)
+		}
 		release()
 		return err
 	}
-	_, err = t.writeLatched(ctx, &docdb.WriteBatch{Ops: ops}, release)
+	ht, err := t.writeLatched(ctx, &docdb.WriteBatch{Ops: ops}, release)
+	if err == nil && term != 0 {
+		if w, ok := written(rowKey, row, ops, ht); ok {
+			t.updates.put(rowKey, call, term, w, true)
+		}
+	}
 	return err
 }
 

@@ -1156,6 +1156,30 @@ func (k *KnownIntents) add(key, val []byte) {
 	k.bytes += len(key) + len(val)
 }
 
+// DropFrom forgets the intents with write ids from writeID on, as
+// RemoveIntentsAfter(writeID-1) removes them (a savepoint rollback, or a
+// READ COMMITTED statement run again): the record stays complete.
+func (k *KnownIntents) DropFrom(writeID uint32) error {
+	keep := 0
+	k.bytes = 0
+	for i, key := range k.keys {
+		d, err := decodeIntentKey(key)
+		if err != nil {
+			return err
+		}
+		if d.wid >= writeID {
+			continue
+		}
+		k.keys[keep], k.vals[keep] = key, k.vals[i]
+		k.bytes += len(key) + len(k.vals[i])
+		keep++
+	}
+	clear(k.keys[keep:])
+	clear(k.vals[keep:])
+	k.keys, k.vals = k.keys[:keep], k.vals[:keep]
+	return nil
+}
+
 // Len is the number of intents; Bytes the size of their keys and values.
 func (k *KnownIntents) Len() int   { return len(k.keys) }
 func (k *KnownIntents) Bytes() int { return k.bytes }

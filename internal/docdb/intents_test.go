@@ -908,10 +908,11 @@ func TestApplyIntentsLargeRuns(t *testing.T) {
 }
 
 // TestApplyKnownIntentsMatchesApplyIntents checks, on seeded random
-// transactions written over several statements, some with row locks, next
-// to another transaction's intents, that applying the intents
-// WriteIntentsKnown and WriteLockIntentsKnown recorded leaves exactly the
-// data, intents and index ApplyIntents leaves.
+// transactions written over several statements, some with row locks, some
+// rolled back in part (KnownIntents.DropFrom), next to another
+// transaction's intents, that applying the intents WriteIntentsKnown and
+// WriteLockIntentsKnown recorded leaves exactly the data, intents and index
+// ApplyIntents leaves.
 func TestApplyKnownIntentsMatchesApplyIntents(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewSource(seed))
@@ -953,6 +954,19 @@ func TestApplyKnownIntentsMatchesApplyIntents(t *testing.T) {
 				}
 				ts += 1e6
 				i += n
+			}
+		}
+		if seed%3 == 0 {
+			// A savepoint rollback: the intents from a write id on go,
+			// from the engines and from the record.
+			cut := uint32(len(ops) / 2)
+			for _, eng := range []*storage.Engine{read, known} {
+				if _, err := RemoveIntentsAfter(eng, eng, 1, txnA, cut-1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := k.DropFrom(cut); err != nil {
+				t.Fatal(err)
 			}
 		}
 		commit := hlc.FromMicros(50e6, 3)

@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"testing"
+	"time"
 
 	"github.com/shaledb/shaledb/internal/docdb"
 )
@@ -25,5 +26,39 @@ func TestUpdateCacheOwner(t *testing.T) {
 	}
 	if _, _, cached, _ := c.begin(key, 5); cached {
 		t.Fatal("a row given to a call was given again before that call put it back")
+	}
+}
+
+// TestTrackerGone: a transaction resolved earlier in an apply cycle has
+// nothing here for a repeated apply in the same cycle (it stays live until
+// the cycle commits), unless it wrote intents again after its resolution.
+func TestTrackerGone(t *testing.T) {
+	var tr txnTracker
+	tr.init()
+	var a docdb.TxnID
+	copy(a[:], "tracker-gone-a")
+	if !tr.gone(a) {
+		t.Fatal("a transaction never seen is not gone")
+	}
+	tr.mu.Lock()
+	tr.addLocked(a, time.Now(), 1)
+	tr.mu.Unlock()
+	if tr.gone(a) {
+		t.Fatal("a live transaction is gone")
+	}
+	tr.remove(a)
+	if !tr.gone(a) {
+		t.Fatal("a transaction resolved in this cycle is not gone")
+	}
+	tr.mu.Lock()
+	tr.addLocked(a, time.Now(), 1) // a late write after the removal
+	tr.mu.Unlock()
+	if tr.gone(a) {
+		t.Fatal("a transaction that wrote after its resolution is gone")
+	}
+	tr.remove(a)
+	tr.wake()
+	if !tr.gone(a) {
+		t.Fatal("a transaction resolved in a committed cycle is not gone")
 	}
 }

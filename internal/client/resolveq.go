@@ -47,7 +47,7 @@ func (tx *Txn) queueApplies(id docdb.TxnID, commit hlc.Timestamp, urgent bool) {
 	c := tx.c
 	q := &c.resolves
 	var direct []*tabletMeta
-	var arm, queued []string // nodes to flush after the linger; all nodes queued to
+	var arm, queued []string // nodes whose queue this starts; every node queued to
 	q.mu.Lock()
 	for _, tab := range tx.participants {
 		r := tab.leader.Load()
@@ -69,18 +69,12 @@ func (tx *Txn) queueApplies(id docdb.TxnID, commit hlc.Timestamp, urgent bool) {
 		q.n.Add(1)
 	}
 	q.mu.Unlock()
+	linger := resolveLinger
 	if urgent {
-		for _, addr := range queued {
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				c.flushResolves(ctx, addr)
-			}()
-		}
-		arm = nil
+		arm, linger = queued, 0
 	}
 	for _, addr := range arm {
-		time.AfterFunc(resolveLinger, func() {
+		time.AfterFunc(linger, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			c.flushResolves(ctx, addr)

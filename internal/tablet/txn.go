@@ -1009,8 +1009,9 @@ func (t *Tablet) resolveConflicts(ctx context.Context, conflicts []docdb.Conflic
 }
 
 // waitForTxns waits until one of the pending transactions finishes here,
-// or a poll interval passes; it reports the wait for deadlock detection
-// and aborts this transaction if it is the victim of a deadlock.
+// or a poll interval passes; once the write has waited deadlockDelay it
+// reports the wait for deadlock detection and aborts this transaction if
+// it is the victim of a deadlock.
 func (t *Tablet) waitForTxns(ctx context.Context, self docdb.TxnID, pending []docdb.TxnID, since time.Time) error {
 	waited := time.Since(since)
 	if waited < deadlockDelay {

@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -92,15 +93,7 @@ func written(key []byte, prev docdb.Row, ops []docdb.WriteOp, ht hlc.Timestamp) 
 		}
 	}
 	cols := slices.Clone(ops[0].Columns)
-	slices.SortFunc(cols, func(a, b docdb.ColumnValue) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(cols, func(a, b docdb.ColumnValue) int { return cmp.Compare(a.ID, b.ID) })
 	for i := range cols {
 		if cols[i].Value.IsNull() {
 			return docdb.Row{}, false // a NULL column is no column in a read

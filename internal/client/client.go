@@ -53,6 +53,14 @@ type LocalServer interface {
 	ServeData(ctx context.Context, req *tspb.DataRequest) (*tspb.DataResponse, error)
 }
 
+// EarlyServer is a LocalServer that answers a pipelined TxnWrite twice
+// (tspb.DataRequest.pipelined): early gets the provisional answer once the
+// write is proposed, and the final answer is returned. A LocalServer
+// without it has its pipelined writes run as plain ones.
+type EarlyServer interface {
+	ServeDataEarly(ctx context.Context, req *tspb.DataRequest, early func(*tspb.DataResponse)) (*tspb.DataResponse, error)
+}
+
 // Client is a connection to a cluster: DDL through the master leader, and
 // data operations routed to tablet leaders through the meta cache. It is
 // safe for concurrent use.

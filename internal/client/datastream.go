@@ -126,10 +126,12 @@ func (ds *dataStream) run(ctx context.Context, addr string) {
 		}
 		ds.mu.Lock()
 		ch := ds.pending[resp.GetId()]
-		delete(ds.pending, resp.GetId())
+		if !resp.GetProvisional() {
+			delete(ds.pending, resp.GetId()) // a provisional answer's final one follows
+		}
 		ds.mu.Unlock()
 		if ch != nil {
-			ch <- resp // buffered: never blocks
+			ch <- resp // buffered for every answer the call gets: never blocks
 		}
 	}
 }
@@ -155,30 +157,43 @@ func (ds *dataStream) fail(err error) {
 	ds.cancel()
 }
 
-// call sends req on the stream and waits for its answer or the end of ctx.
-func (ds *dataStream) call(ctx context.Context, req *tspb.DataRequest) (*tspb.DataResponse, error) {
+// finalAnswer awaits the final answer of a pipelined TxnWrite whose first
+// answer was provisional (DataRequest.pipelined). When ctx ends first the
+// answer is given up on: an error, as a broken stream's.
+type finalAnswer func(ctx context.Context) (*tspb.DataResponse, error)
+
+// callEarly sends req on the stream and waits for its answer or the end of
+// ctx. For a pipelined request (req.Pipelined) whose first answer is
+// provisional it also returns the wait for the final one. The
+// call is then no longer cancelled with ctx: the write goes on to its
+// end, which its transaction awaits.
+func (ds *dataStream) callEarly(ctx context.Context, req *tspb.DataRequest) (*tspb.DataResponse, finalAnswer, error) {
 	select {
 	case <-ds.ready:
 	case <-ctx.Done():
-		return nil, status.FromContextError(ctx.Err()).Err()
+		return nil, nil, status.FromContextError(ctx.Err()).Err()
 	}
 	// As a unary call, send nothing once ctx has ended (both cases of the
 	// select above may have been ready).
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
-			return nil, status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+			return nil, nil, status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
+		return nil, nil, status.FromContextError(err).Err()
 	}
-	ch := make(chan *tspb.DataResponse, 1)
+	slots := 1
+	if req.GetPipelined() {
+		slots = 2 // the provisional answer and the final one
+	}
+	ch := make(chan *tspb.DataResponse, slots)
 	ds.mu.Lock()
 	if ds.err != nil {
 		err := ds.err
 		ds.mu.Unlock()
-		return nil, err
+		return nil, nil, err
 	}
 	ds.nextID++
 	id := ds.nextID
@@ -193,33 +208,30 @@ func (ds *dataStream) call(ctx context.Context, req *tspb.DataRequest) (*tspb.Da
 	ds.sendMu.Unlock()
 	if status.Code(err) == codes.ResourceExhausted {
 		ds.forget(id) // too large to send: nothing went out
-		return nil, err
+		return nil, nil, err
 	}
 	if err != nil {
 		// The connection broke; the reader sees it and fails the calls.
 		select {
 		case resp := <-ch:
-			if resp != nil {
-				return resp, nil
+			if resp != nil && !resp.GetProvisional() {
+				return resp, nil, nil
 			}
 		case <-ctx.Done():
 			ds.forget(id)
-			return nil, status.FromContextError(ctx.Err()).Err()
+			return nil, nil, status.FromContextError(ctx.Err()).Err()
 		}
-		ds.mu.Lock()
-		err = ds.err
-		ds.mu.Unlock()
-		return nil, err
+		return nil, nil, ds.broken()
 	}
 	select {
 	case resp := <-ch:
 		if resp == nil {
-			ds.mu.Lock()
-			err = ds.err
-			ds.mu.Unlock()
-			return nil, err
+			return nil, nil, ds.broken()
 		}
-		return resp, nil
+		if resp.GetProvisional() {
+			return resp, ds.final(id, ch), nil
+		}
+		return resp, nil, nil
 	case <-ctx.Done():
 		ds.forget(id)
 		// Tell the node, as a unary call's cancellation would: a write
@@ -227,7 +239,30 @@ func (ds *dataStream) call(ctx context.Context, req *tspb.DataRequest) (*tspb.Da
 		ds.sendMu.Lock()
 		_ = ds.stream.Send(&tspb.DataRequest{Id: id, Cancel: true})
 		ds.sendMu.Unlock()
-		return nil, status.FromContextError(ctx.Err()).Err()
+		return nil, nil, status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// broken is the error of a stream that broke.
+func (ds *dataStream) broken() error {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	return ds.err
+}
+
+// final waits for call id's final answer on ch.
+func (ds *dataStream) final(id uint64, ch chan *tspb.DataResponse) finalAnswer {
+	return func(ctx context.Context) (*tspb.DataResponse, error) {
+		select {
+		case resp := <-ch:
+			if resp == nil {
+				return nil, ds.broken()
+			}
+			return resp, nil
+		case <-ctx.Done():
+			ds.forget(id)
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
 	}
 }
 
@@ -242,30 +277,75 @@ func (ds *dataStream) forget(id uint64) {
 // dataCall runs one data request at addr: in process when addr is this
 // node, else over the framed data connection to addr.
 func (c *Client) dataCall(ctx context.Context, addr string, req *tspb.DataRequest) (*tspb.DataResponse, error) {
+	resp, _, err := c.dataCallEarly(ctx, addr, req)
+	return resp, err
+}
+
+// dataCallEarly is dataCall that, for a pipelined TxnWrite answered
+// provisionally, also returns the wait for its final answer (callEarly).
+func (c *Client) dataCallEarly(ctx context.Context, addr string, req *tspb.DataRequest) (*tspb.DataResponse, finalAnswer, error) {
 	if c.cfg.Local != nil && addr == c.cfg.LocalAddr {
 		return c.localCall(ctx, addr, req)
 	}
 	dc, err := c.dataConn(addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ds := dc.stream(addr)
 	if rs := c.takeResolves(addr); len(rs) > 0 {
 		req.Resolves = append(req.Resolves, rs...) // piggybacked applies (resolveq.go)
 	}
-	return ds.call(ctx, req)
+	return ds.callEarly(ctx, req)
 }
 
 // localCall runs one data request in process (Config.Local), with the
-// applies piggybacked for its node, as the stream would.
-func (c *Client) localCall(ctx context.Context, addr string, req *tspb.DataRequest) (*tspb.DataResponse, error) {
+// applies piggybacked for its node, as the stream would. A pipelined
+// TxnWrite, when the server can answer early (EarlyServer), runs on a
+// goroutine of its own under a context that ctx's cancellation does not
+// end (its deadline does), as the stream's call would go on at the node.
+func (c *Client) localCall(ctx context.Context, addr string, req *tspb.DataRequest) (*tspb.DataResponse, finalAnswer, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
+		return nil, nil, status.FromContextError(err).Err()
 	}
 	if rs := c.takeResolves(addr); len(rs) > 0 {
 		req.Resolves = append(req.Resolves, rs...)
 	}
-	return c.cfg.Local.ServeData(ctx, req)
+	es, ok := c.cfg.Local.(EarlyServer)
+	if !req.GetPipelined() || !ok {
+		resp, err := c.cfg.Local.ServeData(ctx, req)
+		return resp, nil, err
+	}
+	type answer struct {
+		resp *tspb.DataResponse
+		err  error
+	}
+	ch := make(chan answer, 2) // the provisional answer and the final one
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if dl, ok := ctx.Deadline(); ok {
+		sctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl)
+	}
+	go func() {
+		defer cancel()
+		resp, err := es.ServeDataEarly(sctx, req, func(r *tspb.DataResponse) { ch <- answer{resp: r} })
+		ch <- answer{resp, err}
+	}()
+	select {
+	case a := <-ch:
+		if a.err != nil || !a.resp.GetProvisional() {
+			return a.resp, nil, a.err
+		}
+		return a.resp, func(ctx context.Context) (*tspb.DataResponse, error) {
+			select {
+			case a := <-ch:
+				return a.resp, a.err
+			case <-ctx.Done():
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+		}, nil
+	case <-ctx.Done():
+		cancel()
+		return nil, nil, status.FromContextError(ctx.Err()).Err()
+	}
 }
 
 // answer runs req at addr and takes the answer of kind R out of the
@@ -300,6 +380,23 @@ func (c *Client) scanAt(ctx context.Context, addr string, req *tspb.ScanRequest)
 // txnWriteAt is the TxnWrite of one replica.
 func (c *Client) txnWriteAt(ctx context.Context, addr string, req *tspb.TxnWriteRequest) (*tspb.TxnWriteResponse, error) {
 	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnWrite{TxnWrite: req}}, (*tspb.DataResponse).GetTxnWrite)
+}
+
+// txnWritePipelined is the TxnWrite of one replica, pipelined: once the
+// write is proposed the replica answers provisionally, and final awaits
+// whether it was applied (nil when the first answer is the final one: the
+// write failed before it was proposed, or proposed nothing).
+func (c *Client) txnWritePipelined(ctx context.Context, addr string, req *tspb.TxnWriteRequest) (*tspb.TxnWriteResponse, finalAnswer, error) {
+	dreq := &tspb.DataRequest{Req: &tspb.DataRequest_TxnWrite{TxnWrite: req}, Pipelined: true}
+	resp, final, err := c.dataCallEarly(ctx, addr, dreq)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := resp.GetTxnWrite()
+	if r == nil {
+		return nil, nil, status.Errorf(codes.Internal, "client: data stream answered a TxnWrite with a %T", resp.GetResp())
+	}
+	return r, final, nil
 }
 
 // txnResolveAt is the TxnResolve of one replica.

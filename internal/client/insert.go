@@ -160,7 +160,11 @@ func (tx *Txn) applyFailed(ctx context.Context, err error, owner []int, base uin
 	if !hasCode(err, CodeDuplicateKey) {
 		return err
 	}
-	rerr := tx.resolveAll(ctx, &tspb.TxnResolveRequest{TxnId: tx.id[:], Kind: tspb.TxnResolveRequest_REMOVE_FROM_WRITE_ID, FromWriteId: base})
+	// The batch's writes answered provisionally land before the removal.
+	rerr := tx.settled(ctx, 0)
+	if rerr == nil {
+		rerr = tx.resolveAll(ctx, &tspb.TxnResolveRequest{TxnId: tx.id[:], Kind: tspb.TxnResolveRequest_REMOVE_FROM_WRITE_ID, FromWriteId: base})
+	}
 	if rerr == nil {
 		return err
 	}

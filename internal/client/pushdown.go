@@ -445,7 +445,7 @@ func (tx *Txn) Aggregate(ctx context.Context, t *Table, opts ScanOptions) ([]doc
 // AggregateGroups is Table.AggregateGroups inside the transaction, as
 // Aggregate is.
 func (tx *Txn) AggregateGroups(ctx context.Context, t *Table, opts ScanOptions) ([][]docdb.Value, error) {
-	if err := tx.check(); err != nil {
+	if err := tx.checkSettled(ctx); err != nil {
 		return nil, err
 	}
 	if opts.FollowerReads {

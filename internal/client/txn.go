@@ -78,6 +78,10 @@ type TxnOptions struct {
 	Isolation Isolation
 	// Wait is the policy of writes (default WaitOnConflict).
 	Wait WaitPolicy
+	// Pipelined: writes return once proposed, and the transaction awaits
+	// their replication where it must (pipeline.go). For transactions of
+	// several statements; a single write gains nothing.
+	Pipelined bool
 }
 
 // heartbeatInterval: how often a transaction with a status record
@@ -129,6 +133,7 @@ type Txn struct {
 	// (ownRead would miss it).
 	ownUnsure  bool
 	savepoints []savepoint
+	pipe       pipeline // writes in flight (TxnOptions.Pipelined)
 
 	hbStop context.CancelFunc // stops the heartbeat
 	hbErr  error
@@ -289,6 +294,15 @@ func (tx *Txn) check() error {
 		return &Error{Code: CodeInvalidArgument, Message: "transaction already finished"}
 	}
 	return nil
+}
+
+// checkSettled is check for a step that reads any tablet (scans): it
+// waits for the transaction's pipelined writes first.
+func (tx *Txn) checkSettled(ctx context.Context) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
+	return tx.settled(ctx, 0)
 }
 
 // fixReadTime fixes a snapshot transaction's read time at the client's
@@ -635,6 +649,9 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 		if len(runs) == 0 {
 			runs = append(runs, nil)
 		}
+		if err := tx.settled(ctx, tab.id); err != nil {
+			return err
+		}
 		mu.Lock()
 		tx.participants[tab.id] = tab
 		mu.Unlock()
@@ -653,12 +670,14 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 				req.LockRows, req.LockMode = locks, mode
 			}
 			var answer *tspb.TxnWriteResponse // of the attempt that answered
+			var final finalAnswer             // its final answer, when pipelined
 			err := s.toTablet(ctx, tab, func(ctx context.Context, r *replica) (*tspb.TabletError, error) {
 				req.ClientTime = tx.c.now()
-				resp, err := tx.c.txnWriteAt(ctx, r.addr, req)
+				resp, fin, err := tx.writeAt(ctx, r.addr, req)
 				if err != nil {
 					return nil, err
 				}
+				final = fin
 				tx.c.observe(resp.GetServerTime())
 				mu.Lock()
 				tx.noteTime(hlc.Timestamp(resp.GetWriteTime()))
@@ -671,6 +690,9 @@ func (tx *Txn) send(ctx context.Context, t *Table, ops []docdb.WriteOp, lockRows
 			})
 			if err != nil {
 				return remapDuplicate(err, run)
+			}
+			if final != nil {
+				tx.pipe.add(tab.id, final)
 			}
 			if adds != nil && answer != nil {
 				mu.Lock()
@@ -854,6 +876,9 @@ func (tx *Txn) readKey(ctx context.Context, t *Table, rowKey []byte, columns []s
 	var resp *tspb.ReadResponse
 	err = t.routeKey(ctx, s, rowKey, func(tab *tabletMeta) call {
 		return func(ctx context.Context, rep *replica) (*tspb.TabletError, error) {
+			if err := tx.settled(ctx, tab.id); err != nil {
+				return nil, err
+			}
 			r, err := tx.c.readAt(ctx, rep.addr, &tspb.ReadRequest{TabletId: tab.id, RowKey: rowKey, Projection: proj,
 				ReadTime: rt, ClientTime: tx.c.now(), Txn: o})
 			if err != nil {
@@ -952,7 +977,7 @@ func (tx *Txn) GetMany(ctx context.Context, t *Table, keys []Row, columns ...str
 // (no phantoms). Conflicting writes of pending transactions are waited for
 // as TxnOptions.Wait says.
 func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, error) {
-	if err := tx.check(); err != nil {
+	if err := tx.checkSettled(ctx); err != nil {
 		return nil, err
 	}
 	if opts.FollowerReads {
@@ -986,7 +1011,7 @@ func (tx *Txn) Scan(ctx context.Context, t *Table, opts ScanOptions) ([]Row, err
 // works through the one before. SetContext gives the context of each call
 // that pulls rows.
 func (tx *Txn) Stream(ctx context.Context, t *Table, opts ScanOptions) (sc *Scanner, ok bool, err error) {
-	if err := tx.check(); err != nil {
+	if err := tx.checkSettled(ctx); err != nil {
 		return nil, false, err
 	}
 	if opts.FollowerReads {
@@ -1335,7 +1360,8 @@ func (tx *Txn) findSavepoint(name string) (int, error) {
 // RollbackToSavepoint undoes the writes and locks since the savepoint
 // (which stays defined), removing their intents at once.
 func (tx *Txn) RollbackToSavepoint(ctx context.Context, name string) error {
-	if err := tx.check(); err != nil {
+	// The removal of the intents must come after the writes it removes.
+	if err := tx.checkSettled(ctx); err != nil {
 		return err
 	}
 	i, err := tx.findSavepoint(name)
@@ -1394,6 +1420,10 @@ func (tx *Txn) Commit(ctx context.Context) error {
 	if !tx.intents {
 		return nil // read only: nothing to commit
 	}
+	if err := tx.settled(ctx, 0); err != nil {
+		_ = tx.abort(context.WithoutCancel(ctx))
+		return err
+	}
 	tx.stopHeartbeat()
 	res, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_COMMIT, tx.id, max(tx.maxTime, tx.readTime), nil)
 	if err != nil {
@@ -1426,6 +1456,8 @@ func (tx *Txn) Rollback(ctx context.Context) error {
 // abort writes the record ABORTED (creating it so if it does not exist)
 // and removes the intents.
 func (tx *Txn) abort(ctx context.Context) error {
+	// Writes in flight would leave intents behind the removal.
+	_ = tx.settled(ctx, 0)
 	tx.stopHeartbeat()
 	if _, err := tx.c.TxnStatus(ctx, tspb.TxnStatusRequest_ABORT, tx.id, 0, nil); err != nil {
 		return err

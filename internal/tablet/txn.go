@@ -191,6 +191,12 @@ type TxnWrite struct {
 	Locks [][]byte
 	Lock  LockMode
 	Wait  WaitPolicy
+	// Proposed, when set, is called with the result once the intents'
+	// entry is proposed, before it is replicated: a pipelined write
+	// answers then (its caller awaits the final result before it
+	// commits). A write that proposes nothing (all of its adds found no
+	// row) or fails before proposing does not call it.
+	Proposed func(TxnWriteResult)
 }
 
 // TxnWriteResult says what a TxnWrite did.
@@ -938,7 +944,13 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 				return TxnWriteResult{Skipped: skipped, Missing: adds.Missing}, nil
 			}
 			locks = withoutWritten(locks, w.Ops)
-			ht, err := t.proposeLatched(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks, nil) }, release)
+			var proposed func(hlc.Timestamp)
+			if w.Proposed != nil {
+				proposed = func(ht hlc.Timestamp) {
+					w.Proposed(TxnWriteResult{HT: ht, Skipped: skipped, Missing: adds.Missing, Sums: adds.Sums})
+				}
+			}
+			ht, err := t.proposeLatchedThen(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks, nil) }, release, proposed)
 			return TxnWriteResult{HT: ht, Skipped: skipped, Missing: adds.Missing, Sums: adds.Sums}, err
 		}
 		release()
@@ -1112,6 +1124,13 @@ func (t *Tablet) findDeadlock(ctx context.Context, self docdb.TxnID, blockers []
 // the command may still apply at its hybrid time, and a read at or above
 // that time must wait for it rather than miss it.
 func (t *Tablet) proposeLatched(ctx context.Context, encode func(ht hlc.Timestamp) []byte, release func()) (hlc.Timestamp, error) {
+	return t.proposeLatchedThen(ctx, encode, release, nil)
+}
+
+// proposeLatchedThen is proposeLatched that calls proposed (when not nil)
+// with the entry's hybrid time once the entry is proposed, before it is
+// replicated (a pipelined write's provisional answer).
+func (t *Tablet) proposeLatchedThen(ctx context.Context, encode func(ht hlc.Timestamp) []byte, release func(), proposed func(hlc.Timestamp)) (hlc.Timestamp, error) {
 	// The lease implies every earlier leader's entries are applied here, so
 	// the clock is already past their hybrid times; leaderReady also waits
 	// out what an earlier leader may have handed out in memory only.
@@ -1125,6 +1144,9 @@ func (t *Tablet) proposeLatched(ctx context.Context, encode func(ht hlc.Timestam
 		done()
 		release()
 		return 0, err
+	}
+	if proposed != nil {
+		proposed(ht)
 	}
 	res, err := pd.Wait(ctx)
 	if !pd.Resolved() {

@@ -51,7 +51,7 @@ func (s *service) serveStream(sctx context.Context, recv func() (*pb.DataRequest
 	worker := func(j job) {
 		defer workers.Done()
 		for {
-			resp := s.serveData(j.ctx, j.req)
+			resp := s.serveData(j.ctx, j.req, send)
 			mu.Lock()
 			delete(inflight, j.req.GetId())
 			free++
@@ -108,8 +108,10 @@ func (s *service) serveStream(sctx context.Context, recv func() (*pb.DataRequest
 	}
 }
 
-// serveData runs one call of the data stream.
-func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataResponse {
+// serveData runs one call of the data stream. A pipelined TxnWrite's
+// provisional answer goes to early (when not nil) as soon as the write is
+// proposed; the answer returned is the final one.
+func (s *service) serveData(ctx context.Context, req *pb.DataRequest, early func(*pb.DataResponse)) *pb.DataResponse {
 	out := &pb.DataResponse{Id: req.GetId()}
 	// Before the call, so that an apply of the tablet the call writes
 	// rides on the call's own Raft entry.
@@ -127,8 +129,13 @@ func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataRe
 		resp, _ := s.Scan(ctx, r.Scan)
 		out.Resp = &pb.DataResponse_Scan{Scan: resp}
 	case *pb.DataRequest_TxnWrite:
-		resp, _ := s.TxnWrite(ctx, r.TxnWrite)
-		out.Resp = &pb.DataResponse_TxnWrite{TxnWrite: resp}
+		var proposed func(*pb.TxnWriteResponse)
+		if req.GetPipelined() && early != nil {
+			proposed = func(resp *pb.TxnWriteResponse) {
+				early(&pb.DataResponse{Id: req.GetId(), Provisional: true, Resp: &pb.DataResponse_TxnWrite{TxnWrite: resp}})
+			}
+		}
+		out.Resp = &pb.DataResponse_TxnWrite{TxnWrite: s.txnWrite(ctx, r.TxnWrite, proposed)}
 	case *pb.DataRequest_TxnResolve:
 		resp, _ := s.TxnResolve(ctx, r.TxnResolve)
 		out.Resp = &pb.DataResponse_TxnResolve{TxnResolve: resp}
@@ -153,6 +160,14 @@ func (s *service) serveData(ctx context.Context, req *pb.DataRequest) *pb.DataRe
 // stopped server would), and Stop waits for the calls in progress, whose
 // contexts it cancels, before it closes the engine.
 func (n *Node) ServeData(ctx context.Context, req *pb.DataRequest) (*pb.DataResponse, error) {
+	return n.ServeDataEarly(ctx, req, nil)
+}
+
+// ServeDataEarly is ServeData that hands a pipelined TxnWrite's
+// provisional answer to early (when not nil) once the write is proposed,
+// before it returns the final answer (client.Config.Local's pipelined
+// writes).
+func (n *Node) ServeDataEarly(ctx context.Context, req *pb.DataRequest, early func(*pb.DataResponse)) (*pb.DataResponse, error) {
 	if !n.local.enter() {
 		return nil, status.Error(codes.Unavailable, "tserver: node stopping")
 	}
@@ -164,7 +179,7 @@ func (n *Node) ServeData(ctx context.Context, req *pb.DataRequest) (*pb.DataResp
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(n.local.ctx, cancel)()
-	return s.serveData(ctx, req), nil
+	return s.serveData(ctx, req, early), nil
 }
 
 // localCalls tracks the in-process calls (ServeData) of a node.

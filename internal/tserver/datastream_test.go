@@ -205,6 +205,39 @@ func testDataStream(t *testing.T, n *tserver.Node, st dataStream, base int) {
 	if c, err := tb.IntentCount(); err != nil || c != 0 {
 		t.Fatalf("%d intents after removing them (%v)", c, err)
 	}
+	// A pipelined write answers twice under its id: provisionally once it
+	// is proposed, with its write time, then finally once applied.
+	pipelined := &pb.DataRequest{Id: 3002, Pipelined: true, TimeoutUs: 10_000_000, Req: &pb.DataRequest_TxnWrite{TxnWrite: &pb.TxnWriteRequest{
+		TabletId: desc.ID, TxnId: txnID, Batch: put(base, base+1).Marshal()}}}
+	if err := st.Send(pipelined); err != nil {
+		t.Fatal(err)
+	}
+	first, err := st.Recv()
+	if err != nil || first.GetId() != 3002 || !first.GetProvisional() {
+		t.Fatalf("first answer of a pipelined write: %v, %v", first, err)
+	}
+	final, err := st.Recv()
+	if err != nil || final.GetId() != 3002 || final.GetProvisional() {
+		t.Fatalf("final answer of a pipelined write: %v, %v", final, err)
+	}
+	fw, pw := final.GetTxnWrite(), first.GetTxnWrite()
+	if fw.GetError() != nil || pw.GetError() != nil || pw.GetWriteTime() == 0 || fw.GetWriteTime() != pw.GetWriteTime() {
+		t.Fatalf("a pipelined write answered %v, then %v", pw, fw)
+	}
+	if c, err := tb.IntentCount(); err != nil || c == 0 {
+		t.Fatalf("%d intents after a pipelined write's final answer (%v)", c, err)
+	}
+	// One that fails before it is proposed answers once, finally.
+	r = call(3003, &pb.DataRequest{Pipelined: true, Req: &pb.DataRequest_TxnWrite{TxnWrite: &pb.TxnWriteRequest{
+		TabletId: desc.ID + 1000, TxnId: txnID, Batch: put(base, base+1).Marshal()}}})
+	if r.GetProvisional() || r.GetTxnWrite().GetError() == nil {
+		t.Fatalf("a pipelined write to a tablet the node lacks: %v", r)
+	}
+	r = call(3004, &pb.DataRequest{Req: &pb.DataRequest_TxnResolve{TxnResolve: &pb.TxnResolveRequest{
+		TabletId: desc.ID, TxnId: txnID, Kind: pb.TxnResolveRequest_REMOVE}}})
+	if rs := r.GetTxnResolve(); rs == nil || rs.GetError() != nil {
+		t.Fatalf("resolve: %v", r)
+	}
 }
 
 // TestServeDataInProcess: the node's own calls (ServeData) answer as the

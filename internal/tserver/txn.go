@@ -161,6 +161,13 @@ func (r resolver) ReportWait(ctx context.Context, waiter docdb.TxnID, blockers [
 }
 
 func (s *service) TxnWrite(ctx context.Context, req *pb.TxnWriteRequest) (*pb.TxnWriteResponse, error) {
+	return s.txnWrite(ctx, req, nil), nil
+}
+
+// txnWrite serves a TxnWrite. When proposed is not nil (a pipelined
+// write), it is called with the provisional answer once the intents'
+// entry is proposed; the answer returned is the final one.
+func (s *service) txnWrite(ctx context.Context, req *pb.TxnWriteRequest, proposed func(*pb.TxnWriteResponse)) *pb.TxnWriteResponse {
 	n := s.n
 	resp := &pb.TxnWriteResponse{}
 	err := func() error {
@@ -184,29 +191,43 @@ func (s *service) TxnWrite(ctx context.Context, req *pb.TxnWriteRequest) (*pb.Tx
 		if req.GetLockMode() > pb.LockMode_LOCK_NO_KEY_UPDATE || req.GetWaitPolicy() > pb.WaitPolicy_FAIL_ON_CONFLICT {
 			return fmt.Errorf("%w: unknown lock mode or wait policy", errInvalid)
 		}
-		res, err := tb.WriteTxn(ctx, &tablet.TxnWrite{
+		w := &tablet.TxnWrite{
 			Txn: id, ReadTime: hlc.Timestamp(req.GetReadTime()), CheckNewer: req.GetCheckNewer(),
 			WriteID: req.GetWriteId(), Ops: wb.Ops, Locks: req.GetLockRows(),
 			Lock: tablet.LockMode(req.GetLockMode()), Wait: tablet.WaitPolicy(req.GetWaitPolicy()),
-		})
-		resp.WriteTime = uint64(res.HT)
-		resp.SkippedRows = res.Skipped
-		for _, i := range res.Missing {
-			resp.MissingOps = append(resp.MissingOps, uint32(i))
 		}
-		if len(res.Sums) > 0 {
-			var sums docdb.WriteBatch
-			for _, i := range slices.Sorted(maps.Keys(res.Sums)) {
-				sums.Ops = append(sums.Ops, res.Sums[i])
-				resp.SumOps = append(resp.SumOps, uint32(i))
+		if proposed != nil {
+			w.Proposed = func(res tablet.TxnWriteResult) {
+				early := &pb.TxnWriteResponse{}
+				fillTxnWrite(early, res)
+				early.ServerTime = uint64(n.cfg.Clock.Now())
+				proposed(early)
 			}
-			resp.Sums = sums.Marshal()
 		}
+		res, err := tb.WriteTxn(ctx, w)
+		fillTxnWrite(resp, res)
 		return err
 	}()
 	resp.Error = n.tabletErr(err)
 	resp.ServerTime = uint64(n.cfg.Clock.Now())
-	return resp, nil
+	return resp
+}
+
+// fillTxnWrite sets what a TxnWrite answers about the write's result.
+func fillTxnWrite(resp *pb.TxnWriteResponse, res tablet.TxnWriteResult) {
+	resp.WriteTime = uint64(res.HT)
+	resp.SkippedRows = res.Skipped
+	for _, i := range res.Missing {
+		resp.MissingOps = append(resp.MissingOps, uint32(i))
+	}
+	if len(res.Sums) > 0 {
+		var sums docdb.WriteBatch
+		for _, i := range slices.Sorted(maps.Keys(res.Sums)) {
+			sums.Ops = append(sums.Ops, res.Sums[i])
+			resp.SumOps = append(resp.SumOps, uint32(i))
+		}
+		resp.Sums = sums.Marshal()
+	}
 }
 
 func (s *service) TxnResolve(ctx context.Context, req *pb.TxnResolveRequest) (*pb.TxnResolveResponse, error) {

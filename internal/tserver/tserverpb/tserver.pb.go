@@ -3320,7 +3320,13 @@ type DataRequest struct {
 	// never answered; a lost one is a lost TxnResolve (the participants'
 	// readers, writers and cleanup loop resolve the intents from the status
 	// record). Other kinds are ignored.
-	Resolves      []*TxnResolveRequest `protobuf:"bytes,10,rep,name=resolves,proto3" json:"resolves,omitempty"`
+	Resolves []*TxnResolveRequest `protobuf:"bytes,10,rep,name=resolves,proto3" json:"resolves,omitempty"`
+	// pipelined: a TxnWrite answered twice (pipelined writes). Once its
+	// entry is proposed, a provisional answer says what the write will
+	// write (its write time, skipped rows, adds); the final answer, once the
+	// entry is applied or failed, says whether it was. A write that fails
+	// before it is proposed answers once, not provisionally.
+	Pipelined     bool `protobuf:"varint,12,opt,name=pipelined,proto3" json:"pipelined,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3453,6 +3459,13 @@ func (x *DataRequest) GetResolves() []*TxnResolveRequest {
 	return nil
 }
 
+func (x *DataRequest) GetPipelined() bool {
+	if x != nil {
+		return x.Pipelined
+	}
+	return false
+}
+
 type isDataRequest_Req interface {
 	isDataRequest_Req()
 }
@@ -3512,7 +3525,10 @@ type DataResponse struct {
 	//	*DataResponse_TxnResolve
 	//	*DataResponse_TxnStatus
 	//	*DataResponse_Lease
-	Resp          isDataResponse_Resp `protobuf_oneof:"resp"`
+	Resp isDataResponse_Resp `protobuf_oneof:"resp"`
+	// provisional: the first of a pipelined TxnWrite's two answers (see
+	// DataRequest.pipelined); the final one follows under the same id.
+	Provisional   bool `protobuf:"varint,9,opt,name=provisional,proto3" json:"provisional,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3622,6 +3638,13 @@ func (x *DataResponse) GetLease() *LeaseResponse {
 		}
 	}
 	return nil
+}
+
+func (x *DataResponse) GetProvisional() bool {
+	if x != nil {
+		return x.Provisional
+	}
+	return false
 }
 
 type isDataResponse_Resp interface {
@@ -4092,7 +4115,7 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"\aLEARNER\x10\x02\x12\r\n" +
 	"\tCANDIDATE\x10\x03\"N\n" +
 	"\x13ListTabletsResponse\x127\n" +
-	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\xbd\x04\n" +
+	"\atablets\x18\x01 \x03(\v2\x1d.shaledb.tserver.TabletStatusR\atablets\"\xdb\x04\n" +
 	"\vDataRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
@@ -4108,8 +4131,9 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"txn_status\x18\t \x01(\v2!.shaledb.tserver.TxnStatusRequestH\x00R\ttxnStatus\x125\n" +
 	"\x05lease\x18\v \x01(\v2\x1d.shaledb.tserver.LeaseRequestH\x00R\x05lease\x12>\n" +
 	"\bresolves\x18\n" +
-	" \x03(\v2\".shaledb.tserver.TxnResolveRequestR\bresolvesB\x05\n" +
-	"\x03req\"\xcf\x03\n" +
+	" \x03(\v2\".shaledb.tserver.TxnResolveRequestR\bresolves\x12\x1c\n" +
+	"\tpipelined\x18\f \x01(\bR\tpipelinedB\x05\n" +
+	"\x03req\"\xf1\x03\n" +
 	"\fDataResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x123\n" +
 	"\x04read\x18\x02 \x01(\v2\x1d.shaledb.tserver.ReadResponseH\x00R\x04read\x126\n" +
@@ -4120,7 +4144,8 @@ const file_internal_tserver_tserverpb_tserver_proto_rawDesc = "" +
 	"txnResolve\x12C\n" +
 	"\n" +
 	"txn_status\x18\a \x01(\v2\".shaledb.tserver.TxnStatusResponseH\x00R\ttxnStatus\x126\n" +
-	"\x05lease\x18\b \x01(\v2\x1e.shaledb.tserver.LeaseResponseH\x00R\x05leaseB\x06\n" +
+	"\x05lease\x18\b \x01(\v2\x1e.shaledb.tserver.LeaseResponseH\x00R\x05lease\x12 \n" +
+	"\vprovisional\x18\t \x01(\bR\vprovisionalB\x06\n" +
 	"\x04resp\"L\n" +
 	"\fLeaseRequest\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\x04R\btabletId\x12\x1f\n" +

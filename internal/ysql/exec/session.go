@@ -141,6 +141,14 @@ func (e *Engine) begin(ctx context.Context, iso client.Isolation) (*client.Txn, 
 	return e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: iso})
 }
 
+// beginBlock starts the transaction of a block of statements (BEGIN ...
+// COMMIT, or a batch's implicit transaction): its writes are pipelined,
+// each statement going on while the last one's intents replicate.
+func (e *Engine) beginBlock(ctx context.Context, iso client.Isolation) (*client.Txn, error) {
+	e.metrics.txns.Inc()
+	return e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: iso, Pipelined: true})
+}
+
 // Cache is the engine's catalog cache (the node notes catalog versions
 // from heartbeats on it).
 func (e *Engine) Cache() *catalog.Cache { return e.cfg.Cache }

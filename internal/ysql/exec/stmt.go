@@ -512,7 +512,7 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 	if s.inBlock {
 		first := s.txn == nil
 		if first {
-			tx, err := s.e.begin(ctx, s.blockIso)
+			tx, err := s.e.beginBlock(ctx, s.blockIso)
 			if err != nil {
 				s.failed = true
 				return err
@@ -730,7 +730,7 @@ func (s *Session) inImplicitTxn(ctx context.Context, fn func(tx *client.Txn) err
 			if err != nil {
 				return err
 			}
-			tx, err := s.e.begin(ctx, iso)
+			tx, err := s.e.beginBlock(ctx, iso)
 			if err != nil {
 				return err
 			}

@@ -402,7 +402,7 @@ func (s *Session) blockTxn(ctx context.Context) error {
 	if s.txn != nil {
 		return nil
 	}
-	tx, err := s.e.begin(ctx, s.blockIso)
+	tx, err := s.e.beginBlock(ctx, s.blockIso)
 	if err != nil {
 		return err
 	}

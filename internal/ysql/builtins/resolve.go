@@ -295,6 +295,19 @@ func LookupOperator(name string, left, right types.T) (*Op, error) {
 	return ops[idx[k]], nil
 }
 
+// Mutable reports whether a function of that name may return different
+// results for the same arguments (some overload is volatile or stable):
+// PostgreSQL refuses such functions where a stored result must not
+// change, as in an index predicate.
+func Mutable(name string) bool {
+	for _, f := range functions[strings.TrimPrefix(strings.ToLower(name), "pg_catalog.")] {
+		if f.Volatile || f.Stable {
+			return true
+		}
+	}
+	return false
+}
+
 // LookupFunction resolves a function call for the given argument types.
 // Aggregates are looked up with LookupAggregate.
 func LookupFunction(name string, args []types.T) (*Func, error) {

@@ -134,6 +134,12 @@ func (s *Session) createTable(ctx context.Context, cs *pg.CreateStmt, yb *ybOpti
 	if rp := cs.GetRelation().GetRelpersistence(); rp == "t" {
 		return pgerror.Unsupported("temporary tables")
 	}
+	if err := tableOptions(cs.GetOptions()); err != nil {
+		return err
+	}
+	if err := checkTablespace(cs.GetTablespacename()); err != nil {
+		return err
+	}
 	snap, err := s.snapshot(ctx)
 	if err != nil {
 		return err
@@ -433,6 +439,9 @@ func (s *Session) columnDef(ctx context.Context, t *catalog.Table, cd *pg.Column
 	if err := systemColumnName(cd.GetColname()); err != nil {
 		return nil, false, err
 	}
+	if e := plan.CheckCollation(cd.GetCollClause().GetCollname()); e != nil {
+		return nil, false, e
+	}
 	tn := cd.GetTypeName()
 	serial := ""
 	if len(tn.GetNames()) > 0 {
@@ -681,6 +690,44 @@ func (s *Session) findIndex(snap *catalog.Snapshot, schema, name string) (catalo
 	return catalog.IndexRef{}, false
 }
 
+// relKind says what the relation schema.name (resolved by the search
+// path) is: "table", "view", "sequence" or "index"; "" when there is none.
+func (s *Session) relKind(snap *catalog.Snapshot, schema, name string) string {
+	if _, ok := s.findTable(snap, schema, name); ok {
+		return "table"
+	}
+	if _, ok := s.findView(snap, schema, name); ok {
+		return "view"
+	}
+	if _, ok := lookup(s, schema, func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, name) }); ok {
+		return "sequence"
+	}
+	if _, ok := s.findIndex(snap, schema, name); ok {
+		return "index"
+	}
+	return ""
+}
+
+// notA is PostgreSQL's error for a DROP naming a relation of another
+// kind (42809), with the hint of the DROP that kind takes; nil when the
+// name is no relation of another kind.
+func (s *Session) notA(snap *catalog.Snapshot, schema, name, want string) error {
+	kind := s.relKind(snap, schema, name)
+	if kind == "" || kind == want {
+		return nil
+	}
+	return pgerror.New(pgerror.CodeWrongObjectType, "%q is not %s %s", name, articleFor(want), want).
+		WithHint("Use DROP %s to remove %s %s.", strings.ToUpper(kind), articleFor(kind), kind)
+}
+
+// articleFor is the indefinite article of a relation kind.
+func articleFor(kind string) string {
+	if kind == "index" {
+		return "an"
+	}
+	return "a"
+}
+
 // dropTable drops a table with its indexes.
 func (s *Session) dropTable(ctx context.Context, t *catalog.Table) error {
 	if err := s.e.cfg.Cache.DropTable(ctx, t); err != nil {
@@ -728,8 +775,8 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 			schema, name := qualifiedName(o.GetList().GetItems())
 			t, ok := s.findTable(snap, schema, name)
 			if !ok {
-				if _, isView := s.findView(snap, schema, name); isView {
-					return "", pgerror.New(pgerror.CodeWrongObjectType, "%q is not a table", name).WithHint("Use DROP VIEW to remove a view.")
+				if err := s.notA(snap, schema, name, "table"); err != nil {
+					return "", err
 				}
 				if ds.GetMissingOk() {
 					s.notice("NOTICE", "00000", "table %q does not exist, skipping", name)
@@ -763,6 +810,9 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 			schema, name := qualifiedName(o.GetList().GetItems())
 			q, ok := lookup(s, schema, func(sc string) (*catalog.Sequence, bool) { return snap.Sequence(s.db, sc, name) })
 			if !ok {
+				if err := s.notA(snap, schema, name, "sequence"); err != nil {
+					return "", err
+				}
 				if ds.GetMissingOk() {
 					s.notice("NOTICE", "00000", "sequence %q does not exist, skipping", name)
 					continue
@@ -843,6 +893,9 @@ func (s *Session) drop(ctx context.Context, ds *pg.DropStmt) (string, error) {
 			schema, name := qualifiedName(o.GetList().GetItems())
 			ref, ok := s.findIndex(snap, schema, name)
 			if !ok {
+				if err := s.notA(snap, schema, name, "index"); err != nil {
+					return "", err
+				}
 				if ds.GetMissingOk() {
 					s.notice("NOTICE", "00000", "index %q does not exist, skipping", name)
 					continue

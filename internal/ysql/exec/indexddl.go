@@ -178,6 +178,9 @@ func (s *Session) createIndex(ctx context.Context, is *pg.IndexStmt, yb *ybOptio
 	if err := indexOptions(is.GetOptions()); err != nil {
 		return err
 	}
+	if err := checkTablespace(is.GetTableSpace()); err != nil {
+		return err
+	}
 	snap, err := s.snapshot(ctx)
 	if err != nil {
 		return err
@@ -185,6 +188,14 @@ func (s *Session) createIndex(ctx context.Context, is *pg.IndexStmt, yb *ybOptio
 	rv := is.GetRelation()
 	t, ok := s.findTable(snap, rv.GetSchemaname(), rv.GetRelname())
 	if !ok {
+		// PostgreSQL 15's words (errdetail_relkind_not_supported).
+		switch kind := s.relKind(snap, rv.GetSchemaname(), rv.GetRelname()); kind {
+		case "index":
+			return pgerror.New(pgerror.CodeWrongObjectType, "%q is an index", rv.GetRelname())
+		case "view", "sequence":
+			return pgerror.New(pgerror.CodeWrongObjectType, "cannot create index on relation %q", rv.GetRelname()).
+				WithDetail("This operation is not supported for %ss.", kind)
+		}
 		return pgerror.New(pgerror.CodeUndefinedTable, "relation %q does not exist", rv.GetRelname())
 	}
 	req := &indexRequest{name: is.GetIdxname(), where: is.GetWhereClause(), unique: is.GetUnique()}
@@ -192,6 +203,9 @@ func (s *Session) createIndex(ctx context.Context, is *pg.IndexStmt, yb *ybOptio
 		el := p.GetIndexElem()
 		if el.GetExpr() != nil {
 			return pgerror.Unsupported("indexes on expressions")
+		}
+		if e := plan.CheckCollation(el.GetCollation()); e != nil {
+			return e
 		}
 		c := idxCol{name: el.GetName(), opclassOpt: len(el.GetOpclassopts()) > 0}
 		if oc := el.GetOpclass(); len(oc) > 0 {

@@ -111,3 +111,117 @@ func indexOptions(opts []*pg.Node) error {
 	}
 	return nil
 }
+
+// tableOption is the kind of a heap reloption and, for integers, its
+// bounds (PostgreSQL's reloptions.c).
+type tableOption struct {
+	kind     byte // 'i' integer, 'r' real, 'b' boolean, 'e' vacuum_index_cleanup
+	min, max float64
+}
+
+// tableOptionKinds are PostgreSQL 15's heap reloptions, with YugabyteDB's
+// colocation (this cluster does not colocate tables: accepted, ignored).
+// None changes how a table is stored here; they are checked, as
+// PostgreSQL checks them, so that a typo is an error and not a setting
+// silently dropped.
+var tableOptionKinds = map[string]tableOption{
+	"fillfactor":                            {'i', 10, 100},
+	"toast_tuple_target":                    {'i', 128, 8160},
+	"parallel_workers":                      {'i', 0, 1024},
+	"autovacuum_enabled":                    {kind: 'b'},
+	"autovacuum_vacuum_threshold":           {'i', 0, math.MaxInt32},
+	"autovacuum_vacuum_insert_threshold":    {'i', -1, math.MaxInt32},
+	"autovacuum_analyze_threshold":          {'i', 0, math.MaxInt32},
+	"autovacuum_vacuum_cost_limit":          {'i', 1, 10000},
+	"autovacuum_freeze_min_age":             {'i', 0, 1000000000},
+	"autovacuum_freeze_max_age":             {'i', 100000, 2000000000},
+	"autovacuum_freeze_table_age":           {'i', 0, 2000000000},
+	"autovacuum_multixact_freeze_min_age":   {'i', 0, 1000000000},
+	"autovacuum_multixact_freeze_max_age":   {'i', 10000, 2000000000},
+	"autovacuum_multixact_freeze_table_age": {'i', 0, 2000000000},
+	"log_autovacuum_min_duration":           {'i', -1, math.MaxInt32},
+	"autovacuum_vacuum_cost_delay":          {'r', 0, 100},
+	"autovacuum_vacuum_scale_factor":        {'r', 0, 100},
+	"autovacuum_vacuum_insert_scale_factor": {'r', 0, 100},
+	"autovacuum_analyze_scale_factor":       {'r', 0, 100},
+	"user_catalog_table":                    {kind: 'b'},
+	"vacuum_index_cleanup":                  {kind: 'e'},
+	"vacuum_truncate":                       {kind: 'b'},
+	"colocation":                            {kind: 'b'},
+	"colocated":                             {kind: 'b'},
+}
+
+// tableOptions checks CREATE TABLE's WITH (...) as PostgreSQL's
+// heap_reloptions does: known names, each once, values of their kind and
+// within their bounds; toast.* options are the TOAST table's (checked the
+// same way); anything else is 22023. WITH (oids = false) is accepted, as
+// PostgreSQL 12 and later accept it; WITH OIDS is not.
+func tableOptions(opts []*pg.Node) error {
+	seen := map[string]bool{}
+	for _, o := range opts {
+		de := o.GetDefElem()
+		if de == nil {
+			continue
+		}
+		name, ns := de.GetDefname(), de.GetDefnamespace()
+		v, given := defElemString(de)
+		if ns == "" && name == "oids" {
+			if b, ok := types.ParseBool(v); ok && !b {
+				continue
+			}
+			return pgerror.New(pgerror.CodeFeatureNotSupported, "tables declared WITH OIDS are not supported")
+		}
+		if ns != "" && ns != "toast" {
+			return pgerror.New(pgerror.CodeInvalidParameterValue, "unrecognized parameter namespace %q", ns)
+		}
+		if seen[ns+"."+name] {
+			return pgerror.New(pgerror.CodeInvalidParameterValue, "parameter %q specified more than once", name)
+		}
+		seen[ns+"."+name] = true
+		opt, ok := tableOptionKinds[name]
+		if !ok || ns == "toast" && (name == "fillfactor" || name == "toast_tuple_target" || name == "parallel_workers" || name == "user_catalog_table" || name == "colocation" || name == "colocated") {
+			return pgerror.New(pgerror.CodeInvalidParameterValue, "unrecognized parameter %q", name)
+		}
+		switch opt.kind {
+		case 'b':
+			if _, ok := types.ParseBool(v); given && !ok {
+				return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for boolean option %q: %s", name, v)
+			}
+		case 'e':
+			if _, ok := types.ParseBool(v); !ok && !strings.EqualFold(v, "auto") {
+				return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for enum option %q: %s", name, v).
+					WithDetail(`Valid values are "on", "off", and "auto".`)
+			}
+		default:
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if !given || err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				kind := "integer"
+				if opt.kind == 'r' {
+					kind = "floating point"
+				}
+				return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for %s option %q: %s", kind, name, v)
+			}
+			if opt.kind == 'i' {
+				f = math.RoundToEven(f) // parse_int: a fraction rounds
+			}
+			if f < opt.min || f > opt.max {
+				return pgerror.New(pgerror.CodeInvalidParameterValue, "value %s out of bounds for option %q", v, name).
+					WithDetail(`Valid values are between "%s" and "%s".`, strconv.FormatFloat(opt.min, 'f', -1, 64), strconv.FormatFloat(opt.max, 'f', -1, 64))
+			}
+		}
+	}
+	return nil
+}
+
+// checkTablespace checks a TABLESPACE clause: only pg_default is a place
+// a relation may go (one cluster-wide storage here, as PostgreSQL's
+// default tablespace); pg_global holds PostgreSQL's shared catalogs only.
+func checkTablespace(name string) error {
+	switch name {
+	case "", "pg_default":
+		return nil
+	case "pg_global":
+		return pgerror.New(pgerror.CodeInvalidParameterValue, "only shared relations can be placed in pg_global tablespace")
+	}
+	return pgerror.New(pgerror.CodeUndefinedObject, "tablespace %q does not exist", name)
+}

@@ -334,56 +334,8 @@ func (s *Session) setVariable(vs *pg.VariableSetStmt) (string, error) {
 	case pg.VariableSetKind_VAR_SET_MULTI:
 		switch name {
 		case "transaction", "session characteristics":
-			for _, o := range vs.GetArgs() {
-				de := o.GetDefElem()
-				if de == nil {
-					continue
-				}
-				v, err := setValue([]*pg.Node{de.GetArg()})
-				if err != nil {
-					return "", err
-				}
-				switch de.GetDefname() {
-				case "transaction_isolation":
-					target := "transaction_isolation"
-					if name != "transaction" {
-						target = "default_transaction_isolation"
-					} else if !s.inBlock {
-						s.notice("WARNING", "25P01", "SET TRANSACTION can only be used in transaction blocks")
-						continue
-					}
-					if err := s.set(target, v); err != nil {
-						return "", err
-					}
-				case "transaction_read_only":
-					on := isOn(v) || v == "true"
-					switch {
-					case name != "transaction":
-						if err := s.set("default_transaction_read_only", v); err != nil {
-							return "", err
-						}
-					case !s.inBlock:
-						s.notice("WARNING", "25P01", "SET TRANSACTION can only be used in transaction blocks")
-					case !on && s.blockReadOnly && s.txn != nil:
-						return "", pgerror.New(pgerror.CodeActiveSQLTransaction, "transaction read-write mode must be set before any query")
-					default:
-						s.blockReadOnly = on
-					}
-				case "transaction_deferrable":
-					on := isOn(v) || v == "true"
-					switch {
-					case name != "transaction":
-						if err := s.set("default_transaction_deferrable", v); err != nil {
-							return "", err
-						}
-					case !s.inBlock:
-						s.notice("WARNING", "25P01", "SET TRANSACTION can only be used in transaction blocks")
-					case s.txn != nil:
-						return "", pgerror.New(pgerror.CodeActiveSQLTransaction, "SET TRANSACTION [NOT] DEFERRABLE must be called before any query")
-					default:
-						s.blockDeferrable = on
-					}
-				}
+			if err := s.transactionOptions(vs.GetArgs(), name != "transaction"); err != nil {
+				return "", err
 			}
 			return "SET", nil
 		case "time zone":
@@ -437,4 +389,64 @@ func (s *Session) allSettings() [][2]string {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
+}
+
+// transactionOptions applies SET TRANSACTION's options (isolation level,
+// read only, deferrable) to the block, or with session to the session's
+// defaults (SET SESSION CHARACTERISTICS AS TRANSACTION). BEGIN inside a
+// block applies its options so too, as PostgreSQL does (psycopg2 sends
+// its own BEGIN before a BEGIN ISOLATION LEVEL ... of the application).
+func (s *Session) transactionOptions(args []*pg.Node, session bool) error {
+	for _, o := range args {
+		de := o.GetDefElem()
+		if de == nil {
+			continue
+		}
+		v, err := setValue([]*pg.Node{de.GetArg()})
+		if err != nil {
+			return err
+		}
+		switch de.GetDefname() {
+		case "transaction_isolation":
+			target := "transaction_isolation"
+			if session {
+				target = "default_transaction_isolation"
+			} else if !s.inBlock {
+				s.notice("WARNING", "25P01", "SET TRANSACTION can only be used in transaction blocks")
+				continue
+			}
+			if err := s.set(target, v); err != nil {
+				return err
+			}
+		case "transaction_read_only":
+			on := isOn(v) || v == "true"
+			switch {
+			case session:
+				if err := s.set("default_transaction_read_only", v); err != nil {
+					return err
+				}
+			case !s.inBlock:
+				s.notice("WARNING", "25P01", "SET TRANSACTION can only be used in transaction blocks")
+			case !on && s.blockReadOnly && s.txn != nil:
+				return pgerror.New(pgerror.CodeActiveSQLTransaction, "transaction read-write mode must be set before any query")
+			default:
+				s.blockReadOnly = on
+			}
+		case "transaction_deferrable":
+			on := isOn(v) || v == "true"
+			switch {
+			case session:
+				if err := s.set("default_transaction_deferrable", v); err != nil {
+					return err
+				}
+			case !s.inBlock:
+				s.notice("WARNING", "25P01", "SET TRANSACTION can only be used in transaction blocks")
+			case s.txn != nil:
+				return pgerror.New(pgerror.CodeActiveSQLTransaction, "SET TRANSACTION [NOT] DEFERRABLE must be called before any query")
+			default:
+				s.blockDeferrable = on
+			}
+		}
+	}
+	return nil
 }

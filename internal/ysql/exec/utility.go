@@ -257,6 +257,12 @@ func (s *Session) transaction(ctx context.Context, ts *pg.TransactionStmt) (stri
 	case pg.TransactionStmtKind_TRANS_STMT_BEGIN, pg.TransactionStmtKind_TRANS_STMT_START:
 		if s.inBlock {
 			s.notice("WARNING", "25001", "there is already a transaction in progress")
+			if err := s.transactionOptions(ts.GetOptions(), false); err != nil {
+				return "", err
+			}
+			if ts.GetKind() == pg.TransactionStmtKind_TRANS_STMT_START {
+				return "START TRANSACTION", nil
+			}
 			return "BEGIN", nil
 		}
 		isoName := s.settings["default_transaction_isolation"]

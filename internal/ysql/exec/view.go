@@ -219,8 +219,8 @@ func (s *Session) dropViews(ctx context.Context, snap *catalog.Snapshot, ds *pg.
 		schema, name := qualifiedName(o.GetList().GetItems())
 		v, ok := s.findView(snap, schema, name)
 		if !ok {
-			if _, isTable := s.findTable(snap, schema, name); isTable {
-				return pgerror.New(pgerror.CodeWrongObjectType, "%q is not a view", name).WithHint("Use DROP TABLE to remove a table.")
+			if err := s.notA(snap, schema, name, "view"); err != nil {
+				return err
 			}
 			if ds.GetMissingOk() {
 				s.notice("NOTICE", "00000", "view %q does not exist, skipping", name)

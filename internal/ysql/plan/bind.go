@@ -294,10 +294,8 @@ func (b *Binder) expr(n *pg.Node, sc *scope, hint types.T) (Expr, error) {
 	case n.GetCollateClause() != nil:
 		// Only the C collation exists: "default", "C" and "POSIX" are it.
 		cc := n.GetCollateClause()
-		names := cc.GetCollname()
-		coll := strings.ToLower(names[len(names)-1].GetString_().GetSval())
-		if coll != "default" && coll != "c" && coll != "posix" {
-			return nil, posErr(pgerror.New(pgerror.CodeUndefinedObject, "collation %q for encoding \"UTF8\" does not exist", coll), cc.GetLocation())
+		if err := CheckCollation(cc.GetCollname()); err != nil {
+			return nil, posErr(err, cc.GetLocation())
 		}
 		return b.expr(cc.GetArg(), sc, hint)
 	case n.GetAArrayExpr() != nil:
@@ -829,6 +827,20 @@ func (b *Binder) unary(name string, e Expr, loc int32) (Expr, error) {
 func (b *Binder) checkOrderable(t types.T, loc int32) error {
 	if _, err := lookupBinary("<", t, t); err != nil {
 		return posErr(pgerror.New(pgerror.CodeUndefinedFunction, "could not identify an ordering operator for type %s", typeName(t)), loc)
+	}
+	return nil
+}
+
+// CheckCollation checks a COLLATE clause's (qualified) name: only the C
+// collation exists here, as "default", "C" and "POSIX" (42704 otherwise,
+// in PostgreSQL's words).
+func CheckCollation(names []*pg.Node) *pgerror.Error {
+	if len(names) == 0 {
+		return nil
+	}
+	coll := strings.ToLower(names[len(names)-1].GetString_().GetSval())
+	if coll != "default" && coll != "c" && coll != "posix" {
+		return pgerror.New(pgerror.CodeUndefinedObject, "collation %q for encoding \"UTF8\" does not exist", coll)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/shaledb/shaledb/internal/ysql/builtins"
 	"github.com/shaledb/shaledb/internal/ysql/catalog"
 	"github.com/shaledb/shaledb/internal/ysql/parse"
 	"github.com/shaledb/shaledb/internal/ysql/pgerror"
@@ -44,8 +45,13 @@ func (b *Binder) CheckIndexPredicate(t *catalog.Table, pred string) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseInDefinition(b, st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal(), "index predicate", false); err != nil {
+	n := st.GetStmt().GetSelectStmt().GetTargetList()[0].GetResTarget().GetVal()
+	if err := refuseInDefinition(b, n, "index predicate", false); err != nil {
 		return err
+	}
+	if refuseMutable(n) {
+		// Rows would enter and leave the index with the clock or by chance.
+		return pgerror.New(pgerror.CodeInvalidObjectDefinition, "functions in index predicate must be marked IMMUTABLE")
 	}
 	_, err = b.IndexPredicate(t, pred)
 	var pe *pgerror.Error
@@ -53,6 +59,23 @@ func (b *Binder) CheckIndexPredicate(t *catalog.Table, pred string) error {
 		pe.Position = 0 // a position in the stored text, not the statement's
 	}
 	return err
+}
+
+// refuseMutable reports whether n calls a function that is not
+// immutable (builtins.Mutable), or reads the time or the session
+// (CURRENT_TIMESTAMP, CURRENT_USER: SQL value functions).
+func refuseMutable(n *pg.Node) bool {
+	found := false
+	visit := func(x *pg.Node) (*pg.Node, bool) {
+		if fc := x.GetFuncCall(); fc != nil && builtins.Mutable(funcName(fc)) || x.GetSqlvalueFunction() != nil {
+			found = true
+		}
+		return nil, !found
+	}
+	if _, descend := visit(n); descend {
+		RewriteNodes(n.ProtoReflect(), visit)
+	}
+	return found
 }
 
 // CheckTransform refuses in ALTER COLUMN TYPE's USING what PostgreSQL

@@ -352,6 +352,13 @@ func (b *Binder) checkConflictTarget(t *catalog.Table, oc *pg.OnConflictClause) 
 		return "", pgerror.New(pgerror.CodeSyntaxError, "ON CONFLICT DO UPDATE requires inference specification or constraint name").
 			WithHint("For example, ON CONFLICT (column_name).")
 	}
+	if w := inf.GetWhereClause(); w != nil {
+		// The WHERE names a partial index's predicate: what one may not
+		// hold, it may not either (PostgreSQL: a subquery is 0A000).
+		if err := refuseInDefinition(b, w, "index predicate", false); err != nil {
+			return "", err
+		}
+	}
 	if name := inf.GetConname(); name != "" {
 		if name == t.PKName && !t.RowID {
 			return "", nil

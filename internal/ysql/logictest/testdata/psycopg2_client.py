@@ -139,6 +139,27 @@ assert cur.fetchone()[0] == "repeatable read"
 conn.rollback()
 conn.set_session(isolation_level="READ COMMITTED", readonly=False)
 
+# The application's own BEGIN ISOLATION LEVEL, after the BEGIN psycopg2
+# sends, sets the level (with a warning), as in PostgreSQL: locking a row
+# another session deleted after the snapshot is then 40001 (under READ
+# COMMITTED it finds no row).
+other = psycopg2.connect(host=host, port=port, dbname=dbname, user="yugabyte")
+other.autocommit = True
+ocur = other.cursor()
+ocur.execute("INSERT INTO items (id, name) VALUES (400, 'snap')")
+cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+cur.execute("SHOW transaction_isolation")
+assert cur.fetchone()[0] == "repeatable read"
+cur.execute("SELECT count(*) FROM items WHERE id = 401")
+ocur.execute("DELETE FROM items WHERE id = 400")
+try:
+    cur.execute("SELECT name FROM items WHERE id = 400 FOR UPDATE")
+    raise AssertionError("locking a row deleted after the snapshot succeeded")
+except psycopg2.errors.SerializationFailure as e:
+    assert e.pgcode == "40001"
+conn.rollback()
+other.close()
+
 # A server-side (named) cursor: DECLARE ... FETCH FORWARD n.
 with conn.cursor(name="big") as sc:
     sc.itersize = 3

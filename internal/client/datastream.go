@@ -157,6 +157,14 @@ func (ds *dataStream) fail(err error) {
 	ds.cancel()
 }
 
+// pipelinedCallTime is the least time a pipelined TxnWrite's call has at
+// the node. Until its provisional answer the attempt's deadline still
+// bounds it (the client cancels the call when the attempt ends); after it
+// the outcome of the proposed entry is all that is left, and a write that
+// spent most of its attempt waiting for a lock would otherwise fail its
+// transaction while the entry replicates, where before it was retried.
+const pipelinedCallTime = 30 * time.Second
+
 // finalAnswer awaits the final answer of a pipelined TxnWrite whose first
 // answer was provisional (DataRequest.pipelined). When ctx ends first the
 // answer is given up on: an error, as a broken stream's.
@@ -201,6 +209,9 @@ func (ds *dataStream) callEarly(ctx context.Context, req *tspb.DataRequest) (*ts
 	ds.mu.Unlock()
 	req.Id = id
 	if timeout > 0 {
+		if req.GetPipelined() {
+			timeout = max(timeout, pipelinedCallTime)
+		}
 		req.TimeoutUs = uint64(max(timeout.Microseconds(), 1))
 	}
 	ds.sendMu.Lock()
@@ -243,10 +254,14 @@ func (ds *dataStream) callEarly(ctx context.Context, req *tspb.DataRequest) (*ts
 	}
 }
 
-// broken is the error of a stream that broke.
+// broken is the error of a stream that broke (Unavailable if its reader
+// has not recorded one yet).
 func (ds *dataStream) broken() error {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
+	if ds.err == nil {
+		return status.Error(codes.Unavailable, "client: data connection closed")
+	}
 	return ds.err
 }
 
@@ -301,8 +316,9 @@ func (c *Client) dataCallEarly(ctx context.Context, addr string, req *tspb.DataR
 // localCall runs one data request in process (Config.Local), with the
 // applies piggybacked for its node, as the stream would. A pipelined
 // TxnWrite, when the server can answer early (EarlyServer), runs on a
-// goroutine of its own under a context that ctx's cancellation does not
-// end (its deadline does), as the stream's call would go on at the node.
+// goroutine of its own under a context that ctx's cancellation ends only
+// until the provisional answer, with at least pipelinedCallTime, as the
+// stream's call goes on at the node.
 func (c *Client) localCall(ctx context.Context, addr string, req *tspb.DataRequest) (*tspb.DataResponse, finalAnswer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, status.FromContextError(err).Err()
@@ -322,7 +338,7 @@ func (c *Client) localCall(ctx context.Context, addr string, req *tspb.DataReque
 	ch := make(chan answer, 2) // the provisional answer and the final one
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	if dl, ok := ctx.Deadline(); ok {
-		sctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl)
+		sctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), later(dl, time.Now().Add(pipelinedCallTime)))
 	}
 	go func() {
 		defer cancel()
@@ -412,4 +428,12 @@ func (c *Client) leaseAt(ctx context.Context, addr string, req *tspb.LeaseReques
 // txnStatusAt is the TxnStatus of one replica.
 func (c *Client) txnStatusAt(ctx context.Context, addr string, req *tspb.TxnStatusRequest) (*tspb.TxnStatusResponse, error) {
 	return answer(ctx, c, addr, &tspb.DataRequest{Req: &tspb.DataRequest_TxnStatus{TxnStatus: req}}, (*tspb.DataResponse).GetTxnStatus)
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -944,14 +944,17 @@ func (t *Tablet) WriteTxn(ctx context.Context, w *TxnWrite) (TxnWriteResult, err
 				return TxnWriteResult{Skipped: skipped, Missing: adds.Missing}, nil
 			}
 			locks = withoutWritten(locks, w.Ops)
+			res := TxnWriteResult{Skipped: skipped, Missing: adds.Missing, Sums: adds.Sums}
 			var proposed func(hlc.Timestamp)
 			if w.Proposed != nil {
 				proposed = func(ht hlc.Timestamp) {
-					w.Proposed(TxnWriteResult{HT: ht, Skipped: skipped, Missing: adds.Missing, Sums: adds.Sums})
+					early := res
+					early.HT = ht
+					w.Proposed(early)
 				}
 			}
-			ht, err := t.proposeLatchedThen(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks, nil) }, release, proposed)
-			return TxnWriteResult{HT: ht, Skipped: skipped, Missing: adds.Missing, Sums: adds.Sums}, err
+			res.HT, err = t.proposeLatchedThen(ctx, func(ht hlc.Timestamp) []byte { return encodeIntents(ht, w, locks, nil) }, release, proposed)
+			return res, err
 		}
 		release()
 		learn := &committed

@@ -319,7 +319,7 @@ func (s *Session) advLockInKey(ctx context.Context, k advKey, a *advEntry, m int
 			"a session-level advisory lock on a key this transaction holds a conflicting transaction-level lock on is not supported")
 	}
 	if a.tx == nil {
-		tx, err := s.e.begin(ctx, client.Snapshot)
+		tx, err := s.e.begin(ctx, client.TxnOptions{Isolation: client.Snapshot})
 		if err != nil {
 			return false, err
 		}

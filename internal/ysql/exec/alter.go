@@ -207,12 +207,16 @@ func (s *Session) alterTable(ctx context.Context, at *pg.AlterTableStmt) error {
 				if name := c.GetIndexname(); name != "" {
 					// It was accepted and changed nothing: the table kept
 					// its hidden row id and the index stayed an index.
-					cols := s.indexColumnNames(next, name)
-					if cols == nil {
+					ix, ok := next.Index(name)
+					if !ok {
 						return pgerror.New(pgerror.CodeUndefinedObject, "index %q does not exist", name)
 					}
+					ids := make([]uint32, len(ix.Columns))
+					for i, c := range ix.Columns {
+						ids[i] = c.ID
+					}
 					return pgerror.Unsupported("ADD PRIMARY KEY USING INDEX").
-						WithHint("Drop the index and use ADD PRIMARY KEY (%s) instead.", strings.Join(cols, ", "))
+						WithHint("Drop the index and use ADD PRIMARY KEY (%s) instead.", columnNames(next, ids))
 				}
 				for _, k := range c.GetKeys() {
 					newPK = append(newPK, keySpec{name: k.GetString_().GetSval()})
@@ -996,20 +1000,4 @@ func (b *bulkFill) chunk(ctx context.Context, t *catalog.Table, rows []plan.Row)
 			return err
 		}
 	}
-}
-
-// indexColumnNames names the key columns of t's index name (none when
-// there is no such index).
-func (s *Session) indexColumnNames(t *catalog.Table, name string) []string {
-	ix, ok := t.Index(name)
-	if !ok {
-		return nil
-	}
-	var names []string
-	for _, c := range ix.Columns {
-		if i := t.ColumnByID(c.ID); i >= 0 {
-			names = append(names, t.Columns[i].Name)
-		}
-	}
-	return names
 }

@@ -69,54 +69,19 @@ func defElemString(de *pg.DefElem) (v string, given bool) {
 	return "", true
 }
 
-// indexOptions checks CREATE INDEX's WITH (...) as PostgreSQL's btree
-// options: fillfactor (an integer from 10 to 100) and deduplicate_items
-// (a boolean), each once; anything else is 22023. They were accepted
-// whatever they named (the index stores neither).
-func indexOptions(opts []*pg.Node) error {
-	seen := map[string]bool{}
-	for _, o := range opts {
-		de := o.GetDefElem()
-		if de == nil {
-			continue
-		}
-		name := de.GetDefname()
-		if de.GetDefnamespace() != "" {
-			return pgerror.New(pgerror.CodeInvalidParameterValue, "unrecognized parameter namespace %q", de.GetDefnamespace())
-		}
-		if seen[name] {
-			return pgerror.New(pgerror.CodeInvalidParameterValue, "parameter %q specified more than once", name)
-		}
-		seen[name] = true
-		v, given := defElemString(de)
-		switch name {
-		case "fillfactor":
-			// parse_int: a fraction rounds (100.5 is 100).
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			n := math.RoundToEven(f)
-			if !given || err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for integer option %q: %s", name, v)
-			}
-			if n < 10 || n > 100 {
-				return pgerror.New(pgerror.CodeInvalidParameterValue, "value %s out of bounds for option %q", v, name).
-					WithDetail(`Valid values are between "10" and "100".`)
-			}
-		case "deduplicate_items":
-			if _, ok := types.ParseBool(v); given && !ok {
-				return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for boolean option %q: %s", name, v)
-			}
-		default:
-			return pgerror.New(pgerror.CodeInvalidParameterValue, "unrecognized parameter %q", name)
-		}
-	}
-	return nil
-}
-
-// tableOption is the kind of a heap reloption and, for integers, its
-// bounds (PostgreSQL's reloptions.c).
-type tableOption struct {
+// relOption is a storage parameter's kind and, for numbers, its bounds
+// (PostgreSQL's reloptions.c); heapOnly ones have no toast.* form.
+type relOption struct {
 	kind     byte // 'i' integer, 'r' real, 'b' boolean, 'e' vacuum_index_cleanup
 	min, max float64
+	heapOnly bool
+}
+
+// indexOptionKinds are btree's options. The index stores neither; they
+// were accepted whatever they named.
+var indexOptionKinds = map[string]relOption{
+	"fillfactor":        {kind: 'i', min: 10, max: 100},
+	"deduplicate_items": {kind: 'b'},
 }
 
 // tableOptionKinds are PostgreSQL 15's heap reloptions, with YugabyteDB's
@@ -124,39 +89,65 @@ type tableOption struct {
 // None changes how a table is stored here; they are checked, as
 // PostgreSQL checks them, so that a typo is an error and not a setting
 // silently dropped.
-var tableOptionKinds = map[string]tableOption{
-	"fillfactor":                            {'i', 10, 100},
-	"toast_tuple_target":                    {'i', 128, 8160},
-	"parallel_workers":                      {'i', 0, 1024},
+var tableOptionKinds = map[string]relOption{
+	"fillfactor":                            {'i', 10, 100, true},
+	"toast_tuple_target":                    {'i', 128, 8160, true},
+	"parallel_workers":                      {'i', 0, 1024, true},
 	"autovacuum_enabled":                    {kind: 'b'},
-	"autovacuum_vacuum_threshold":           {'i', 0, math.MaxInt32},
-	"autovacuum_vacuum_insert_threshold":    {'i', -1, math.MaxInt32},
-	"autovacuum_analyze_threshold":          {'i', 0, math.MaxInt32},
-	"autovacuum_vacuum_cost_limit":          {'i', 1, 10000},
-	"autovacuum_freeze_min_age":             {'i', 0, 1000000000},
-	"autovacuum_freeze_max_age":             {'i', 100000, 2000000000},
-	"autovacuum_freeze_table_age":           {'i', 0, 2000000000},
-	"autovacuum_multixact_freeze_min_age":   {'i', 0, 1000000000},
-	"autovacuum_multixact_freeze_max_age":   {'i', 10000, 2000000000},
-	"autovacuum_multixact_freeze_table_age": {'i', 0, 2000000000},
-	"log_autovacuum_min_duration":           {'i', -1, math.MaxInt32},
-	"autovacuum_vacuum_cost_delay":          {'r', 0, 100},
-	"autovacuum_vacuum_scale_factor":        {'r', 0, 100},
-	"autovacuum_vacuum_insert_scale_factor": {'r', 0, 100},
-	"autovacuum_analyze_scale_factor":       {'r', 0, 100},
-	"user_catalog_table":                    {kind: 'b'},
+	"autovacuum_vacuum_threshold":           {'i', 0, math.MaxInt32, false},
+	"autovacuum_vacuum_insert_threshold":    {'i', -1, math.MaxInt32, false},
+	"autovacuum_analyze_threshold":          {'i', 0, math.MaxInt32, false},
+	"autovacuum_vacuum_cost_limit":          {'i', 1, 10000, false},
+	"autovacuum_freeze_min_age":             {'i', 0, 1000000000, false},
+	"autovacuum_freeze_max_age":             {'i', 100000, 2000000000, false},
+	"autovacuum_freeze_table_age":           {'i', 0, 2000000000, false},
+	"autovacuum_multixact_freeze_min_age":   {'i', 0, 1000000000, false},
+	"autovacuum_multixact_freeze_max_age":   {'i', 10000, 2000000000, false},
+	"autovacuum_multixact_freeze_table_age": {'i', 0, 2000000000, false},
+	"log_autovacuum_min_duration":           {'i', -1, math.MaxInt32, false},
+	"autovacuum_vacuum_cost_delay":          {'r', 0, 100, false},
+	"autovacuum_vacuum_scale_factor":        {'r', 0, 100, false},
+	"autovacuum_vacuum_insert_scale_factor": {'r', 0, 100, false},
+	"autovacuum_analyze_scale_factor":       {'r', 0, 100, false},
+	"user_catalog_table":                    {kind: 'b', heapOnly: true},
 	"vacuum_index_cleanup":                  {kind: 'e'},
 	"vacuum_truncate":                       {kind: 'b'},
-	"colocation":                            {kind: 'b'},
-	"colocated":                             {kind: 'b'},
+	"colocation":                            {kind: 'b', heapOnly: true},
+	"colocated":                             {kind: 'b', heapOnly: true},
+}
+
+// indexOptions checks CREATE INDEX's WITH (...) as PostgreSQL's btree
+// options: fillfactor (an integer from 10 to 100) and deduplicate_items
+// (a boolean), each once; anything else is 22023.
+func indexOptions(opts []*pg.Node) error {
+	return relOptions(opts, indexOptionKinds, false)
 }
 
 // tableOptions checks CREATE TABLE's WITH (...) as PostgreSQL's
-// heap_reloptions does: known names, each once, values of their kind and
-// within their bounds; toast.* options are the TOAST table's (checked the
-// same way); anything else is 22023. WITH (oids = false) is accepted, as
-// PostgreSQL 12 and later accept it; WITH OIDS is not.
+// heap_reloptions does; toast.* options are the TOAST table's. WITH (oids =
+// false) is accepted, as PostgreSQL 12 and later accept it; WITH OIDS is
+// not.
 func tableOptions(opts []*pg.Node) error {
+	rest := make([]*pg.Node, 0, len(opts))
+	for _, o := range opts {
+		de := o.GetDefElem()
+		if de == nil || de.GetDefnamespace() != "" || de.GetDefname() != "oids" {
+			rest = append(rest, o)
+			continue
+		}
+		v, _ := defElemString(de)
+		if b, ok := types.ParseBool(v); !ok || b {
+			return pgerror.New(pgerror.CodeFeatureNotSupported, "tables declared WITH OIDS are not supported")
+		}
+	}
+	return relOptions(rest, tableOptionKinds, true)
+}
+
+// relOptions checks storage parameters as PostgreSQL's parseRelOptions
+// does: known names (kinds), each once, values of their kind within their
+// bounds, no namespace but toast.* (when toast) for the options that have
+// that form; anything else is 22023.
+func relOptions(opts []*pg.Node, kinds map[string]relOption, toast bool) error {
 	seen := map[string]bool{}
 	for _, o := range opts {
 		de := o.GetDefElem()
@@ -164,24 +155,18 @@ func tableOptions(opts []*pg.Node) error {
 			continue
 		}
 		name, ns := de.GetDefname(), de.GetDefnamespace()
-		v, given := defElemString(de)
-		if ns == "" && name == "oids" {
-			if b, ok := types.ParseBool(v); ok && !b {
-				continue
-			}
-			return pgerror.New(pgerror.CodeFeatureNotSupported, "tables declared WITH OIDS are not supported")
-		}
-		if ns != "" && ns != "toast" {
+		if ns != "" && (!toast || ns != "toast") {
 			return pgerror.New(pgerror.CodeInvalidParameterValue, "unrecognized parameter namespace %q", ns)
 		}
 		if seen[ns+"."+name] {
 			return pgerror.New(pgerror.CodeInvalidParameterValue, "parameter %q specified more than once", name)
 		}
 		seen[ns+"."+name] = true
-		opt, ok := tableOptionKinds[name]
-		if !ok || ns == "toast" && (name == "fillfactor" || name == "toast_tuple_target" || name == "parallel_workers" || name == "user_catalog_table" || name == "colocation" || name == "colocated") {
+		opt, ok := kinds[name]
+		if !ok || ns != "" && opt.heapOnly {
 			return pgerror.New(pgerror.CodeInvalidParameterValue, "unrecognized parameter %q", name)
 		}
+		v, given := defElemString(de)
 		switch opt.kind {
 		case 'b':
 			if _, ok := types.ParseBool(v); given && !ok {
@@ -202,7 +187,7 @@ func tableOptions(opts []*pg.Node) error {
 				return pgerror.New(pgerror.CodeInvalidParameterValue, "invalid value for %s option %q: %s", kind, name, v)
 			}
 			if opt.kind == 'i' {
-				f = math.RoundToEven(f) // parse_int: a fraction rounds
+				f = math.RoundToEven(f) // parse_int: a fraction rounds (100.5 is 100)
 			}
 			if f < opt.min || f > opt.max {
 				return pgerror.New(pgerror.CodeInvalidParameterValue, "value %s out of bounds for option %q", v, name).

@@ -135,18 +135,13 @@ func NewEngine(cfg Config) *Engine {
 	return &Engine{cfg: cfg, metrics: newEngineMetrics(), mem: &memMonitor{limit: cfg.MaxSQLMemory}}
 }
 
-// begin starts a distributed transaction for a session.
-func (e *Engine) begin(ctx context.Context, iso client.Isolation) (*client.Txn, error) {
+// begin starts a distributed transaction for a session. A block of
+// statements (BEGIN ... COMMIT, or a batch's implicit transaction) sets
+// opts.Pipelined: each statement goes on while the last one's intents
+// replicate.
+func (e *Engine) begin(ctx context.Context, opts client.TxnOptions) (*client.Txn, error) {
 	e.metrics.txns.Inc()
-	return e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: iso})
-}
-
-// beginBlock starts the transaction of a block of statements (BEGIN ...
-// COMMIT, or a batch's implicit transaction): its writes are pipelined,
-// each statement going on while the last one's intents replicate.
-func (e *Engine) beginBlock(ctx context.Context, iso client.Isolation) (*client.Txn, error) {
-	e.metrics.txns.Inc()
-	return e.cfg.Client.Begin(ctx, client.TxnOptions{Isolation: iso, Pipelined: true})
+	return e.cfg.Client.Begin(ctx, opts)
 }
 
 // Cache is the engine's catalog cache (the node notes catalog versions

@@ -512,7 +512,7 @@ func (s *Session) inTxn(ctx context.Context, fn func(tx *client.Txn) error) erro
 	if s.inBlock {
 		first := s.txn == nil
 		if first {
-			tx, err := s.e.beginBlock(ctx, s.blockIso)
+			tx, err := s.e.begin(ctx, client.TxnOptions{Isolation: s.blockIso, Pipelined: true})
 			if err != nil {
 				s.failed = true
 				return err
@@ -585,7 +585,7 @@ func (s *Session) ownTxn(ctx context.Context, fn func(tx *client.Txn) error) err
 	var tx *client.Txn
 	for attempt, restarts := 0, 0; attempt < maxStatementAttempts; {
 		if tx == nil {
-			if tx, err = s.e.begin(ctx, client.Snapshot); err != nil {
+			if tx, err = s.e.begin(ctx, client.TxnOptions{Isolation: client.Snapshot}); err != nil {
 				return err
 			}
 		}
@@ -730,7 +730,7 @@ func (s *Session) inImplicitTxn(ctx context.Context, fn func(tx *client.Txn) err
 			if err != nil {
 				return err
 			}
-			tx, err := s.e.beginBlock(ctx, iso)
+			tx, err := s.e.begin(ctx, client.TxnOptions{Isolation: iso, Pipelined: true})
 			if err != nil {
 				return err
 			}

@@ -408,7 +408,7 @@ func (s *Session) blockTxn(ctx context.Context) error {
 	if s.txn != nil {
 		return nil
 	}
-	tx, err := s.e.beginBlock(ctx, s.blockIso)
+	tx, err := s.e.begin(ctx, client.TxnOptions{Isolation: s.blockIso, Pipelined: true})
 	if err != nil {
 		return err
 	}

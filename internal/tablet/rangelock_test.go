@@ -175,8 +175,23 @@ func (h *harness) evenRows(t testing.TB, id uint64, from, to int) {
 	for i := from; i < to; i += 2 {
 		wb.Ops = append(wb.Ops, putBatch(i, i+1, "r").Ops...)
 	}
-	if err := h.onLeader(t, id, func(ctx context.Context, tb *tablet.Tablet) error { _, err := tb.Write(ctx, wb); return err }); err != nil {
-		t.Fatal(err)
+	h.putOnLeader(t, id, wb)
+}
+
+// putOnLeader writes a batch of puts at the leaseholder of id, again after
+// an attempt whose outcome is unknown (a leader change on a loaded
+// machine, as under -race in CI): a put written twice is the same put.
+func (h *harness) putOnLeader(t testing.TB, id uint64, wb *docdb.WriteBatch) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := h.onLeader(t, id, func(ctx context.Context, tb *tablet.Tablet) error { _, err := tb.Write(ctx, wb); return err })
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, consensus.ErrAmbiguous) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -435,12 +450,7 @@ func TestRangeLockSnapshot(t *testing.T) {
 	}
 	// Enough entries after the lock for the log to be truncated past it.
 	for i := 0; i < 300; i++ {
-		if err := h.onLeader(t, id, func(ctx context.Context, tb *tablet.Tablet) error {
-			_, err := tb.Write(ctx, putBatch(1000+i, 1001+i, "w"))
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		h.putOnLeader(t, id, putBatch(1000+i, 1001+i, "w"))
 	}
 	l := h.waitLeader(t)
 	learner, _, _ := h.addLearnerBySnapshot(t, l, 4, 5+300)

@@ -328,18 +328,18 @@ func TestSplitTabletThroughMaster(t *testing.T) {
 			t.Fatalf("gap or overlap between tablets %d and %d", i-1, i)
 		}
 	}
-	consensustest.WaitFor(t, 20*time.Second, "parent replicas deleted and children led", func() bool {
-		for _, s := range c.Servers {
+	consensustest.WaitUntil(t, 20*time.Second, "parent replicas deleted and children led", func() string {
+		for i, s := range c.Servers {
 			if _, ok := s.Node().Tablet(parent.GetTabletId()); ok {
-				return false
+				return fmt.Sprintf("server %d still holds the parent", i)
 			}
 		}
 		for _, l := range getTable().GetTablets() {
 			if l.GetLeaderNode() == 0 || len(l.GetReplicas()) != 3 {
-				return false
+				return fmt.Sprintf("tablet %d: leader %d, %d replicas", l.GetTablet().GetTabletId(), l.GetLeaderNode(), len(l.GetReplicas()))
 			}
 		}
-		return true
+		return ""
 	})
 	// Splitting the parent again is refused: it no longer exists.
 	_, err = servertest.Call(t, ms, func(ctx context.Context, mc masterpb.MasterClient) (*masterpb.SplitTabletResponse, error) {

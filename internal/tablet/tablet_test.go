@@ -322,7 +322,22 @@ func TestCompareAndSetAndKeyRange(t *testing.T) {
 	if _, err := l.Write(ctx, &docdb.WriteBatch{Ops: []docdb.WriteOp{{Kind: docdb.OpPutRow, RowKey: other}}}); !errors.Is(err, tablet.ErrKeyOutOfRange) {
 		t.Fatalf("out-of-range write: %v", err)
 	}
-	// A follower refuses reads with a leader hint.
+	// A follower refuses reads with a leader hint. On a loaded machine the
+	// leader can lose its quorum for a moment, and a follower then knows no
+	// leader (hint 0) until the next election: wait until the followers agree
+	// on the current leaseholder. A follower that serves the read never does.
+	consensustest.WaitUntil(t, 20*time.Second, "followers refusing reads with the leader's hint", func() string {
+		return followersRefuse(ctx, h, key)
+	})
+}
+
+// followersRefuse reads key on every replica but the leaseholder and says
+// what is wrong unless each refuses with the leaseholder as its hint.
+func followersRefuse(ctx context.Context, h *harness, key []byte) string {
+	l := h.leader()
+	if l == nil {
+		return "no leaseholder"
+	}
 	for _, n := range h.Nodes() {
 		tb := h.tablet(n.ID)
 		if tb == l {
@@ -330,7 +345,8 @@ func TestCompareAndSetAndKeyRange(t *testing.T) {
 		}
 		_, _, err := tb.Get(ctx, key, nil)
 		if hint, ok := consensus.IsNotLeader(err); !ok || hint != l.Group().Status().Node {
-			t.Fatalf("follower read: err=%v hint=%d", err, hint)
+			return fmt.Sprintf("node %d: err=%v hint=%d", n.ID, err, hint)
 		}
 	}
+	return ""
 }

@@ -218,6 +218,23 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// WaitUntil is WaitFor for a check that says what is still wrong ("" once
+// the condition holds), so that a timeout reports the last problem seen.
+func WaitUntil(t testing.TB, timeout time.Duration, what string, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		problem := check()
+		if problem == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, problem)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // Retry runs op, each time with a fresh context of a few seconds, until it
 // returns nil, failing the test with op's last error after timeout. op
 // typically finds the current leader and returns an error if there is none.

@@ -4,10 +4,11 @@
 # (pgbench -i -s $SCALE), then for each round and each binary restarts the
 # three nodes on that binary, lets them settle $SETTLE seconds (leaders move
 # back, the first seconds after a restart are slow) and runs TPC-B for
-# $DURATION seconds with 8 clients (3/3/2 on the three nodes). One line per
-# run:
+# $DURATION seconds with $CLIENTS clients (default 8, split over the three
+# nodes). WORKLOAD=select or WORKLOAD=insert runs bench-ysql.sh's point
+# SELECT or single-row INSERT instead of TPC-B. One line per run:
 #
-#   label  tps  node-cpu-ms/txn  cycles/txn  fsyncs/txn  failed
+#   label  tps  node-cpu-us/txn  cycles/txn  fsyncs/txn  failed
 #
 # Fresh clusters right after the load differ from each other by more than
 # most changes do; restarting one cluster's nodes on each binary in turn
@@ -15,12 +16,15 @@
 #
 #   scripts/bench-tpcb-ab.sh old=/tmp/shale-old new=bin/shale
 #   ROUNDS=3 SCALE=2 scripts/bench-tpcb-ab.sh a=/tmp/a b=/tmp/b
+#   WORKLOAD=select CLIENTS=64 scripts/bench-tpcb-ab.sh a=/tmp/a b=/tmp/b
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-10}
 DURATION=${DURATION:-20}
 SETTLE=${SETTLE:-40}
 ROUNDS=${ROUNDS:-2}
+CLIENTS=${CLIENTS:-8}
+WORKLOAD=${WORKLOAD:-tpcb}
 if [ $# -lt 2 ]; then
 	echo "usage: $0 label=BINARY label=BINARY [...]" >&2
 	exit 2
@@ -35,10 +39,31 @@ first=${bins[0]}
 trap '"$first" cluster destroy --base-dir "$base" >/dev/null 2>&1 || true; rm -rf "$(dirname "$base")"' EXIT
 export PGUSER=yugabyte PGDATABASE=yugabyte PGPORT=5433
 
-echo "# TPC-B A/B on one cluster, $(date -u '+%Y-%m-%d %H:%M UTC'), scale $SCALE, ${DURATION}s runs, $ROUNDS rounds"
+echo "# $WORKLOAD A/B on one cluster, $(date -u '+%Y-%m-%d %H:%M UTC'), $CLIENTS clients, ${DURATION}s runs, $ROUNDS rounds"
 echo "# cpus $(nproc) x $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)"
 "$first" cluster create --nodes 3 --rf 3 --base-dir "$base" >/dev/null
-pgbench -h 127.0.0.1 -i -q -s "$SCALE" 2>&1 | tail -1
+script=()
+sql="env PGOPTIONS=-cclient_min_messages=warning psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1"
+case $WORKLOAD in
+tpcb)
+	pgbench -h 127.0.0.1 -i -q -s "$SCALE" 2>&1 | tail -1
+	;;
+select)
+	$sql -c "CREATE TABLE bench_select (k int PRIMARY KEY, v text)"
+	$sql -c "COPY bench_select FROM STDIN" < <(seq 1 100000 | awk '{printf "%d\t%064d\n", $1, $1}')
+	printf '\\set k random(1, 100000)\nSELECT v FROM bench_select WHERE k = :k;\n' >"$(dirname "$base")/w.sql"
+	script=(-f "$(dirname "$base")/w.sql")
+	;;
+insert)
+	$sql -c "CREATE TABLE bench_insert (k uuid PRIMARY KEY DEFAULT gen_random_uuid(), v text)"
+	echo "INSERT INTO bench_insert (v) VALUES ('0123456789012345678901234567890123456789012345678901234567890123');" >"$(dirname "$base")/w.sql"
+	script=(-f "$(dirname "$base")/w.sql")
+	;;
+*)
+	echo "unknown WORKLOAD $WORKLOAD (tpcb, select, insert)" >&2
+	exit 2
+	;;
+esac
 
 # totals: node CPU seconds, scheduler cycles, fsyncs over the three nodes.
 totals() {
@@ -60,9 +85,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		read -r c0 y0 f0 < <(totals)
 		out=$(mktemp -d)
 		for i in 1 2 3; do
-			c=3
-			[ "$i" = 3 ] && c=2
-			pgbench -h "127.0.0.$i" -n -M prepared -T "$DURATION" -j 1 -c "$c" >"$out/$i.log" 2>&1 &
+			c=$((CLIENTS / 3 + (i <= CLIENTS % 3 ? 1 : 0)))
+			[ "$c" = 0 ] && continue
+			j=$((c < 2 ? 1 : 2))
+			pgbench -h "127.0.0.$i" -n -M prepared -T "$DURATION" -j "$j" -c "$c" "${script[@]}" >"$out/$i.log" 2>&1 &
 		done
 		wait
 		read -r c1 y1 f1 < <(totals)
@@ -78,7 +104,7 @@ for f in glob.glob(out + "/*.log"):
     m = re.search(r"number of failed transactions: (\d+)", s)
     failed += int(m.group(1)) if m else 0
 n = max(txns, 1)
-print(f"{label}\t{tps:.1f} tps\t{cpu * 1000 / n:.2f} ms cpu/txn\t{cycles / n:.1f} cycles/txn\t{fsyncs / n:.1f} fsyncs/txn\t{failed} failed")
+print(f"{label}\t{tps:.1f} tps\t{cpu * 1e6 / n:.0f} us cpu/txn\t{cycles / n:.1f} cycles/txn\t{fsyncs / n:.1f} fsyncs/txn\t{failed} failed")
 EOF
 		rm -rf "$out"
 	done

@@ -8,7 +8,7 @@
 # nodes). WORKLOAD=select or WORKLOAD=insert runs bench-ysql.sh's point
 # SELECT or single-row INSERT instead of TPC-B. One line per run:
 #
-#   label  tps  node-cpu-us/txn  cycles/txn  fsyncs/txn  failed
+#   label  tps  node-cpu-us/txn  cycles/txn  fsyncs/txn  sst-KB/txn  failed
 #
 # Fresh clusters right after the load differ from each other by more than
 # most changes do; restarting one cluster's nodes on each binary in turn
@@ -65,13 +65,15 @@ insert)
 	;;
 esac
 
-# totals: node CPU seconds, scheduler cycles, fsyncs over the three nodes.
+# totals: node CPU seconds, scheduler cycles, fsyncs and bytes written to
+# sstables (flushes and compactions) over the three nodes.
 totals() {
 	for i in 1 2 3; do curl -s "127.0.0.$i:7000/metrics"; done | awk '
 		/^process_cpu_seconds_total/ {c += $2}
 		/^shale_raft_scheduler_cycles_total/ {y += $2}
 		/^shale_raft_fsyncs_total/ {f += $2}
-		END {print c, y, f}'
+		/^shale_pebble_(flushed|compacted)_bytes_total/ {b += $2}
+		END {print c, y, f, b}'
 }
 
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -82,7 +84,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			"$bin" cluster start-node "$i" --base-dir "$base" >/dev/null
 		done
 		sleep "$SETTLE"
-		read -r c0 y0 f0 < <(totals)
+		read -r c0 y0 f0 b0 < <(totals)
 		out=$(mktemp -d)
 		for i in 1 2 3; do
 			c=$((CLIENTS / 3 + (i <= CLIENTS % 3 ? 1 : 0)))
@@ -91,11 +93,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			pgbench -h "127.0.0.$i" -n -M prepared -T "$DURATION" -j "$j" -c "$c" "${script[@]}" >"$out/$i.log" 2>&1 &
 		done
 		wait
-		read -r c1 y1 f1 < <(totals)
-		python3 - "$out" "${labels[$k]}" "$c1-$c0" "$y1-$y0" "$f1-$f0" <<'EOF'
+		read -r c1 y1 f1 b1 < <(totals)
+		python3 - "$out" "${labels[$k]}" "$c1-$c0" "$y1-$y0" "$f1-$f0" "$b1-$b0" <<'EOF'
 import glob, re, sys
 out, label = sys.argv[1], sys.argv[2]
-cpu, cycles, fsyncs = (eval(x) for x in sys.argv[3:6])
+cpu, cycles, fsyncs, sst = (eval(x) for x in sys.argv[3:7])
 tps = txns = failed = 0
 for f in glob.glob(out + "/*.log"):
     s = open(f).read()
@@ -104,7 +106,7 @@ for f in glob.glob(out + "/*.log"):
     m = re.search(r"number of failed transactions: (\d+)", s)
     failed += int(m.group(1)) if m else 0
 n = max(txns, 1)
-print(f"{label}\t{tps:.1f} tps\t{cpu * 1e6 / n:.0f} us cpu/txn\t{cycles / n:.1f} cycles/txn\t{fsyncs / n:.1f} fsyncs/txn\t{failed} failed")
+print(f"{label}\t{tps:.1f} tps\t{cpu * 1e6 / n:.0f} us cpu/txn\t{cycles / n:.1f} cycles/txn\t{fsyncs / n:.1f} fsyncs/txn\t{sst / n / 1024:.1f} KB sst/txn\t{failed} failed")
 EOF
 		rm -rf "$out"
 	done

@@ -572,20 +572,78 @@ type intentWriter struct {
 	key, index []byte
 	val        []byte
 	known      *KnownIntents // if not nil, records what is written
+	seen       seenKeys
 }
 
 func (iw *intentWriter) put(k IntentKey, typ IntentType, wid uint32, iv intentValue) error {
 	iv.txn = iw.txn
 	iw.key = appendIntentKey(iw.key[:0], k.RowKey, k.Column, typ, iw.ht, wid)
 	iw.val = appendIntentValue(iw.val[:0], typ, iv)
+	// One call stamps one hybrid time and write id on each op's intents, so
+	// it can meet a key twice: the weak read on the row of two columns read,
+	// a column an op names twice. The later write wins, after a plain
+	// deletion of the earlier: the single deletion that resolves the intent
+	// (deleteOnce) must never find two writes of its key.
+	dup := iw.seen.add(iw.key)
+	if dup {
+		if err := iw.w.Delete(iw.key, pebble.NoSync); err != nil {
+			return err
+		}
+	}
 	if err := iw.w.Set(iw.key, iw.val, pebble.NoSync); err != nil {
 		return err
 	}
 	if iw.known != nil {
 		iw.known.add(iw.key, iw.val)
 	}
+	if dup {
+		return nil // its index key is written already
+	}
 	iw.index = txnIndexKey(iw.index[:0], iw.tablet, iw.txn, iw.key)
 	return iw.w.Set(iw.index, nil, pebble.NoSync)
+}
+
+// seenKeys is the set of keys one intentWriter call wrote: a list while
+// short (the usual statement writes a few intents), then a map.
+type seenKeys struct {
+	buf  []byte
+	ends []int
+	set  map[string]struct{}
+}
+
+// seenKeysListMax: past this many keys, seenKeys builds its map.
+const seenKeysListMax = 16
+
+// add records key and reports whether it was there already.
+func (s *seenKeys) add(key []byte) bool {
+	if s.set != nil {
+		if _, ok := s.set[string(key)]; ok {
+			return true
+		}
+		s.set[string(key)] = struct{}{}
+		return false
+	}
+	start := 0
+	for _, end := range s.ends {
+		if bytes.Equal(s.buf[start:end], key) {
+			return true
+		}
+		start = end
+	}
+	if len(s.ends) < seenKeysListMax {
+		s.buf = append(s.buf, key...)
+		s.ends = append(s.ends, len(s.buf))
+		return false
+	}
+	s.set = make(map[string]struct{}, 2*seenKeysListMax)
+	start = 0
+	for _, end := range s.ends {
+		s.set[string(s.buf[start:end])] = struct{}{}
+		start = end
+	}
+	s.set[string(key)] = struct{}{}
+	s.buf, s.ends = nil, nil
+	return false
 }
 
 // WriteIntents writes the intents of ops for transaction txn, written at
@@ -1247,11 +1305,11 @@ func ApplyKnownIntents(w pebble.Writer, tablet uint64, txn TxnID, commitHT hlc.T
 			if err != nil {
 				return err
 			}
-			if err := w.Delete(ik, pebble.NoSync); err != nil {
+			if err := deleteOnce(w, ik); err != nil {
 				return err
 			}
 			index = txnIndexKey(index[:0], tablet, txn, ik)
-			if err := w.Delete(index, pebble.NoSync); err != nil {
+			if err := deleteOnce(w, index); err != nil {
 				return err
 			}
 			if k.typ != StrongWrite {
@@ -1389,7 +1447,7 @@ func (d *intentDeleter) flushRun() error {
 		d.start, d.last = nil, nil
 	}
 	for _, k := range d.run {
-		if err := d.w.Delete(k, pebble.NoSync); err != nil {
+		if err := deleteOnce(d.w, k); err != nil {
 			return err
 		}
 	}
@@ -1413,7 +1471,7 @@ func (d *intentDeleter) finish(all bool) error {
 		return d.w.DeleteRange(prefix, end, pebble.NoSync)
 	}
 	for _, k := range d.small {
-		if err := d.w.Delete(txnIndexKey(nil, d.tablet, d.txn, k), pebble.NoSync); err != nil {
+		if err := deleteOnce(d.w, txnIndexKey(nil, d.tablet, d.txn, k)); err != nil {
 			return err
 		}
 	}
@@ -1427,11 +1485,11 @@ func (d *intentDeleter) finish(all bool) error {
 func deleteIndexed(w pebble.Writer, tablet uint64, txn TxnID, keys [][]byte, whole bool) error {
 	ranged := whole && len(keys) >= rangeDeleteMin
 	for _, k := range keys {
-		if err := w.Delete(k, pebble.NoSync); err != nil {
+		if err := deleteOnce(w, k); err != nil {
 			return err
 		}
 		if !ranged {
-			if err := w.Delete(txnIndexKey(nil, tablet, txn, k), pebble.NoSync); err != nil {
+			if err := deleteOnce(w, txnIndexKey(nil, tablet, txn, k)); err != nil {
 				return err
 			}
 		}
@@ -1441,6 +1499,19 @@ func deleteIndexed(w pebble.Writer, tablet uint64, txn TxnID, keys [][]byte, who
 	}
 	prefix := txnIndexPrefix(nil, tablet, txn)
 	return w.DeleteRange(prefix, storage.PrefixEnd(prefix), pebble.NoSync)
+}
+
+// deleteOnce deletes an intent or a reverse index key with a single
+// deletion. Both kinds are written exactly once: an intent key holds the
+// hybrid time of its Raft entry and its write id, which never repeat for a
+// key, and an index key names its intent key and tablet. A single deletion
+// that meets its one Set in a flush or compaction removes both, so the
+// intents of a transaction written and resolved within one memtable never
+// reach an sstable; a plain deletion left a tombstone per intent for every
+// level to carry down (a third of what TPC-B flushed) and for reads of the
+// intents to step over. Deleting such a key twice is harmless.
+func deleteOnce(w pebble.Writer, key []byte) error {
+	return w.SingleDelete(key, pebble.NoSync)
 }
 
 // rangeDeleteMin: from this many index entries on, a transaction's whole
@@ -1580,7 +1651,7 @@ func SplitTxnIndex(r pebble.Reader, w pebble.Writer, parent uint64, splitKey []b
 			if err := w.Set(nk, nil, pebble.NoSync); err != nil {
 				return err
 			}
-			if err := w.Delete(key, pebble.NoSync); err != nil {
+			if err := deleteOnce(w, key); err != nil {
 				return err
 			}
 		}

@@ -127,6 +127,13 @@ func pebbleCollector(snap func() *pebble.Metrics) prometheus.Collector {
 			gauge(sub, "compactions_in_progress", "Compactions running.", func(m S) float64 { return float64(m.Compact.NumInProgress) }),
 			gauge(sub, "compaction_debt_bytes", "Estimated bytes to compact for the LSM to reach a stable state.", func(m S) float64 { return float64(m.Compact.EstimatedDebt) }),
 			counter(sub, "flushes_total", "Memtable flushes completed.", func(m S) float64 { return float64(m.Flush.Count) }),
+			counter(sub, "flushed_bytes_total", "Bytes of sstables written by memtable flushes.", func(m S) float64 {
+				return levelsSum(m, func(l *pebble.LevelMetrics) uint64 { return l.TableBytesFlushed })
+			}),
+			counter(sub, "compacted_bytes_total", "Bytes of sstables written by compactions.", func(m S) float64 {
+				return levelsSum(m, func(l *pebble.LevelMetrics) uint64 { return l.TableBytesCompacted })
+			}),
+			gauge(sub, "tombstones", "Deletions (point and range) in the sstables, approximately.", func(m S) float64 { return float64(m.Keys.TombstoneCount) }),
 			counter(sub, "ingestions_total", "SSTable ingestions (snapshots, splits).", func(m S) float64 { return float64(m.Ingest.Count) }),
 			gauge(sub, "memtable_size_bytes", "Bytes allocated by memtables (including queued for flush).", func(m S) float64 { return float64(m.MemTable.Size) }),
 			gauge(sub, "memtables", "Memtables, including queued for flush.", func(m S) float64 { return float64(m.MemTable.Count) }),
@@ -150,6 +157,16 @@ func pebbleCollector(snap func() *pebble.Metrics) prometheus.Collector {
 			}
 		},
 	}
+}
+
+// levelsSum sums a per-level figure over the LSM's levels (Metrics.Total
+// adds the WAL's bytes to the flushed ones).
+func levelsSum(m *pebble.Metrics, f func(*pebble.LevelMetrics) uint64) float64 {
+	var n uint64
+	for i := range m.Levels {
+		n += f(&m.Levels[i])
+	}
+	return float64(n)
 }
 
 type tabletCounts struct{ hosted, leaders int }

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -101,6 +102,15 @@ func Open(dir string, opts Options) (*Engine, error) {
 			}
 		},
 		TableIngested: func(pebble.TableIngestInfo) { flushes.Add(1) },
+		// A single deletion that met more than one Set of its key would let
+		// an older value reappear: the intents deleted that way must never
+		// be written twice (docdb.deleteOnce).
+		PossibleAPIMisuse: func(info pebble.PossibleAPIMisuseInfo) {
+			if info.Kind == pebble.NondeterministicSingleDelete {
+				singleDeleteMisuses.Add(1)
+				slog.Error("storage: single deletion of a key written more than once", "dir", dir, "key", fmt.Sprintf("%x", info.UserKey))
+			}
+		},
 		// A new WAL: a memtable was rotated.
 		WALCreated: func(pebble.WALCreateInfo) {
 			if e := opened.Load(); e != nil && e.rampFlushing.CompareAndSwap(false, true) {
@@ -150,6 +160,15 @@ func (e *Engine) flushRamp() {
 		}
 	})
 }
+
+// singleDeleteMisuses counts the single deletions Pebble found meeting a
+// key written more than once, in any engine of the process.
+var singleDeleteMisuses atomic.Uint64
+
+// SingleDeleteMisuses returns how many single deletions flushes and
+// compactions found meeting a key written more than once: always 0 unless
+// a caller broke deleteOnce's rule (tests check it).
+func SingleDeleteMisuses() uint64 { return singleDeleteMisuses.Load() }
 
 // rampFlushes counts the flushes flushRamp asked for (tests).
 var rampFlushes atomic.Int64

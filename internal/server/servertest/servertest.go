@@ -84,11 +84,17 @@ func NewClusterWith(t testing.TB, n int, opts Options) *Cluster {
 	for i := 1; i < n; i++ {
 		c.Start(i, []string{c.Addrs[0]})
 	}
+	misuses := storage.SingleDeleteMisuses()
 	t.Cleanup(func() {
 		for _, s := range c.Servers {
 			if s != nil {
 				s.Stop()
 			}
+		}
+		// Flushes and compactions of the cluster's engines found a single
+		// deletion of an intent written twice (docdb.deleteOnce's rule).
+		if n := storage.SingleDeleteMisuses() - misuses; n != 0 {
+			t.Errorf("%d single deletions met a key written more than once", n)
 		}
 	})
 	return c

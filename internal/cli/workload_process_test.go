@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -17,13 +19,27 @@ import (
 )
 
 // killNodesOnCleanup SIGKILLs, when the test ends, the node processes the
-// cluster in base still records (after a failure: without a deadline).
+// cluster in base still records (after a failure: without a deadline). It
+// then fails the test if a node logged a storage invariant broken: a single
+// deletion that met two writes of its key (docdb.deleteOnce).
 func killNodesOnCleanup(t *testing.T, base string) {
 	t.Cleanup(func() {
-		if st, err := loadClusterState(base); err == nil {
-			for _, n := range st.Nodes {
-				if n.PID > 0 && processAlive(n.PID, "") {
-					_ = syscall.Kill(n.PID, syscall.SIGKILL)
+		st, err := loadClusterState(base)
+		if err != nil {
+			return
+		}
+		for _, n := range st.Nodes {
+			if n.PID > 0 && processAlive(n.PID, "") {
+				_ = syscall.Kill(n.PID, syscall.SIGKILL)
+			}
+		}
+		for _, n := range st.Nodes {
+			// The storage engine logs through the process's default
+			// logger: stderr, which the cluster command sends to stdout.log.
+			for _, f := range []string{"shale.log", "stdout.log"} {
+				logb, err := os.ReadFile(filepath.Join(nodeDir(base, n.Index), "logs", f))
+				if err == nil && bytes.Contains(logb, []byte("single deletion of a key written more than once")) {
+					t.Errorf("node %d logged a single deletion of a key written more than once (%s)", n.Index, f)
 				}
 			}
 		}

@@ -29,6 +29,7 @@ const (
 	localDescriptor     byte = 'm' // tablet metadata owned by the tablet layer
 	localLastLeader     byte = 'e' // the last leader this replica followed (for vote refusal)
 	localAppliedRequest byte = 'o' // followed by a hybrid time (8 bytes BE) and a request id
+	localGCState        byte = 'g' // the horizon of the replica's last GC pass
 )
 
 const localGroupPrefixLen = 1 + 8
@@ -68,6 +69,11 @@ func DescriptorKey(group uint64) []byte { return localKey(group, localDescriptor
 // persisted before the replica acknowledges that leader's entries, so vote
 // refusal (and with it the leader's lease) survives a restart.
 func LastLeaderKey(group uint64) []byte { return localKey(group, localLastLeader) }
+
+// GCStateKey holds the horizon of a replica's last GC pass (the tablet's
+// GC): a replica that reopens with one does not rescan at once what that
+// pass left.
+func GCStateKey(group uint64) []byte { return localKey(group, localGCState) }
 
 // AppliedRequestPrefix is the prefix of the requests a group's state
 // machine applied and must not apply again (the tablet's WriteOnce), by

@@ -1,14 +1,17 @@
 package tablet
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/shaledb/shaledb/internal/docdb"
 	"github.com/shaledb/shaledb/internal/hlc"
+	"github.com/shaledb/shaledb/internal/storage"
 )
 
 // ErrReadTooOld: a read time older than the history retention window, whose
@@ -81,10 +84,19 @@ type gcTracker struct {
 	// written was applied at or below its time.
 	marks []gcMark
 	// done is the written mark the last pass reached; ran: a pass ran
-	// since open (the first one always does: data applied before open is
-	// not counted).
+	// since open. The first one runs at once unless resumed: data applied
+	// before open is not counted.
 	done uint64
 	ran  bool
+	// resumed: the replica had passed before it was (re)opened at
+	// openedAt, so what was applied before open holds at most the garbage
+	// of the time since that pass. Its first pass waits until the horizon
+	// passes openedAt, one retention window later, when one pass collects
+	// all of it (and what was applied since open counts toward the share
+	// from then on). A restarted node so does not read every row it holds
+	// in its first minute.
+	resumed  bool
+	openedAt hlc.Timestamp
 	// wroteMark is when the span of the applies' current mark began.
 	wroteMark hlc.Timestamp
 }
@@ -128,7 +140,7 @@ func (g *gcTracker) due(now, h hlc.Timestamp, size uint64) (bool, uint64) {
 	if newest > 0 {
 		g.marks = g.marks[newest:] // older marks at or below h say no more
 	}
-	if !g.ran {
+	if !g.ran && (!g.resumed || h >= g.openedAt) {
 		return true, upTo
 	}
 	return upTo > g.done && float64(upTo-g.done) >= gcGarbageShare*float64(size), upTo
@@ -160,8 +172,26 @@ func (t *Tablet) GC() (int, error) {
 		return 0, nil
 	}
 	n, err := docdb.GC(t.eng.DB, t.desc.Span, h)
-	if err == nil {
-		t.gc.passed(upTo)
+	if err != nil {
+		return n, err
 	}
-	return n, err
+	t.gc.passed(upTo)
+	// Not synced: a pass lost in a crash only makes the next open pass at
+	// once, as before any pass.
+	return n, t.eng.Set(storage.GCStateKey(t.desc.ID), binary.BigEndian.AppendUint64(nil, uint64(h)), pebble.NoSync)
+}
+
+// resumeGC tells the GC tracker whether this replica passed before: read
+// at open.
+func (t *Tablet) resumeGC() error {
+	_, closer, err := t.eng.Get(storage.GCStateKey(t.desc.ID))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_ = closer.Close()
+	t.gc.resumed, t.gc.openedAt = true, t.clock.Now()
+	return nil
 }

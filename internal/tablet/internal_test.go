@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shaledb/shaledb/internal/docdb"
+	"github.com/shaledb/shaledb/internal/hlc"
 )
 
 // TestUpdateCacheOwner: a call that began before another on the same row
@@ -60,5 +61,31 @@ func TestTrackerGone(t *testing.T) {
 	tr.wake()
 	if !tr.gone(a) {
 		t.Fatal("a transaction resolved in a committed cycle is not gone")
+	}
+}
+
+// TestGCTrackerResumed: a replica that passed before it was reopened
+// (resumed) does not pass at once, only once the horizon passes its open
+// time (what it applied since open counts only below the horizon). A
+// replica with no pass on record passes at once, as before.
+func TestGCTrackerResumed(t *testing.T) {
+	open := hlc.FromMicros(100e6, 0)
+	const size = 1000
+	fresh := &gcTracker{}
+	if due, _ := fresh.due(open, open.Add(-time.Minute), size); !due {
+		t.Fatal("a replica with no pass on record: first pass not due at once")
+	}
+	resumed := &gcTracker{resumed: true, openedAt: open}
+	resumed.wrote(500, open.Add(time.Second), time.Minute)
+	if due, _ := resumed.due(open.Add(2*time.Second), open.Add(-time.Minute), size); due {
+		t.Fatal("a resumed replica: first pass due before its horizon passed the open time")
+	}
+	due, upTo := resumed.due(open.Add(time.Minute+2*time.Second), open.Add(2*time.Second), size)
+	if !due || upTo != 500 {
+		t.Fatalf("a resumed replica whose horizon passed the open time: due %v up to %d, want true up to 500", due, upTo)
+	}
+	resumed.passed(upTo)
+	if due, _ := resumed.due(open.Add(2*time.Minute), open.Add(time.Minute), size); due {
+		t.Fatal("due again with nothing applied since the pass")
 	}
 }

@@ -101,6 +101,9 @@ func Open(cfg Config) (*Tablet, error) {
 	t.onSplit = cfg.OnSplit
 	t.resolver = cfg.Resolver
 	t.txns.init()
+	if err := t.resumeGC(); err != nil {
+		return nil, err
+	}
 	if d := cfg.Descriptor; d.SplitInto[0] != 0 {
 		c := d.children(d.SplitInto[0], d.SplitInto[1], d.SplitKey)
 		t.split.Store(&c)

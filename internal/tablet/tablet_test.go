@@ -48,6 +48,8 @@ type harnessOptions struct {
 	// resolver, if set, lets the tablets (split children included, which
 	// every node opens) take transactional writes.
 	resolver tablet.Resolver
+	// retention is the tablets' HistoryRetention (0: the default).
+	retention time.Duration
 }
 
 func newHarness(t testing.TB, nodes int, voters []uint64) *harness {
@@ -95,7 +97,7 @@ func newHarnessWith(t testing.TB, nodes int, voters []uint64, opts harnessOption
 			}
 			for i, d := range h.descs {
 				tb, err := tablet.Open(tablet.Config{Descriptor: d, Runtime: n.Runtime, Engine: n.Engine, Clock: n.Clock, Bootstrap: boot,
-					Resolver: opts.resolver, OnSplit: onSplit})
+					Resolver: opts.resolver, OnSplit: onSplit, HistoryRetention: opts.retention})
 				if err != nil {
 					t.Fatalf("node %d: open tablet %d: %v", n.ID, d.ID, err)
 				}

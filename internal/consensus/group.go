@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -341,11 +341,17 @@ func (g *Group) LeaseTerm() (uint64, bool) {
 	voters := g.mu.confVoters
 	followersOK := g.mu.followersOK
 	g.mu.Unlock()
+	// Asked before every read and write: the acks of up to 7 voters sort
+	// on the stack.
+	var buf [7]time.Time
 	for _, cfg := range voters {
 		if len(cfg) == 0 {
 			continue
 		}
-		acks := make([]time.Time, 0, len(cfg))
+		acks := buf[:0]
+		if len(cfg) > len(buf) {
+			acks = make([]time.Time, 0, len(cfg))
+		}
 		for _, v := range cfg {
 			switch {
 			case v == g.rt.cfg.NodeID:
@@ -356,7 +362,7 @@ func (g *Group) LeaseTerm() (uint64, bool) {
 				acks = append(acks, time.Time{})
 			}
 		}
-		sort.Slice(acks, func(i, j int) bool { return acks[i].After(acks[j]) })
+		slices.SortFunc(acks, func(a, b time.Time) int { return b.Compare(a) }) // newest first
 		if now.Sub(acks[len(cfg)/2]) >= g.rt.cfg.LeaseDuration {
 			return 0, false
 		}

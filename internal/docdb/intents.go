@@ -572,7 +572,9 @@ type intentWriter struct {
 	key, index []byte
 	val        []byte
 	known      *KnownIntents // if not nil, records what is written
-	seen       seenKeys
+	// seen is set when the call can meet a key twice (mayRepeat): the
+	// common write of distinct columns keeps the hot path free of it.
+	seen *seenKeys
 }
 
 func (iw *intentWriter) put(k IntentKey, typ IntentType, wid uint32, iv intentValue) error {
@@ -584,7 +586,7 @@ func (iw *intentWriter) put(k IntentKey, typ IntentType, wid uint32, iv intentVa
 	// a column an op names twice. The later write wins, after a plain
 	// deletion of the earlier: the single deletion that resolves the intent
 	// (deleteOnce) must never find two writes of its key.
-	dup := iw.seen.add(iw.key)
+	dup := iw.seen != nil && iw.seen.add(iw.key)
 	if dup {
 		if err := iw.w.Delete(iw.key, pebble.NoSync); err != nil {
 			return err
@@ -601,6 +603,26 @@ func (iw *intentWriter) put(k IntentKey, typ IntentType, wid uint32, iv intentVa
 	}
 	iw.index = txnIndexKey(iw.index[:0], iw.tablet, iw.txn, iw.key)
 	return iw.w.Set(iw.index, nil, pebble.NoSync)
+}
+
+// opsRepeatColumns reports whether an op names a column twice: the only
+// way ops written at one hybrid time meet a key twice, since each op has
+// its own write id.
+func opsRepeatColumns(ops []WriteOp) bool {
+	for i := range ops {
+		cols := ops[i].Columns
+		if len(cols) > seenKeysListMax {
+			return true // a wide row: let the seen set's map look
+		}
+		for j := 1; j < len(cols); j++ {
+			for k := 0; k < j; k++ {
+				if cols[j].ID == cols[k].ID {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // seenKeys is the set of keys one intentWriter call wrote: a list while
@@ -677,6 +699,9 @@ func WriteIntentsKnown(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timesta
 	}
 	return atomically(w, func(w pebble.Writer) error {
 		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht, known: known}
+		if opsRepeatColumns(ops) {
+			iw.seen = &seenKeys{}
+		}
 		for i := range ops {
 			wid := writeID + uint32(i)
 			err := forEachWriteIntent(&ops[i], func(k IntentKey, typ IntentType, iv intentValue) error {
@@ -706,6 +731,9 @@ func WriteReadIntents(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Timestam
 	}
 	return atomically(w, func(w pebble.Writer) error {
 		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht}
+		if len(keys) > 1 {
+			iw.seen = &seenKeys{} // the weak read on a row of two columns, a key twice
+		}
 		return forEachReadIntent(keys, strong, func(k IntentKey, typ IntentType, iv intentValue) error {
 			return iw.put(k, typ, writeID, iv)
 		})

@@ -113,6 +113,9 @@ func WriteLockIntentsKnown(w pebble.Writer, tablet uint64, txn TxnID, ht hlc.Tim
 	}
 	return atomically(w, func(w pebble.Writer) error {
 		iw := intentWriter{w: w, tablet: tablet, txn: txn, ht: ht, known: known}
+		if len(locks) > 1 {
+			iw.seen = &seenKeys{} // all at one write id: a lock can repeat
+		}
 		for _, a := range locks {
 			if err := iw.put(a.Key, a.Type, writeID, intentValue{}); err != nil {
 				return err

@@ -13,7 +13,10 @@ type Metrics struct {
 	Cycles atomic.Uint64
 	// CyclesOverlapped counts cycles started while an earlier cycle's
 	// fsync was still running.
-	CyclesOverlapped    atomic.Uint64
+	CyclesOverlapped atomic.Uint64
+	// Deferred counts the times a group's new log entries waited for an
+	// earlier cycle's fsync instead of starting a cycle of their own.
+	Deferred            atomic.Uint64
 	MessagesSent        atomic.Uint64
 	MessagesReceived    atomic.Uint64
 	VotesRefused        atomic.Uint64
@@ -55,13 +58,13 @@ type Metrics struct {
 
 // MetricsSnapshot is a plain copy of Metrics.
 type MetricsSnapshot struct {
-	Cycles, CyclesOverlapped, MessagesSent, MessagesReceived, VotesRefused, DroppedUnknownGroup, ConfChanges uint64
-	DroppedVotes                                                                                             uint64
-	LogTruncations, Quiesces, CommitsHeld, CommitsReplaced                                                   uint64
-	SnapshotsSent, SnapshotsFailed, SnapshotsApplied, SnapshotBytesSent                                      uint64
-	Syncs                                                                                                    uint64
-	Proposals, EntriesApplied                                                                                uint64
-	SyncTime, CycleTime                                                                                      time.Duration
+	Cycles, CyclesOverlapped, Deferred, MessagesSent, MessagesReceived, VotesRefused, DroppedUnknownGroup, ConfChanges uint64
+	DroppedVotes                                                                                                       uint64
+	LogTruncations, Quiesces, CommitsHeld, CommitsReplaced                                                             uint64
+	SnapshotsSent, SnapshotsFailed, SnapshotsApplied, SnapshotBytesSent                                                uint64
+	Syncs                                                                                                              uint64
+	Proposals, EntriesApplied                                                                                          uint64
+	SyncTime, CycleTime                                                                                                time.Duration
 
 	CycleLatency, SyncLatency, ApplyLatency, ProposalLatency HistogramSnapshot
 }
@@ -81,7 +84,7 @@ func (m *Metrics) observeCycle(d time.Duration) {
 func (rt *Runtime) Metrics() MetricsSnapshot {
 	m := &rt.metrics
 	return MetricsSnapshot{
-		Cycles: m.Cycles.Load(), CyclesOverlapped: m.CyclesOverlapped.Load(), MessagesSent: m.MessagesSent.Load(), MessagesReceived: m.MessagesReceived.Load(),
+		Cycles: m.Cycles.Load(), CyclesOverlapped: m.CyclesOverlapped.Load(), Deferred: m.Deferred.Load(), MessagesSent: m.MessagesSent.Load(), MessagesReceived: m.MessagesReceived.Load(),
 		VotesRefused: m.VotesRefused.Load(), DroppedUnknownGroup: m.DroppedUnknownGroup.Load(), ConfChanges: m.ConfChanges.Load(),
 		DroppedVotes:   m.DroppedVotes.Load(),
 		LogTruncations: m.LogTruncations.Load(), Quiesces: m.Quiesces.Load(),

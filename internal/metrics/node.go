@@ -68,6 +68,7 @@ func raftCollector(snap func() consensus.MetricsSnapshot) prometheus.Collector {
 			counter(sub, "messages_dropped_unknown_group_total", "Received raft messages for groups this node does not host.", func(s S) float64 { return float64(s.DroppedUnknownGroup) }),
 			counter(sub, "scheduler_cycles_total", "Scheduler cycles (one group commit each).", func(s S) float64 { return float64(s.Cycles) }),
 			counter(sub, "scheduler_cycles_overlapped_total", "Scheduler cycles started while an earlier cycle's fsync was running.", func(s S) float64 { return float64(s.CyclesOverlapped) }),
+			counter(sub, "scheduler_deferred_total", "Times a group's new log entries waited for an earlier cycle's fsync to share the next cycle.", func(s S) float64 { return float64(s.Deferred) }),
 			counter(sub, "fsyncs_total", "Raft log fsyncs.", func(s S) float64 { return float64(s.Syncs) }),
 			counter(sub, "votes_refused_total", "Vote requests refused while a leader was alive.", func(s S) float64 { return float64(s.VotesRefused) }),
 			counter(sub, "conf_changes_total", "Membership changes applied.", func(s S) float64 { return float64(s.ConfChanges) }),

@@ -124,6 +124,7 @@ func TestNodeMetricsMove(t *testing.T) {
 	atLeast("shale_raft_cycle_duration_seconds", nil, 1)
 	atLeast("shale_raft_fsync_duration_seconds", nil, 1)
 	atLeast("shale_raft_fsyncs_total", nil, 1)
+	atLeast("shale_pebble_wal_fsyncs_total", nil, 1)
 	atLeast("shale_pebble_flushes_total", nil, 1)
 	atLeast("shale_pebble_disk_usage_bytes", nil, 1)
 	atLeast("shale_pebble_level_files", map[string]string{"level": "0"}, 0)

@@ -31,10 +31,12 @@ type conn struct {
 	be     *pgproto3.Backend
 	pid    uint32
 	secret [4]byte
-	// ctx is cancelled by Server.Close; statement contexts derive from it
-	// so that cancelling one takes only this connection's lock.
-	ctx       context.Context
-	ctxCancel context.CancelFunc
+	// ctx is cancelled by Server.Close and when the connection ends.
+	// Statement contexts derive from callParent, its values without its
+	// cancellation (begin says why).
+	ctx        context.Context
+	ctxCancel  context.CancelFunc
+	callParent context.Context
 
 	// terminated: another session ended this one (pg_terminate_backend).
 	terminated atomic.Bool
@@ -84,6 +86,7 @@ func newConn(s *Server, nc net.Conn, pid uint32) *conn {
 	c.be = pgproto3.NewBackend(&c.rd, nc)
 	c.be.SetMaxBodyLen(s.cfg.MaxMessageSize)
 	c.ctx, c.ctxCancel = context.WithCancel(s.ctx)
+	c.callParent = context.WithoutCancel(c.ctx)
 	c.sink.c = c
 	return c
 }

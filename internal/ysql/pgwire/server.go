@@ -58,7 +58,8 @@ type Server struct {
 	log *slog.Logger
 	m   *metrics
 
-	// ctx is the parent of every statement context; Close cancels it.
+	// ctx is the parent of every connection's context; Close cancels it
+	// (and each running statement's, which do not derive from it: conn.begin).
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
@@ -228,6 +229,10 @@ func (s *Server) Close() error {
 
 	s.cancel(errShutdown)
 	for _, c := range conns {
+		// Statement contexts do not derive from s.ctx (conn.begin):
+		// cancel each running one. One that begins after this sees
+		// closing, set above, and cancels itself.
+		c.cancelRunning(errShutdown)
 		c.wake()
 	}
 	s.wg.Wait()

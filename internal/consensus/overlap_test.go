@@ -8,7 +8,7 @@ import (
 
 // TestCarriesNoEntries: what may start a cycle during another cycle's
 // fsync (answers, heartbeats, commit-only appends, ticks) and what waits
-// for it (proposals, appends with entries, snapshots).
+// for it (proposals, appends with entries, incoming snapshots).
 func TestCarriesNoEntries(t *testing.T) {
 	msg := func(typ raftpb.MessageType, entries int) *raftpb.Message {
 		m := &raftpb.Message{Type: typ.Enum()}
@@ -32,7 +32,6 @@ func TestCarriesNoEntries(t *testing.T) {
 			g.mu.inbox = []*raftpb.Message{msg(raftpb.MsgAppResp, 0), msg(raftpb.MsgApp, 2)}
 		}, false},
 		{"a proposal", func(g *Group) { g.mu.proposals = []pendingProposal{{}} }, false},
-		{"a snapshot message", func(g *Group) { g.mu.inbox = []*raftpb.Message{msg(raftpb.MsgSnap, 0)} }, false},
 		{"an incoming snapshot", func(g *Group) { g.mu.snapIn = &incomingSnapshot{} }, false},
 	}
 	for _, c := range cases {

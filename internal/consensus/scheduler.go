@@ -193,7 +193,9 @@ func (rt *Runtime) mayOverlap(id uint64) bool {
 }
 
 // carriesNoEntries reports whether the group's queued input brings no new
-// log entries: no proposals, no appends, no snapshot.
+// log entries: no proposals, no snapshot, no message with entries (a
+// commit-only append has none). Snapshots come through snapIn, never the
+// inbox.
 func (g *Group) carriesNoEntries() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -201,12 +203,7 @@ func (g *Group) carriesNoEntries() bool {
 		return false
 	}
 	for _, m := range g.mu.inbox {
-		switch m.GetType() {
-		case raftpb.MsgApp, raftpb.MsgProp:
-			if len(m.GetEntries()) > 0 { // a commit-only append may go
-				return false
-			}
-		case raftpb.MsgSnap:
+		if len(m.GetEntries()) > 0 {
 			return false
 		}
 	}

@@ -139,7 +139,7 @@ type advisoryIn struct {
 	tx *client.Txn
 }
 
-func (a advisoryIn) AdvisoryLock(ctx context.Context, r builtins.AdvisoryRequest) (bool, error) {
+func (a *advisoryIn) AdvisoryLock(ctx context.Context, r builtins.AdvisoryRequest) (bool, error) {
 	s := a.s
 	if r.UnlockAll {
 		s.advisoryUnlockAll(ctx)

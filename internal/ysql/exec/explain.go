@@ -250,6 +250,9 @@ func (s *Session) describeScan(ctx context.Context, x *plan.Scan, add, detail fu
 	}
 	pushdown := s.pushdownEnabled() && x.Access.Kind != plan.PointGet
 	local := x.Filter != nil
+	if x.Access.Kind == plan.PointGet && x.Access.Index == nil {
+		local = x.Access.Rest != nil && x.Filter != nil
+	}
 	if pushdown {
 		remote, rest := s.explainSplit(x)
 		if len(remote) > 0 {

@@ -33,12 +33,16 @@ type memAccount struct {
 	used, reserved int64
 }
 
-func (m *memMonitor) newAccount() *memAccount { return &memAccount{mon: m} }
-
 // grow counts n more bytes held for what (an operator's name in the
 // error), failing with 53200 when the node's budget has no room for them.
 // A nil account counts nothing.
 func (a *memAccount) grow(n int64, what string) error {
+	return a.growFor(n, what, "")
+}
+
+// growFor is grow for what followed by name (built only for the error: a
+// statement's every scan counts its rows).
+func (a *memAccount) growFor(n int64, what, name string) error {
 	if a == nil {
 		return nil
 	}
@@ -51,7 +55,7 @@ func (a *memAccount) grow(n int64, what string) error {
 	if total := m.used.Add(need); m.limit > 0 && total > m.limit {
 		m.used.Add(-need)
 		a.used -= n
-		return errOutOfMemory(what, m.limit, total-need, need)
+		return errOutOfMemory(what+name, m.limit, total-need, need)
 	}
 	a.reserved += need
 	return nil
@@ -91,8 +95,9 @@ func errOutOfMemory(what string, limit, inUse, need int64) error {
 type heldRows struct {
 	acct    *memAccount
 	what    string
-	pending int64 // not yet counted
-	total   int64 // counted
+	name    string // of the relation, after what in the error ("a scan of " t)
+	pending int64  // not yet counted
+	total   int64  // counted
 }
 
 // memBatch is how many bytes heldRows collects before it counts them.
@@ -121,7 +126,7 @@ func (h *heldRows) addBytes(n int64) error {
 func (h *heldRows) flush() error {
 	n := h.pending
 	h.pending = 0
-	if err := h.acct.grow(n, h.what); err != nil {
+	if err := h.acct.growFor(n, h.what, h.name); err != nil {
 		return err
 	}
 	h.total += n
@@ -158,9 +163,9 @@ func (h *heldRows) shrinkBy(n int64) {
 	h.total -= n
 }
 
-// hold counts rows, already in memory, as held by what.
-func (r *runner) hold(rows []plan.Row, what string) error {
-	h := heldRows{acct: r.acct, what: what}
+// hold counts rows, already in memory, as held by what followed by name.
+func (r *runner) hold(rows []plan.Row, what, name string) error {
+	h := heldRows{acct: r.acct, what: what, name: name}
 	for _, row := range rows {
 		if err := h.add(row); err != nil {
 			return err

@@ -90,7 +90,11 @@ func (r *runner) subquery(ec *plan.EvalContext, sq *plan.Subquery) ([]plan.Row, 
 }
 
 // closers are functions run once when a statement ends.
-type closers struct{ fs []func() }
+type closers struct {
+	fs []func()
+	// acct, when set, is closed after fs: the statement's memory account.
+	acct *memAccount
+}
 
 // onClose runs f when the statement ends (at once if the runner has no
 // statement to end with: its sources are read to the end, which releases
@@ -109,6 +113,10 @@ func (c *closers) run() {
 		f()
 	}
 	c.fs = nil
+	if c.acct != nil {
+		c.acct.close()
+		c.acct = nil
+	}
 }
 
 // rows runs n to completion and returns its rows, counted as held by the
@@ -146,7 +154,7 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 	case *plan.Scan:
 		rows, err := r.scan(x)
 		if err == nil {
-			err = r.hold(rows, "a scan of "+x.Table.Name)
+			err = r.hold(rows, "a scan of ", x.Table.Name)
 		}
 		return rows, err
 	case *plan.WorkTable:
@@ -157,7 +165,7 @@ func (r *runner) rows(n plan.Node) ([]plan.Row, error) {
 	case *plan.VirtualScan:
 		all, err := x.Table.Rows()
 		if err == nil {
-			err = r.hold(all, "catalog relation "+x.Table.Name)
+			err = r.hold(all, "catalog relation ", x.Table.Name)
 		}
 		if err != nil {
 			return nil, err
@@ -572,10 +580,11 @@ func (r *runner) scan(s *plan.Scan) ([]plan.Row, error) {
 		return r.indexScan(s, tbl)
 	}
 	var raw []client.Row
-	filter := s.Filter
-	examined := -1 // rows read when a client-side filter dropped some (Keep)
+	var filter plan.Expr // what of s.Filter is left to check here
+	examined := -1       // rows read when a client-side filter dropped some (Keep)
 	switch s.Access.Kind {
 	case plan.PointGet:
+		filter = s.Access.Rest
 		key, ok, err := r.keyValues(s.Table, s.Access.Eq)
 		if err != nil || !ok {
 			return nil, err

@@ -756,17 +756,41 @@ func (s *Session) evalContext(params []types.Datum) *plan.EvalContext {
 	return ec
 }
 
+// statementRun is what a statement's runner needs, allocated together:
+// a point SELECT made a dozen small objects before it read anything.
+type statementRun struct {
+	r    runner
+	ec   plan.EvalContext
+	cl   closers
+	fs   [2]func()
+	acct memAccount
+	adv  advisoryIn
+}
+
+// newStatementRunner is the runner of one statement of s in tx, with its
+// memory account, closed when the statement ends.
+func newStatementRunner(s *Session, ctx context.Context, tx *client.Txn, params []types.Datum) *runner {
+	st := &statementRun{
+		ec:   plan.EvalContext{Params: params, TxnTime: s.txnTime, StmtTime: time.Now(), Location: s.location()},
+		acct: memAccount{mon: s.e.mem},
+		adv:  advisoryIn{s: s, tx: tx},
+	}
+	st.cl.fs = st.fs[:0]
+	st.cl.acct = &st.acct
+	st.ec.Advisory = &st.adv
+	st.r = runner{s: s, ctx: ctx, txn: tx, ec: &st.ec, closers: &st.cl, acct: &st.acct}
+	return &st.r
+}
+
 // runPlan executes a planned query or DML statement in tx.
 func (s *Session) runPlan(ctx context.Context, st *Statement, params []types.Datum, tx *client.Txn) (string, []plan.Row, error) {
-	r := &runner{s: s, ctx: ctx, txn: tx, ec: s.evalContext(params), closers: &closers{}, acct: s.e.mem.newAccount()}
-	r.onClose(r.acct.close)
+	r := newStatementRunner(s, ctx, tx, params)
 	defer func() {
 		if s.stream == nil || s.stream.r != r {
 			r.closers.run() // else the stream's end does
 		}
 	}()
 	r.ec.Ctx = func() context.Context { return r.ctx }
-	r.ec.Advisory = advisoryIn{s: s, tx: tx}
 	r.ec.Backends = s
 	r.ec.Subquery = func(ec *plan.EvalContext, sq *plan.Subquery, outer plan.Row) ([]plan.Row, error) {
 		// r.ctx: a streamed statement evaluates over several calls.
@@ -824,7 +848,7 @@ func (r *runner) runDMLs(dmls []*plan.DMLResult) error {
 		if err != nil {
 			return err
 		}
-		if err := r.hold(rows, "WITH query "+d.Name); err != nil {
+		if err := r.hold(rows, "WITH query ", d.Name); err != nil {
 			return err
 		}
 		d.Rows = rows

@@ -25,12 +25,15 @@ const flushThreshold = 32 << 10
 // goroutines touch only the fields under mu, and rd while a disconnect
 // watch runs (watch.go), when serve does not read.
 type conn struct {
-	srv    *Server
-	nc     net.Conn
-	rd     connReader
-	be     *pgproto3.Backend
-	pid    uint32
-	secret [4]byte
+	srv *Server
+	nc  net.Conn
+	rd  connReader
+	be  *pgproto3.Backend
+	// rowDesc and rowDescNames are reused by every RowDescription sent.
+	rowDesc      pgproto3.RowDescription
+	rowDescNames []byte
+	pid          uint32
+	secret       [4]byte
 	// ctx is cancelled by Server.Close and when the connection ends.
 	// Statement contexts derive from callParent, its values without its
 	// cancellation (begin says why).

@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"github.com/jackc/pgx/v5/pgproto3"
+	"slices"
 )
 
 // simpleQuery runs a Query message: each statement is prepared, bound and
@@ -106,11 +107,20 @@ func (c *conn) endBatch(failed bool) {
 
 // sendRowDescription describes cols with the given result formats (in
 // Bind's convention: none = text, one = for all, else one per column).
+// The message and its names are the connection's, reused: Send encodes at
+// once, and libpq describes the portal of every prepared execution.
 func (c *conn) sendRowDescription(cols []Column, formats []int16) {
-	fields := make([]pgproto3.FieldDescription, len(cols))
+	fields := slices.Grow(c.rowDesc.Fields[:0], len(cols))[:len(cols)]
+	names := c.rowDescNames[:0]
+	for _, col := range cols {
+		names = append(names, col.Name...)
+	}
+	c.rowDescNames = names
 	for i, col := range cols {
+		name := names[:len(col.Name):len(col.Name)]
+		names = names[len(col.Name):]
 		fields[i] = pgproto3.FieldDescription{
-			Name:                 []byte(col.Name),
+			Name:                 name,
 			TableOID:             col.TableOID,
 			TableAttributeNumber: uint16(col.AttrNum),
 			DataTypeOID:          col.TypeOID,
@@ -119,7 +129,8 @@ func (c *conn) sendRowDescription(cols []Column, formats []int16) {
 			Format:               formatOf(formats, i),
 		}
 	}
-	c.send(&pgproto3.RowDescription{Fields: fields})
+	c.rowDesc.Fields = fields
+	c.send(&c.rowDesc)
 }
 
 // formatOf is the format of value i under Bind's format-list convention.

@@ -119,7 +119,14 @@ func addable(t types.T) bool {
 // onlyKey reports whether a point get's filter (kept whole, see
 // chooseAccess) is nothing but the key equalities its access uses.
 func onlyKey(s *Scan) bool {
-	for _, c := range conjuncts(s.Filter, nil) {
+	return s.Access.Rest == nil
+}
+
+// notKey is the conjunction of the conjuncts cs of point get s's filter
+// that are not the key equalities its access uses (nil: none).
+func notKey(s *Scan, cs []Expr) Expr {
+	var rest Expr
+	for _, c := range cs {
 		used := false
 		for i, k := range s.Table.Key {
 			if op, val, ok := keyCond(c, k.Column); ok && op == "=" && i < len(s.Access.Eq) && val == s.Access.Eq[i] {
@@ -128,10 +135,10 @@ func onlyKey(s *Scan) bool {
 			}
 		}
 		if !used {
-			return false
+			rest = and(rest, c)
 		}
 	}
-	return true
+	return rest
 }
 
 // TabletUpsert reports whether ins is an INSERT of one VALUES row with ON

@@ -56,6 +56,11 @@ type Access struct {
 	// holds every column the query needs).
 	Index     *catalog.Index
 	IndexOnly bool
+	// Rest, for PointGet, is what of the scan's filter the key does not
+	// imply (nil: nothing): the key equalities hold for the row a point
+	// get finds, as they do for the single-row writes (onlyKey), so its
+	// row is checked against the rest only.
+	Rest Expr
 }
 
 // LockStrength is the row lock a SELECT ... FOR ... takes.

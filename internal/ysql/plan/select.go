@@ -738,6 +738,7 @@ func (b *Binder) chooseAccess(s *Scan) {
 	switch {
 	case len(eq) == len(t.Key):
 		s.Access = Access{Kind: PointGet, Eq: eq}
+		s.Access.Rest = notKey(s, cs)
 		return
 	case len(eq) < nh:
 		b.chooseIndex(s, cs)

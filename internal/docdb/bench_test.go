@@ -19,18 +19,7 @@ func BenchmarkGetRow(b *testing.B) {
 	}
 	defer func() { _ = eng.Close() }()
 	const rows = 100_000
-	keys := make([][]byte, rows)
-	val := Bytes(make([]byte, 64))
-	for i := 0; i < rows; i += 1000 {
-		wb := &WriteBatch{}
-		for k := i; k < i+1000; k++ {
-			keys[k] = testRowKey(fmt.Sprintf("key:%d", k))
-			wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutRow, RowKey: keys[k], Columns: []ColumnValue{{ID: 2, Value: val}}})
-		}
-		if err := ApplyWriteBatch(eng.DB, hlc.Timestamp(uint64(i+1)<<16), wb); err != nil {
-			b.Fatal(err)
-		}
-	}
+	keys := loadOneColumnRows(b, eng, rows, 64, func(k int) int { return k })
 	opts := ReadOptions{ReadTime: hlc.Timestamp(uint64(rows+1) << 16)}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -384,18 +373,8 @@ func BenchmarkSmallTxnWriteApply(b *testing.B) {
 	}
 	defer func() { _ = eng.Close() }()
 	const rows = 300_000
-	keys := make([][]byte, rows)
+	keys := loadOneColumnRows(b, eng, rows, 16, func(k int) int { return k * 7919 % rows })
 	val := Bytes(make([]byte, 16))
-	for i := 0; i < rows; i += 1000 {
-		wb := &WriteBatch{}
-		for k := i; k < i+1000; k++ {
-			keys[k] = testRowKey(fmt.Sprintf("key:%d", (k*7919)%rows))
-			wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutRow, RowKey: keys[k], Columns: []ColumnValue{{ID: 2, Value: val}}})
-		}
-		if err := ApplyWriteBatch(eng.DB, hlc.Timestamp(uint64(i+1)<<16), wb); err != nil {
-			b.Fatal(err)
-		}
-	}
 	ht := uint64(rows + 1)
 	const perBatch = 4
 	b.ResetTimer()
@@ -425,4 +404,23 @@ func BenchmarkSmallTxnWriteApply(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// loadOneColumnRows writes rows rows of a liveness marker and one value of
+// size bytes, 1,000 to a batch, and returns their keys: row k is named
+// "key:<name(k)>".
+func loadOneColumnRows(b *testing.B, eng *storage.Engine, rows, size int, name func(int) int) [][]byte {
+	keys := make([][]byte, rows)
+	val := Bytes(make([]byte, size))
+	for i := 0; i < rows; i += 1000 {
+		wb := &WriteBatch{}
+		for k := i; k < min(i+1000, rows); k++ {
+			keys[k] = testRowKey(fmt.Sprintf("key:%d", name(k)))
+			wb.Ops = append(wb.Ops, WriteOp{Kind: OpPutRow, RowKey: keys[k], Columns: []ColumnValue{{ID: 2, Value: val}}})
+		}
+		if err := ApplyWriteBatch(eng.DB, hlc.Timestamp(uint64(i+1)<<16), wb); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return keys
 }

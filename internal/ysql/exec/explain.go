@@ -250,8 +250,8 @@ func (s *Session) describeScan(ctx context.Context, x *plan.Scan, add, detail fu
 	}
 	pushdown := s.pushdownEnabled() && x.Access.Kind != plan.PointGet
 	local := x.Filter != nil
-	if x.Access.Kind == plan.PointGet && x.Access.Index == nil {
-		local = x.Access.Rest != nil && x.Filter != nil
+	if x.Access.Kind == plan.PointGet {
+		local = x.Access.Rest != nil && x.Filter != nil // the key implies the rest
 	}
 	if pushdown {
 		remote, rest := s.explainSplit(x)

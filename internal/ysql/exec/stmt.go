@@ -752,8 +752,14 @@ func (s *Session) inImplicitTxn(ctx context.Context, fn func(tx *client.Txn) err
 }
 
 func (s *Session) evalContext(params []types.Datum) *plan.EvalContext {
-	ec := &plan.EvalContext{Params: params, TxnTime: s.txnTime, StmtTime: time.Now(), Location: s.location()}
-	return ec
+	ec := s.newEvalContext(params)
+	return &ec
+}
+
+// newEvalContext is a statement's evaluation context: its parameters and
+// times, in the session's time zone.
+func (s *Session) newEvalContext(params []types.Datum) plan.EvalContext {
+	return plan.EvalContext{Params: params, TxnTime: s.txnTime, StmtTime: time.Now(), Location: s.location()}
 }
 
 // statementRun is what a statement's runner needs, allocated together:
@@ -771,7 +777,7 @@ type statementRun struct {
 // memory account, closed when the statement ends.
 func newStatementRunner(s *Session, ctx context.Context, tx *client.Txn, params []types.Datum) *runner {
 	st := &statementRun{
-		ec:   plan.EvalContext{Params: params, TxnTime: s.txnTime, StmtTime: time.Now(), Location: s.location()},
+		ec:   s.newEvalContext(params),
 		acct: memAccount{mon: s.e.mem},
 		adv:  advisoryIn{s: s, tx: tx},
 	}

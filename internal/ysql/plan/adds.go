@@ -103,7 +103,7 @@ func PointDelete(d *Delete) bool {
 // primary key and filters on nothing else.
 func onePointRow(n Node) bool {
 	s, ok := n.(*Scan)
-	return ok && s.Access.Kind == PointGet && s.Access.Index == nil && onlyKey(s)
+	return ok && s.Access.Kind == PointGet && s.Access.Index == nil && s.Access.Rest == nil
 }
 
 // addable: the integer types, whose sums the tablet checks against the
@@ -114,31 +114,6 @@ func addable(t types.T) bool {
 		return true
 	}
 	return false
-}
-
-// onlyKey reports whether a point get's filter (kept whole, see
-// chooseAccess) is nothing but the key equalities its access uses.
-func onlyKey(s *Scan) bool {
-	return s.Access.Rest == nil
-}
-
-// notKey is the conjunction of the conjuncts cs of point get s's filter
-// that are not the key equalities its access uses (nil: none).
-func notKey(s *Scan, cs []Expr) Expr {
-	var rest Expr
-	for _, c := range cs {
-		used := false
-		for i, k := range s.Table.Key {
-			if op, val, ok := keyCond(c, k.Column); ok && op == "=" && i < len(s.Access.Eq) && val == s.Access.Eq[i] {
-				used = true
-				break
-			}
-		}
-		if !used {
-			rest = and(rest, c)
-		}
-	}
-	return rest
 }
 
 // TabletUpsert reports whether ins is an INSERT of one VALUES row with ON

@@ -58,7 +58,7 @@ type Access struct {
 	IndexOnly bool
 	// Rest, for PointGet, is what of the scan's filter the key does not
 	// imply (nil: nothing): the key equalities hold for the row a point
-	// get finds, as they do for the single-row writes (onlyKey), so its
+	// get finds, as they do for the single-row writes (onePointRow), so its
 	// row is checked against the rest only.
 	Rest Expr
 }

@@ -753,6 +753,25 @@ func (b *Binder) chooseAccess(s *Scan) {
 	s.Access = acc
 }
 
+// notKey is the conjunction of the conjuncts cs of point get s's filter
+// that are not the key equalities its access uses (nil: none).
+func notKey(s *Scan, cs []Expr) Expr {
+	var rest Expr
+	for _, c := range cs {
+		used := false
+		for i, k := range s.Table.Key {
+			if op, val, ok := keyCond(c, k.Column); ok && op == "=" && i < len(s.Access.Eq) && val == s.Access.Eq[i] {
+				used = true
+				break
+			}
+		}
+		if !used {
+			rest = and(rest, c)
+		}
+	}
+	return rest
+}
+
 // lockName is a locking clause as PostgreSQL names it in messages.
 func lockName(lc *pg.LockingClause) string {
 	switch lc.GetStrength() {
